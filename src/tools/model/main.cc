@@ -1,0 +1,20 @@
+// mpcache-model: the model owner's tool — inspect a checkpoint, run it in plaintext (the
+// reference engine), make synthetic checkpoints, split weights into per-party shares.
+#include <iostream>
+
+#include "tools/model/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"mpcache-model: inspect, run, synthesise and share Llama-2 checkpoints"};
+  app.require_subcommand(1);
+  int exit_code = 0;
+  mpcache::tools::AddInfoCommand(app, &exit_code);
+  mpcache::tools::AddRunCommand(app, &exit_code);
+  mpcache::tools::AddSynthCommand(app, &exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return exit_code;
+}
