@@ -1,0 +1,114 @@
+#include "model/float_engine.h"
+
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "model/float_ops.h"
+
+namespace mpcache::model {
+
+FloatEngine::FloatEngine(const ModelWeights& weights, FloatEngineOptions options)
+    : weights_(&weights), options_(options) {}
+
+Result<FloatEngine> FloatEngine::Create(const ModelWeights& weights, FloatEngineOptions options) {
+  MPCACHE_RETURN_IF_ERROR(weights.CheckShapes());
+  const ModelConfig& c = weights.config;
+  if (options.max_seq_len < 0) {
+    return InvalidArgument("max_seq_len must be >= 0 (0 = the model's seq_len)");
+  }
+  FloatEngine e(weights, options);
+  e.max_seq_len_ = options.max_seq_len == 0 ? c.seq_len : options.max_seq_len;
+  const std::size_t d = c.dim, h = c.hidden_dim, kv = c.kv_dim(), L = c.n_layers,
+                    S = e.max_seq_len_, hs = c.head_size();
+  e.x_.resize(d);
+  e.xb_.resize(d);
+  e.xb2_.resize(d);
+  e.xb_final_.resize(d);
+  e.hb_.resize(h);
+  e.hb2_.resize(h);
+  e.q_.resize(d);
+  e.att_.resize(static_cast<std::size_t>(c.n_heads) * S);
+  e.logits_.resize(c.vocab_size);
+  e.rope_cos_.resize(hs / 2);
+  e.rope_sin_.resize(hs / 2);
+  e.key_cache_.resize(L * S * kv);
+  e.value_cache_.resize(L * S * kv);
+  if (options.record_layer_outputs) e.layer_outputs_.resize(L * d);
+  return e;
+}
+
+std::span<const float> FloatEngine::LayerOutput(int layer) const {
+  const std::size_t d = config().dim;
+  if (layer < 0 || layer >= config().n_layers || layer_outputs_.empty()) return {};
+  return {layer_outputs_.data() + static_cast<std::size_t>(layer) * d, d};
+}
+
+Result<std::span<const float>> FloatEngine::Forward(int token, int pos) {
+  const ModelConfig& c = config();
+  if (token < 0 || token >= c.vocab_size) {
+    return InvalidArgument("token id " + std::to_string(token) + " is outside the vocabulary 0.." +
+                           std::to_string(c.vocab_size - 1));
+  }
+  if (pos < 0 || pos >= max_seq_len_) {
+    return InvalidArgument("position " + std::to_string(pos) +
+                           " is outside the context window 0.." + std::to_string(max_seq_len_ - 1) +
+                           " (seq_len " + std::to_string(max_seq_len_) + ")");
+  }
+  const ModelWeights& w = *weights_;
+  const std::size_t d = c.dim, hd = c.hidden_dim, kv = c.kv_dim(), hs = c.head_size(),
+                    S = max_seq_len_, kv_mul = c.kv_group();
+  const std::size_t p = static_cast<std::size_t>(pos);
+  float* x = x_.data();
+  std::memcpy(x, w.token_embedding.data() + static_cast<std::size_t>(token) * d, d * sizeof(float));
+  RopeTables(pos, c.head_size(), c.rope_theta, rope_cos_.data(), rope_sin_.data());
+  const float sqrt_hs = std::sqrt(static_cast<float>(hs));
+
+  for (std::size_t l = 0; l < static_cast<std::size_t>(c.n_layers); ++l) {
+    const LayerWeights& lw = w.layers[l];
+    RmsNorm(xb_.data(), x, lw.rms_att.data(), d, c.norm_eps);
+    const std::size_t loff = l * S * kv;
+    float* k = key_cache_.data() + loff + p * kv;
+    float* v = value_cache_.data() + loff + p * kv;
+    MatMul(q_.data(), xb_.data(), lw.wq.data(), d, d);
+    MatMul(k, xb_.data(), lw.wk.data(), d, kv);
+    MatMul(v, xb_.data(), lw.wv.data(), d, kv);
+    ApplyRope(q_.data(), d, c.head_size(), rope_cos_.data(), rope_sin_.data());
+    ApplyRope(k, kv, c.head_size(), rope_cos_.data(), rope_sin_.data());
+
+    for (std::size_t head = 0; head < static_cast<std::size_t>(c.n_heads); ++head) {
+      const float* q = q_.data() + head * hs;
+      float* att = att_.data() + head * S;
+      const std::size_t kv_off = (head / kv_mul) * hs;
+      for (std::size_t t = 0; t <= p; ++t) {
+        const float* kt = key_cache_.data() + loff + t * kv + kv_off;
+        float score = 0.0f;
+        for (std::size_t i = 0; i < hs; ++i) score += q[i] * kt[i];
+        att[t] = score / sqrt_hs;
+      }
+      Softmax(att, p + 1);
+      float* xb = xb_.data() + head * hs;
+      std::memset(xb, 0, hs * sizeof(float));
+      for (std::size_t t = 0; t <= p; ++t) {
+        const float* vt = value_cache_.data() + loff + t * kv + kv_off;
+        const float a = att[t];
+        for (std::size_t i = 0; i < hs; ++i) xb[i] += a * vt[i];
+      }
+    }
+    MatMul(xb2_.data(), xb_.data(), lw.wo.data(), d, d);
+    for (std::size_t i = 0; i < d; ++i) x[i] += xb2_[i];
+
+    RmsNorm(xb_.data(), x, lw.rms_ffn.data(), d, c.norm_eps);
+    MatMul(hb_.data(), xb_.data(), lw.w1.data(), d, hd);
+    MatMul(hb2_.data(), xb_.data(), lw.w3.data(), d, hd);
+    SwiGlu(hb_.data(), hb2_.data(), hd);
+    MatMul(xb_.data(), hb_.data(), lw.w2.data(), hd, d);
+    for (std::size_t i = 0; i < d; ++i) x[i] += xb_[i];
+    if (!layer_outputs_.empty()) std::memcpy(layer_outputs_.data() + l * d, x, d * sizeof(float));
+  }
+  RmsNorm(xb_final_.data(), x, w.rms_final.data(), d, c.norm_eps);
+  MatMul(logits_.data(), xb_final_.data(), w.classifier(), d, c.vocab_size);
+  return std::span<const float>(logits_);
+}
+
+}  // namespace mpcache::model

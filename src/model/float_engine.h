@@ -1,0 +1,51 @@
+// The plaintext float32 reference engine: llama2.c's forward() over ModelWeights, with a
+// KV cache. One engine instance holds one sequence's state; it keeps a reference to the
+// weights, which must outlive it.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "common/result.h"
+#include "model/weights.h"
+
+namespace mpcache::model {
+
+struct FloatEngineOptions {
+  // KV cache length (maximum position + 1); 0 = the model's seq_len.
+  int max_seq_len = 0;
+  // Keep a copy of the residual stream after every layer (for fixed-point comparisons).
+  bool record_layer_outputs = false;
+};
+
+class FloatEngine {
+ public:
+  // Checks the weights' shapes; allocates the KV cache.
+  static Result<FloatEngine> Create(const ModelWeights& weights, FloatEngineOptions options = {});
+
+  // Runs token `token` at position `pos` (0-based; positions must be fed in order
+  // 0, 1, 2, ... as the cache for earlier positions is read). Returns the vocab_size logits,
+  // valid until the next call. Errors: token out of range, pos >= max_seq_len.
+  Result<std::span<const float>> Forward(int token, int pos);
+
+  const ModelConfig& config() const { return weights_->config; }
+  int max_seq_len() const { return max_seq_len_; }
+  // After Forward with record_layer_outputs: the residual stream x after layer l (dim
+  // values), and the final-normed x fed to the classifier.
+  std::span<const float> LayerOutput(int layer) const;
+  std::span<const float> FinalNormed() const { return xb_final_; }
+
+ private:
+  FloatEngine(const ModelWeights& weights, FloatEngineOptions options);
+
+  const ModelWeights* weights_;
+  FloatEngineOptions options_;
+  int max_seq_len_ = 0;
+  std::vector<float> x_, xb_, xb2_, hb_, hb2_, q_, att_, logits_, xb_final_;
+  std::vector<float> rope_cos_, rope_sin_;
+  std::vector<float> key_cache_, value_cache_;  // (layer, max_seq_len, kv_dim)
+  std::vector<float> layer_outputs_;            // (layer, dim) if recorded
+};
+
+}  // namespace mpcache::model

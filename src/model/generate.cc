@@ -1,0 +1,63 @@
+#include "model/generate.h"
+
+#include <chrono>
+
+namespace mpcache::model {
+
+Result<GenerateResult> Generate(const ForwardFn& forward, const Tokenizer& tokenizer,
+                                Sampler& sampler, const GenerateOptions& options,
+                                const PieceFn& on_piece) {
+  if (options.steps < 0) return InvalidArgument("steps must be >= 0");
+  int steps = options.steps;
+  if (options.max_seq_len > 0 && (steps == 0 || steps > options.max_seq_len)) {
+    steps = options.max_seq_len;
+  }
+  if (steps == 0) return InvalidArgument("steps is 0 and no context length is known");
+  MPCACHE_ASSIGN_OR_RETURN(std::vector<int> prompt, tokenizer.Encode(options.prompt, true, false));
+  GenerateResult result;
+  result.prompt_tokens = static_cast<int>(prompt.size());
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  auto decode_start = t0;
+  int token = prompt[0];
+  result.tokens.push_back(token);
+  int pos = 0;
+  while (pos < steps) {
+    Result<std::span<const float>> logits = forward(token, pos);
+    if (!logits.ok()) {
+      return logits.error().WithContext("forward pass at position " + std::to_string(pos));
+    }
+    int next;
+    if (pos + 1 < static_cast<int>(prompt.size())) {
+      next = prompt[static_cast<std::size_t>(pos) + 1];
+    } else {
+      next = sampler.Sample(logits.value());
+    }
+    ++pos;
+    result.positions = pos;
+    if (pos == 1) decode_start = Clock::now();
+    if (next == tokenizer.bos_id()) break;
+    const std::string_view piece = tokenizer.Decode(token, next);
+    if (IsPrintablePiece(piece)) {
+      result.text += piece;
+      if (on_piece) on_piece(piece);
+    }
+    result.tokens.push_back(next);
+    token = next;
+  }
+  const auto t1 = Clock::now();
+  result.seconds = std::chrono::duration<double>(t1 - t0).count();
+  result.decode_seconds = std::chrono::duration<double>(t1 - decode_start).count();
+  return result;
+}
+
+Result<GenerateResult> Generate(FloatEngine& engine, const Tokenizer& tokenizer, Sampler& sampler,
+                                GenerateOptions options, const PieceFn& on_piece) {
+  if (options.max_seq_len <= 0 || options.max_seq_len > engine.max_seq_len()) {
+    options.max_seq_len = engine.max_seq_len();
+  }
+  ForwardFn forward = [&engine](int token, int pos) { return engine.Forward(token, pos); };
+  return Generate(forward, tokenizer, sampler, options, on_piece);
+}
+
+}  // namespace mpcache::model
