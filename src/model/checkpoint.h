@@ -39,6 +39,7 @@ struct Checkpoint {
   std::uint64_t file_size = 0;
   ModelWeights weights;
   std::optional<Vocabulary> vocabulary;  // GGUF with tokenizer.ggml.* metadata
+  std::string vocabulary_problem;        // why a GGUF has no usable vocabulary, if it has none
 };
 
 // Any supported format.
