@@ -1,0 +1,141 @@
+#include "common/fixed_math.h"
+
+#include <algorithm>
+#include <string>
+
+namespace mpcache {
+
+Status FixedMathParams::Validate() const {
+  const auto bad = [](const std::string& m) { return Status(InvalidArgument(m)); };
+  if (frac_bits < 8 || frac_bits > 24) {
+    return bad("fixed point: frac_bits must be in [8, 24], got " + std::to_string(frac_bits));
+  }
+  if (exp_squarings < 1 || exp_squarings > 12 || exp_clip < 1 ||
+      2 * exp_clip > (1 << exp_squarings)) {
+    return bad("fixed point: exp needs 1 <= exp_squarings <= 12 and 1 <= exp_clip <= 2^(n-1)");
+  }
+  if (exp_frac_bits > 25 || exp_frac_bits < frac_bits + exp_squarings) {
+    return bad("fixed point: exp_frac_bits must be in [frac_bits + exp_squarings, 25], got " +
+               std::to_string(exp_frac_bits));
+  }
+  if (recip_frac_bits > 30 || recip_frac_bits < frac_bits || recip_iterations < 0) {
+    return bad("fixed point: recip_frac_bits must be in [frac_bits, 30]");
+  }
+  if (rsqrt_log2_min < -frac_bits + 2 || rsqrt_log2_max > 30 ||
+      rsqrt_log2_max < rsqrt_log2_min + 2 || rsqrt_iterations < 0) {
+    return bad("fixed point: rsqrt domain [2^lo, 2^hi] needs -frac_bits+2 <= lo, lo+2 <= hi <= 30");
+  }
+  if (RsqrtFracBits() < frac_bits) {
+    return bad("fixed point: rsqrt_log2_min too small for frac_bits (internal precision " +
+               std::to_string(RsqrtFracBits()) + " < frac_bits)");
+  }
+  return Status::Ok();
+}
+
+int FixedMathParams::RsqrtFracBits() const {
+  // y <= 1.05 * 2^(-lo/2), so y^2 * 2^(2 fr) < 2^61 needs fr <= (60 + lo) / 2.
+  return std::min(28, (60 + rsqrt_log2_min) / 2);
+}
+
+FixedOpCounts& FixedOpCounts::operator+=(const FixedOpCounts& o) {
+  mul_batches += o.mul_batches;
+  mul_elems += o.mul_elems;
+  trunc_batches += o.trunc_batches;
+  trunc_elems += o.trunc_elems;
+  cmp_batches += o.cmp_batches;
+  cmp_elems += o.cmp_elems;
+  return *this;
+}
+
+namespace fixed_detail {
+int CeilLog2(std::size_t n) {
+  int k = 0;
+  while ((std::size_t{1} << k) < n) ++k;
+  return k;
+}
+}  // namespace fixed_detail
+
+PlainBackend::PlainBackend(std::uint64_t noisy_trunc_seed)
+    : noise_(std::make_shared<Prg>(TestSeed(noisy_trunc_seed))) {}
+
+PlainBackend::Vec PlainBackend::Add(const Vec& a, const Vec& b) const {
+  Vec out(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) out[i] = a[i] + b[i];
+  return out;
+}
+
+PlainBackend::Vec PlainBackend::Sub(const Vec& a, const Vec& b) const {
+  Vec out(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) out[i] = a[i] - b[i];
+  return out;
+}
+
+PlainBackend::Vec PlainBackend::AddConst(const Vec& a, Ring64 c) const {
+  Vec out(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) out[i] = a[i] + c;
+  return out;
+}
+
+PlainBackend::Vec PlainBackend::MulConst(const Vec& a, Ring64 c) const {
+  Vec out(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) out[i] = a[i] * c;
+  return out;
+}
+
+Ring64 PlainBackend::TruncOne(Ring64 v, int bits) {
+  Ring64 t = FixedPoint::Truncate(v, bits);
+  if (noise_ != nullptr && bits > 0) t += noise_->NextU64() & 1;
+  return t;
+}
+
+PlainBackend::Vec PlainBackend::Trunc(const Vec& a, int bits) {
+  ++counts_.trunc_batches;
+  counts_.trunc_elems += a.size();
+  Vec out(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) out[i] = TruncOne(a[i], bits);
+  return out;
+}
+
+PlainBackend::Vec PlainBackend::Mul(const Vec& a, const Vec& b) {
+  ++counts_.mul_batches;
+  counts_.mul_elems += a.size();
+  Vec out(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) out[i] = a[i] * b[i];
+  return out;
+}
+
+PlainBackend::Vec PlainBackend::MulTrunc(const Vec& a, const Vec& b, int bits) {
+  ++counts_.mul_batches;
+  counts_.mul_elems += a.size();
+  Vec out(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) out[i] = TruncOne(a[i] * b[i], bits);
+  return out;
+}
+
+PlainBackend::Vec PlainBackend::IsNegative(const Vec& a) {
+  ++counts_.cmp_batches;
+  counts_.cmp_elems += a.size();
+  Vec out(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) out[i] = a[i] >> 63;
+  return out;
+}
+
+PlainBackend::Vec PlainBackend::Gather(const Vec& a, std::span<const std::size_t> idx) const {
+  Vec out(idx.size());
+  for (std::size_t i = 0; i < idx.size(); ++i) out[i] = a[idx[i]];
+  return out;
+}
+
+PlainBackend::Vec PlainBackend::Concat(const Vec& a, const Vec& b) const {
+  Vec out(a);
+  out.insert(out.end(), b.begin(), b.end());
+  return out;
+}
+
+PlainBackend::Vec PlainBackend::RowSum(const Vec& a, std::size_t cols) const {
+  Vec out(cols == 0 ? 0 : a.size() / cols, 0);
+  for (std::size_t i = 0; i < out.size() * cols; ++i) out[i / cols] += a[i];
+  return out;
+}
+
+}  // namespace mpcache

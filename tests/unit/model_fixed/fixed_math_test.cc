@@ -1,0 +1,279 @@
+// Error bounds and op counts of the fixed-point kernels (common/fixed_math.h) against double,
+// over each kernel's whole useful input range, with exact and with noisy (+0/1 LSB)
+// truncation. The bounds are the ones stated in docs/fixed-point.md.
+#include "common/fixed_math.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <string>
+#include <vector>
+
+namespace mpcache {
+namespace {
+
+struct Case {
+  FixedMathParams params;
+  bool noisy;
+  std::string Name() const {
+    return "f=" + std::to_string(params.frac_bits) + (noisy ? " noisy" : " exact");
+  }
+};
+
+std::vector<Case> Cases() {
+  std::vector<Case> out;
+  for (int f : {16, 18}) {
+    for (bool noisy : {false, true}) {
+      FixedMathParams p;
+      p.frac_bits = f;
+      out.push_back({p, noisy});
+    }
+  }
+  return out;
+}
+
+FixedMath Make(const Case& c) {
+  return c.noisy ? FixedMath(c.params, 7) : FixedMath(c.params);
+}
+
+std::vector<Ring64> Encode(const FixedPoint& fp, const std::vector<double>& xs) {
+  std::vector<Ring64> out;
+  for (double x : xs) out.push_back(fp.Encode(x));
+  return out;
+}
+
+// Max |kernel - reference| over xs; reference evaluated at the *encoded* input.
+template <typename Kernel, typename Ref>
+double MaxAbsError(const FixedPoint& fp, const std::vector<double>& xs, Kernel kernel, Ref ref,
+                   bool relative = false) {
+  auto enc = Encode(fp, xs);
+  auto out = kernel(enc);
+  double worst = 0;
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    const double x = fp.Decode(enc[i]);
+    const double want = ref(x);
+    double err = std::abs(fp.Decode(out[i]) - want);
+    if (relative) err /= std::abs(want);
+    worst = std::max(worst, err);
+  }
+  return worst;
+}
+
+std::vector<double> Grid(double lo, double hi, int n) {
+  std::vector<double> xs;
+  for (int i = 0; i <= n; ++i) xs.push_back(lo + (hi - lo) * i / n);
+  return xs;
+}
+
+std::vector<double> LogGrid(double lo, double hi, int n) {
+  std::vector<double> xs;
+  for (int i = 0; i <= n; ++i) xs.push_back(lo * std::pow(hi / lo, static_cast<double>(i) / n));
+  return xs;
+}
+
+TEST(FixedMathParams, DefaultsValidAndBadOnesRejected) {
+  EXPECT_TRUE(FixedMathParams{}.Validate().ok());
+  FixedMathParams p;
+  p.exp_frac_bits = 26;
+  EXPECT_FALSE(p.Validate().ok());
+  p = {};
+  p.frac_bits = 26;
+  EXPECT_FALSE(p.Validate().ok());
+  p = {};
+  p.rsqrt_log2_max = p.rsqrt_log2_min + 1;
+  EXPECT_FALSE(p.Validate().ok());
+}
+
+TEST(FixedMath, Exp) {
+  for (const auto& c : Cases()) {
+    auto fm = Make(c);
+    FixedPoint fp{c.params.frac_bits};
+    auto xs = Grid(-40, 0, 40000);
+    const double err = MaxAbsError(
+        fp, xs, [&](auto& v) { return fm.Exp(v); },
+        [&](double x) { return x < -c.params.exp_clip ? 0.0 : std::exp(x); });
+    std::cout << "exp " << c.Name() << " max_abs_error " << err << "\n";
+    EXPECT_LE(err, 6e-5 + 3 * fp.Ulp()) << c.Name();
+    // Relative accuracy near 0 (what softmax's largest terms see).
+    EXPECT_LE(MaxAbsError(
+                  fp, Grid(-1, 0, 2000), [&](auto& v) { return fm.Exp(v); },
+                  [](double x) { return std::exp(x); }, true),
+              2e-5 + 3 * fp.Ulp());
+  }
+}
+
+TEST(FixedMath, ExpOpCounts) {
+  FixedMath fm(FixedMathParams{});
+  std::vector<Ring64> x(10, 0);
+  fm.Exp(x);
+  const auto& k = fm.backend().counts();
+  const int n = FixedMathParams{}.exp_squarings;
+  EXPECT_EQ(k.cmp_elems, 10u);
+  EXPECT_EQ(k.cmp_batches, 1u);
+  EXPECT_EQ(k.mul_batches, static_cast<std::uint64_t>(n + 3));
+  EXPECT_EQ(k.mul_elems, 10u * (n + 3));
+  EXPECT_EQ(k.trunc_batches, 0u);
+}
+
+TEST(FixedMath, Reciprocal) {
+  for (const auto& c : Cases()) {
+    auto fm = Make(c);
+    FixedPoint fp{c.params.frac_bits};
+    for (int k : {1, 9, 12}) {
+      auto xs = LogGrid(1, std::ldexp(1.0, k), 20000);
+      const double err = MaxAbsError(
+          fp, xs, [&](auto& v) { return fm.Reciprocal(v, k); }, [](double x) { return 1 / x; });
+      std::cout << "recip [1,2^" << k << "] " << c.Name() << " max_abs_error " << err << "\n";
+      EXPECT_LE(err, 2e-5 + 2 * fp.Ulp()) << c.Name() << " k=" << k;
+    }
+  }
+}
+
+TEST(FixedMath, ReciprocalOpCounts) {
+  FixedMath fm(FixedMathParams{});
+  std::vector<Ring64> d(4, FixedPoint{}.Encode(3.0));
+  fm.Reciprocal(d, 12);
+  const auto& k = fm.backend().counts();
+  EXPECT_EQ(k.cmp_elems, 4u * 11);
+  EXPECT_EQ(k.cmp_batches, 1u);
+  EXPECT_EQ(k.mul_batches, 1u + 2 * 2);
+  EXPECT_EQ(k.trunc_batches, 0u);
+}
+
+TEST(FixedMath, Rsqrt) {
+  for (const auto& c : Cases()) {
+    auto fm = Make(c);
+    FixedPoint fp{c.params.frac_bits};
+    auto xs = LogGrid(std::ldexp(1.0, c.params.rsqrt_log2_min),
+                      std::ldexp(1.0, c.params.rsqrt_log2_max), 20000);
+    // Relative error; the input's own rounding (half an ulp) is excluded by evaluating the
+    // reference at the encoded input.
+    const double err = MaxAbsError(
+        fp, xs, [&](auto& v) { return fm.Rsqrt(v); }, [](double x) { return 1 / std::sqrt(x); },
+        true);
+    const double abs_err = MaxAbsError(
+        fp, xs, [&](auto& v) { return fm.Rsqrt(v); }, [](double x) { return 1 / std::sqrt(x); });
+    std::cout << "rsqrt " << c.Name() << " max_rel_error " << err << " max_abs_error " << abs_err
+              << "\n";
+    EXPECT_LE(abs_err, 2e-6 * std::ldexp(1.0, -c.params.rsqrt_log2_min / 2) + 2 * fp.Ulp());
+  }
+}
+
+TEST(FixedMath, RsqrtOpCounts) {
+  FixedMathParams p;
+  FixedMath fm(p);
+  std::vector<Ring64> v(3, FixedPoint{}.Encode(2.0));
+  fm.Rsqrt(v);
+  const auto& k = fm.backend().counts();
+  EXPECT_EQ(k.cmp_elems, 3u * (p.rsqrt_log2_max - p.rsqrt_log2_min - 1));
+  EXPECT_EQ(k.cmp_batches, 1u);
+  EXPECT_EQ(k.mul_batches, 1u + 3 * 2);
+}
+
+TEST(FixedMath, SigmoidAndSilu) {
+  for (const auto& c : Cases()) {
+    auto fm = Make(c);
+    FixedPoint fp{c.params.frac_bits};
+    auto xs = Grid(-30, 30, 60000);
+    const double sig_err = MaxAbsError(
+        fp, xs, [&](auto& v) { return fm.Sigmoid(v); },
+        [](double x) { return 1 / (1 + std::exp(-x)); });
+    const double silu_err = MaxAbsError(
+        fp, xs, [&](auto& v) { return fm.Silu(v); },
+        [](double x) { return x / (1 + std::exp(-x)); });
+    std::cout << "sigmoid " << c.Name() << " max_abs_error " << sig_err << "\n";
+    std::cout << "silu " << c.Name() << " max_abs_error " << silu_err << "\n";
+    EXPECT_LE(sig_err, 4e-5 + 3 * fp.Ulp());
+    EXPECT_LE(silu_err, 1e-4 + 8 * fp.Ulp());
+  }
+}
+
+TEST(FixedMath, SiluOpCounts) {
+  FixedMathParams p;
+  FixedMath fm(p);
+  std::vector<Ring64> x(5, FixedPoint{}.Encode(-1.5));
+  fm.Silu(x);
+  const auto& k = fm.backend().counts();
+  EXPECT_EQ(k.cmp_elems, 5u * 2);
+  EXPECT_EQ(k.cmp_batches, 2u);
+  // sign*x, exp (n + 3), reciprocal (1 + 2 iterations * 2), q = e r, |x| q.
+  EXPECT_EQ(k.mul_batches, static_cast<std::uint64_t>(1 + p.exp_squarings + 3 + 5 + 1 + 1));
+}
+
+TEST(FixedMath, Softmax) {
+  for (const auto& c : Cases()) {
+    auto fm = Make(c);
+    FixedPoint fp{c.params.frac_bits};
+    Prg prg(TestSeed(3));
+    double worst = 0;
+    for (std::size_t cols : {1u, 2u, 7u, 64u, 512u, 1000u}) {
+      const std::size_t rows = 3;
+      std::vector<double> xs;
+      for (std::size_t i = 0; i < rows * cols; ++i) {
+        // Attention scores on stories260K span about [-20, 20]; row 1 is nearly flat.
+        const double spread = (i / cols == 1) ? 0.5 : 20.0;
+        xs.push_back((prg.NextDouble() * 2 - 1) * spread);
+      }
+      auto enc = Encode(fp, xs);
+      auto out = fm.Softmax(enc, rows, cols);
+      for (std::size_t r = 0; r < rows; ++r) {
+        double mx = -1e300, sum = 0;
+        for (std::size_t j = 0; j < cols; ++j) mx = std::max(mx, fp.Decode(enc[r * cols + j]));
+        for (std::size_t j = 0; j < cols; ++j) sum += std::exp(fp.Decode(enc[r * cols + j]) - mx);
+        for (std::size_t j = 0; j < cols; ++j) {
+          const double want = std::exp(fp.Decode(enc[r * cols + j]) - mx) / sum;
+          worst = std::max(worst, std::abs(fp.Decode(out[r * cols + j]) - want));
+        }
+      }
+    }
+    std::cout << "softmax " << c.Name() << " max_abs_error " << worst << "\n";
+    EXPECT_LE(worst, 6e-5 + 3 * fp.Ulp()) << c.Name();
+  }
+}
+
+TEST(FixedMath, SoftmaxOpCounts) {
+  FixedMathParams p;
+  FixedMath fm(p);
+  const std::size_t rows = 2, cols = 100;
+  std::vector<Ring64> x(rows * cols, 0);
+  fm.Softmax(x, rows, cols);
+  const auto& k = fm.backend().counts();
+  // max tree: cols-1 comparisons per row in ceil(log2 cols) batches; exp: cols per row;
+  // reciprocal over [1, 2^7]: 6 per row.
+  EXPECT_EQ(k.cmp_elems, rows * (cols - 1) + rows * cols + rows * 6);
+  EXPECT_EQ(k.cmp_batches, 7u + 1 + 1);
+  EXPECT_EQ(k.mul_batches, 7u + (p.exp_squarings + 3) + 5 + 1);
+}
+
+TEST(FixedMath, RmsNorm) {
+  for (const auto& c : Cases()) {
+    auto fm = Make(c);
+    FixedPoint fp{c.params.frac_bits};
+    Prg prg(TestSeed(5));
+    double worst = 0;
+    for (std::size_t cols : {64u, 288u, 4096u}) {
+      for (double scale : {0.05, 1.0, 30.0}) {
+        std::vector<double> xs(cols), gs(cols);
+        for (auto& v : xs) v = (prg.NextDouble() * 2 - 1) * scale;
+        for (auto& g : gs) g = 0.5 + prg.NextDouble();
+        auto out = fm.RmsNorm(Encode(fp, xs), Encode(fp, gs), 1, cols, 1e-5);
+        double ss = 0;
+        for (double v : xs) ss += fp.Decode(fp.Encode(v)) * fp.Decode(fp.Encode(v));
+        const double inv = 1 / std::sqrt(ss / cols + 1e-5);
+        for (std::size_t i = 0; i < cols; ++i) {
+          const double want = fp.Decode(fp.Encode(gs[i])) * fp.Decode(fp.Encode(xs[i])) * inv;
+          // Relative to the output plus 4 ulp: mean squares down to 8e-4 are tested.
+          const double err = std::abs(fp.Decode(out[i]) - want);
+          worst = std::max(worst, err);
+          EXPECT_LE(err, 1e-4 * std::abs(want) + 4 * fp.Ulp()) << cols << " " << scale;
+        }
+      }
+    }
+    std::cout << "rmsnorm " << c.Name() << " max_abs_error " << worst << "\n";
+  }
+}
+
+}  // namespace
+}  // namespace mpcache
