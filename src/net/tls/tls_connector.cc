@@ -1,0 +1,272 @@
+#include "net/tls/tls_connector.h"
+
+#include <algorithm>
+
+#include "net/tls/tls_context.h"
+
+namespace mpcache::net {
+namespace {
+
+using asio::ip::tcp;
+
+std::int64_t MillisSince(Clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+}
+
+std::string RemoteOf(const tcp::socket& socket) {
+  boost::system::error_code ec;
+  const auto ep = socket.remote_endpoint(ec);
+  if (ec) return "unknown peer";
+  return ep.address().to_string() + ":" + std::to_string(ep.port());
+}
+
+// Client side: resolve, TCP connect (retried with backoff), handshake, name check.
+class ConnectOp : public std::enable_shared_from_this<ConnectOp> {
+ public:
+  ConnectOp(asio::io_context& io, asio::ssl::context& ctx, Endpoint endpoint, std::string name,
+            Clock::time_point deadline, ConnectHandler handler)
+      : io_(io),
+        ctx_(ctx),
+        endpoint_(std::move(endpoint)),
+        name_(std::move(name)),
+        deadline_(deadline),
+        handler_(std::move(handler)),
+        resolver_(io),
+        timer_(io),
+        start_(Clock::now()) {}
+
+  void Attempt() {
+    auto self = shared_from_this();
+    resolver_.async_resolve(
+        endpoint_.host, std::to_string(endpoint_.port),
+        [self](const boost::system::error_code& ec, const tcp::resolver::results_type& results) {
+          if (ec) return self->Retry(ec);
+          self->stream_ = std::make_unique<TlsStream>(self->io_, self->ctx_);
+          self->ArmWatchdog();
+          asio::async_connect(self->stream_->lowest_layer(), results,
+                              [self](const boost::system::error_code& cec, const tcp::endpoint&) {
+                                self->timer_.cancel();
+                                if (cec) return self->Retry(cec);
+                                self->Handshake();
+                              });
+        });
+  }
+
+ private:
+  void ArmWatchdog() {
+    timer_.expires_at(deadline_);
+    std::weak_ptr<ConnectOp> weak = weak_from_this();
+    timer_.async_wait([weak](const boost::system::error_code& ec) {
+      auto self = weak.lock();
+      if (ec || !self || !self->stream_) return;
+      self->timed_out_ = true;
+      boost::system::error_code ignored;
+      self->stream_->lowest_layer().close(ignored);
+    });
+  }
+
+  void Retry(const boost::system::error_code& ec) {
+    last_error_ = DescribeError(ec);
+    if (timed_out_ || Clock::now() + backoff_ >= deadline_) {
+      return Finish(Timeout("cannot connect to " + name_ + " at " + endpoint_.ToString() +
+                            " within " + std::to_string(MillisSince(start_)) +
+                            " ms (last error: " + last_error_ + "); is it running?"));
+    }
+    stream_.reset();
+    timer_.expires_after(backoff_);
+    backoff_ = std::min(backoff_ * 2, std::chrono::milliseconds(1000));
+    auto self = shared_from_this();
+    timer_.async_wait([self](const boost::system::error_code& tec) {
+      if (!tec) self->Attempt();
+    });
+  }
+
+  void Handshake() {
+    ArmWatchdog();
+    auto self = shared_from_this();
+    stream_->async_handshake(
+        asio::ssl::stream_base::client, [self](const boost::system::error_code& ec) {
+          self->timer_.cancel();
+          const std::string where = self->name_ + " at " + self->endpoint_.ToString();
+          if (ec) {
+            if (self->timed_out_) {
+              return self->Finish(Timeout("TLS handshake with " + where + " timed out"));
+            }
+            return self->Finish(
+                ProtocolError("TLS handshake with " + where + " failed: " + DescribeError(ec)));
+          }
+          SSL* ssl = self->stream_->native_handle();
+          if (!PeerCertificateHasName(ssl, self->name_)) {
+            const std::string got = DescribePeerCertificate(ssl);
+            boost::system::error_code ignored;
+            self->stream_->lowest_layer().close(ignored);
+            return self->Finish(ProtocolError("peer at " + self->endpoint_.ToString() +
+                                              " presented a certificate for " + got +
+                                              ", expected " + self->name_ + "; refused"));
+          }
+          self->Finish(std::move(self->stream_));
+        });
+  }
+
+  void Finish(Result<std::unique_ptr<TlsStream>> result) {
+    if (done_) return;
+    done_ = true;
+    timer_.cancel();
+    handler_(std::move(result));
+  }
+
+  asio::io_context& io_;
+  asio::ssl::context& ctx_;
+  Endpoint endpoint_;
+  std::string name_;
+  Clock::time_point deadline_;
+  ConnectHandler handler_;
+  tcp::resolver resolver_;
+  asio::steady_timer timer_;
+  Clock::time_point start_;
+  std::unique_ptr<TlsStream> stream_;
+  std::chrono::milliseconds backoff_{50};
+  std::string last_error_;
+  bool timed_out_ = false;
+  bool done_ = false;
+};
+
+// Server side of one accepted connection: handshake and name check.
+class AcceptOp : public std::enable_shared_from_this<AcceptOp> {
+ public:
+  AcceptOp(std::unique_ptr<TlsStream> stream, const std::vector<std::string>& allowed,
+           std::chrono::milliseconds timeout, TlsListener::AcceptHandler handler)
+      : stream_(std::move(stream)),
+        allowed_(allowed),
+        timeout_(timeout),
+        handler_(std::move(handler)),
+        timer_(stream_->get_executor()),
+        remote_(RemoteOf(stream_->next_layer())) {}
+
+  void Start() {
+    auto self = shared_from_this();
+    timer_.expires_after(timeout_);
+    timer_.async_wait([self](const boost::system::error_code& ec) {
+      if (ec) return;
+      self->timed_out_ = true;
+      boost::system::error_code ignored;
+      self->stream_->lowest_layer().close(ignored);
+    });
+    stream_->async_handshake(asio::ssl::stream_base::server,
+                             [self](const boost::system::error_code& ec) { self->Done(ec); });
+  }
+
+ private:
+  void Done(const boost::system::error_code& ec) {
+    timer_.cancel();
+    boost::system::error_code ignored;
+    if (ec) {
+      stream_->lowest_layer().close(ignored);
+      if (timed_out_) {
+        return handler_(Timeout("TLS handshake from " + remote_ + " did not finish within " +
+                                std::to_string(timeout_.count()) + " ms; refused"));
+      }
+      return handler_(ProtocolError("TLS handshake from " + remote_ +
+                                    " failed: " + DescribeError(ec) + "; refused"));
+    }
+    SSL* ssl = stream_->native_handle();
+    for (const auto& name : allowed_) {
+      if (PeerCertificateHasName(ssl, name)) {
+        return handler_(AcceptedTls{std::move(stream_), name, remote_});
+      }
+    }
+    std::string allowed;
+    for (const auto& name : allowed_) allowed += (allowed.empty() ? "" : ", ") + name;
+    const std::string got = DescribePeerCertificate(ssl);
+    stream_->lowest_layer().close(ignored);
+    handler_(ProtocolError("peer " + remote_ + " presented a certificate for " + got +
+                           ", which is none of the expected " + allowed + "; refused"));
+  }
+
+  std::unique_ptr<TlsStream> stream_;
+  std::vector<std::string> allowed_;
+  std::chrono::milliseconds timeout_;
+  TlsListener::AcceptHandler handler_;
+  asio::steady_timer timer_;
+  std::string remote_;
+  bool timed_out_ = false;
+};
+
+}  // namespace
+
+void AsyncConnectTls(asio::io_context& io, asio::ssl::context& ctx, Endpoint endpoint,
+                     std::string expected_name, Clock::time_point deadline,
+                     ConnectHandler handler) {
+  auto op = std::make_shared<ConnectOp>(io, ctx, std::move(endpoint), std::move(expected_name),
+                                        deadline, std::move(handler));
+  asio::post(io, [op] { op->Attempt(); });
+}
+
+TlsListener::TlsListener(asio::io_context& io, asio::ssl::context& ctx)
+    : io_(io), ctx_(ctx), acceptor_(io), alive_(std::make_shared<bool>(true)) {}
+
+TlsListener::~TlsListener() {
+  Close();
+}
+
+Result<std::unique_ptr<TlsListener>> TlsListener::Bind(asio::io_context& io,
+                                                       asio::ssl::context& ctx,
+                                                       const Endpoint& at) {
+  std::unique_ptr<TlsListener> listener(new TlsListener(io, ctx));
+  boost::system::error_code ec;
+  tcp::resolver resolver(io);
+  const auto results =
+      resolver.resolve(at.host, std::to_string(at.port),
+                       tcp::resolver::passive | tcp::resolver::numeric_service, ec);
+  if (ec || results.empty()) {
+    return InvalidArgument("cannot resolve listen address " + at.ToString() + ": " +
+                           DescribeError(ec) + " (use an IP address or a known host name)");
+  }
+  const tcp::endpoint ep = results.begin()->endpoint();
+  auto& acc = listener->acceptor_;
+  if (acc.open(ep.protocol(), ec); ec) {
+    return IoError("cannot open a socket for " + at.ToString() + ": " + DescribeError(ec));
+  }
+  acc.set_option(asio::socket_base::reuse_address(true), ec);
+  if (acc.bind(ep, ec); ec) {
+    return IoError("cannot listen on " + at.ToString() + ": " + DescribeError(ec) +
+                   " (is another daemon using this port? change the address in the config)");
+  }
+  if (acc.listen(asio::socket_base::max_listen_connections, ec); ec) {
+    return IoError("cannot listen on " + at.ToString() + ": " + DescribeError(ec));
+  }
+  listener->port_ = acc.local_endpoint(ec).port();
+  return listener;
+}
+
+void TlsListener::Start(std::vector<std::string> allowed_names,
+                        std::chrono::milliseconds handshake_timeout, AcceptHandler handler) {
+  allowed_names_ = std::move(allowed_names);
+  handshake_timeout_ = handshake_timeout;
+  handler_ = std::move(handler);
+  AcceptOne();
+}
+
+void TlsListener::AcceptOne() {
+  auto alive = alive_;
+  acceptor_.async_accept([this, alive](const boost::system::error_code& ec, tcp::socket socket) {
+    if (!*alive) return;
+    if (ec) {
+      if (ec == asio::error::operation_aborted) return;
+      handler_(IoError("accept failed: " + DescribeError(ec)));
+    } else {
+      auto op = std::make_shared<AcceptOp>(std::make_unique<TlsStream>(std::move(socket), ctx_),
+                                           allowed_names_, handshake_timeout_, handler_);
+      op->Start();
+    }
+    AcceptOne();
+  });
+}
+
+void TlsListener::Close() {
+  *alive_ = false;
+  boost::system::error_code ignored;
+  acceptor_.close(ignored);
+}
+
+}  // namespace mpcache::net

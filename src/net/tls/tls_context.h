@@ -1,0 +1,46 @@
+// TLS 1.3 contexts with mutual certificate authentication, and the identity names the
+// daemons present: a party is "mpcache-party-<id>", the dealer "mpcache-dealer", the
+// client "mpcache-client" (certificate CN or SAN DNS name, see deploy/gen-certs.sh).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "common/result.h"
+#include "net/channel.h"
+#include "net/tls/asio.h"
+
+namespace mpcache::net {
+
+inline constexpr std::string_view kDealerName = "mpcache-dealer";
+inline constexpr std::string_view kClientName = "mpcache-client";
+
+// "mpcache-party-<id>".
+std::string PartyName(PartyId id);
+
+// PEM files of one identity: its certificate (chain), its private key and the CA that
+// every peer's certificate must be signed by.
+struct TlsFiles {
+  std::string cert_file;
+  std::string key_file;
+  std::string ca_file;
+};
+
+// A context usable for both the client and the server side of a connection: TLS 1.3
+// only, our certificate and key loaded (and checked to match), peers verified against
+// `ca_file` and required to present a certificate. Errors name the file at fault.
+Result<std::unique_ptr<asio::ssl::context>> MakeTlsContext(const TlsFiles& files);
+
+// True when the peer's (already chain-verified) certificate names `name` in its subject
+// CN or a SAN DNS entry. Wildcards are not accepted.
+bool PeerCertificateHasName(SSL* ssl, std::string_view name);
+
+// "CN=<cn> SAN=<dns,...>" of the peer certificate, for error messages.
+std::string DescribePeerCertificate(SSL* ssl);
+
+// One line for a Boost/OpenSSL error code ("certificate verify failed", "connection
+// refused", ...).
+std::string DescribeError(const boost::system::error_code& ec);
+
+}  // namespace mpcache::net

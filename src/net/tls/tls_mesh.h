@@ -1,0 +1,161 @@
+// TlsMesh: the parties' Channel over mutually authenticated TLS 1.3 (Boost.Asio +
+// OpenSSL), one connection per pair of parties.
+//
+// Setup is deterministic: party i listens on addresses[i] and accepts the parties with
+// higher ids; it connects (retrying with backoff) to every party with a lower id. Each
+// side checks the other's certificate names the expected party ("mpcache-party-<id>")
+// and the two exchange a Hello (party id, party count, protocol version, session id)
+// that must agree with the certificate and with their own settings. Anything else is
+// refused and logged; setup fails with one error if the mesh is not complete by the
+// connect deadline.
+//
+// After setup a background io thread owns the sockets. Send appends to a per-peer buffer
+// that is cut into DATA frames of send_chunk_bytes and queued (never waits for the
+// peer); Flush queues what is left; Recv waits (at most recv_timeout) until the peer's
+// byte stream holds the bytes asked for. Abort() tells every peer; a received abort makes
+// every Recv fail with kAborted naming the sender. A peer that breaks the frame rules
+// (oversized frame, wrong session, replayed sequence number) is disconnected and Recv
+// from it fails with kProtocol.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/result.h"
+#include "net/channel.h"
+#include "net/tls/asio.h"
+#include "net/tls/framed_connection.h"
+#include "net/tls/tls_connector.h"
+#include "net/tls/tls_context.h"
+
+namespace spdlog {
+class logger;
+}
+
+namespace mpcache::net {
+
+struct TlsMeshOptions {
+  PartyId self = 0;
+  int num_parties = 3;
+  // Where each party listens (index = party id). Only addresses[self] is needed to
+  // Listen(); the others are needed by Connect().
+  std::vector<Endpoint> addresses;
+  TlsFiles tls;
+  // Certificate name expected of each party; empty means PartyName(id).
+  std::vector<std::string> peer_names;
+  // Must be the same on all parties; every frame carries it.
+  std::uint64_t session_id = 0;
+  std::chrono::milliseconds connect_timeout{10000};     // whole mesh setup
+  std::chrono::milliseconds handshake_timeout{5000};    // one TLS handshake + hello
+  std::chrono::milliseconds recv_timeout{30000};        // one Recv
+  std::chrono::milliseconds close_timeout{2000};        // graceful Close
+  std::size_t max_frame_bytes = std::size_t{16} << 20;  // largest frame accepted
+  std::size_t send_chunk_bytes = std::size_t{1} << 20;  // largest frame sent
+  std::shared_ptr<spdlog::logger> logger;               // optional
+};
+
+class TlsMesh final : public Channel {
+ public:
+  // Loads the certificates and binds this party's listening socket (if some party has
+  // a higher id). Port 0 picks a free port: read it back with listen_port().
+  static Result<std::unique_ptr<TlsMesh>> Listen(TlsMeshOptions options);
+  // Listen() then Connect(): the usual way, with every address known.
+  static Result<std::unique_ptr<TlsMesh>> Create(TlsMeshOptions options);
+
+  ~TlsMesh() override;
+  TlsMesh(const TlsMesh&) = delete;
+  TlsMesh& operator=(const TlsMesh&) = delete;
+
+  std::uint16_t listen_port() const { return listen_port_; }
+
+  // Connects to all peers (blocking, at most connect_timeout). A non-empty `addresses`
+  // replaces options.addresses (e.g. once every party's port is known).
+  Status Connect(std::vector<Endpoint> addresses = {});
+
+  PartyId self() const override { return options_.self; }
+  int num_parties() const override { return options_.num_parties; }
+  Status Flush() override;
+
+  // Thread-safe. Fails every pending and future Recv/Send on this party with kAborted
+  // and sends an abort frame (reason, blamed party) to every peer.
+  void Abort(const std::string& reason, std::optional<PartyId> blamed = std::nullopt);
+  // The abort error, if the session was aborted here or by a peer.
+  std::optional<Error> aborted() const;
+
+  // Flushes, tells every peer (CLOSE frame), waits up to close_timeout for the peers'
+  // CLOSE, then closes the sockets and stops the io thread. Idempotent.
+  Status Close();
+
+  void set_recv_timeout(std::chrono::milliseconds t) { options_.recv_timeout = t; }
+  // "party 1 (mpcache-party-1)".
+  std::string PeerLabel(PartyId peer) const;
+
+ protected:
+  Status DoSend(PartyId peer, std::span<const std::uint8_t> data) override;
+  Status DoRecv(PartyId peer, std::span<std::uint8_t> data) override;
+
+ private:
+  struct SetupState;
+  struct Inbound {
+    std::deque<std::vector<std::uint8_t>> chunks;
+    std::size_t offset = 0;     // consumed bytes of chunks.front()
+    std::size_t available = 0;  // unconsumed bytes in chunks
+    std::optional<Error> error;
+  };
+
+  explicit TlsMesh(TlsMeshOptions options);
+  Status CheckPeer(PartyId peer) const;
+  Status SendAllowed(PartyId peer);
+  void PostData(PartyId peer);
+  std::vector<std::uint8_t> HelloBytes() const;
+  Status CheckHello(const Result<Frame>& frame, PartyId expected) const;
+  std::shared_ptr<FramedConnection> MakeConnection(PartyId peer, std::unique_ptr<TlsStream> s);
+  void OnAccepted(const std::shared_ptr<SetupState>& state, Result<AcceptedTls> accepted);
+  void OnConnected(const std::shared_ptr<SetupState>& state, PartyId peer,
+                   Result<std::unique_ptr<TlsStream>> stream);
+  void Established(const std::shared_ptr<SetupState>& state, PartyId peer,
+                   std::shared_ptr<FramedConnection> conn);
+  void ReadLoop(PartyId peer);
+  void OnFrame(PartyId peer, Result<Frame> frame);
+  void PeerFailed(PartyId peer, const Error& error);
+  void SetAbort(Error error);
+  void MaybeFinishClose();
+  void FinishClose();
+  void StopIoThread();
+
+  TlsMeshOptions options_;
+  std::unique_ptr<asio::ssl::context> ctx_;  // outlives io_ (declared first)
+  asio::io_context io_;
+  std::unique_ptr<TlsListener> listener_;
+  std::uint16_t listen_port_ = 0;
+  std::vector<std::shared_ptr<FramedConnection>> conns_;  // io thread after setup
+  std::vector<std::vector<std::uint8_t>> pending_;        // caller thread
+  bool connected_ = false;
+  bool closed_ = false;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Inbound> inbound_;
+  std::optional<Error> abort_;
+
+  // io thread only, during Close().
+  bool closing_ = false;
+  std::vector<bool> close_sent_;
+  std::vector<bool> close_received_;
+  std::shared_ptr<std::promise<void>> close_done_;
+  std::unique_ptr<asio::steady_timer> close_timer_;
+
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
+  std::thread io_thread_;
+};
+
+}  // namespace mpcache::net

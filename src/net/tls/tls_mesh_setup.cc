@@ -1,0 +1,277 @@
+// TlsMesh construction and connection setup: listen, connect, authenticate, hello.
+#include <spdlog/spdlog.h>
+
+#include "net/tls/tls_mesh.h"
+
+namespace mpcache::net {
+
+struct TlsMesh::SetupState {
+  int pending = 0;
+  bool finished = false;
+  std::optional<Error> failure;  // fatal (connect side)
+  int refused = 0;
+  std::string last_refusal;
+  Clock::time_point deadline;
+};
+
+TlsMesh::TlsMesh(TlsMeshOptions options) : options_(std::move(options)) {
+  const auto n = static_cast<std::size_t>(options_.num_parties);
+  if (options_.peer_names.empty()) {
+    for (PartyId i = 0; i < options_.num_parties; ++i) options_.peer_names.push_back(PartyName(i));
+  }
+  conns_.resize(n);
+  pending_.resize(n);
+  inbound_.resize(n);
+  close_sent_.assign(n, false);
+  close_received_.assign(n, false);
+}
+
+Result<std::unique_ptr<TlsMesh>> TlsMesh::Listen(TlsMeshOptions options) {
+  const auto& o = options;
+  if (o.num_parties < 2) return InvalidArgument("a mesh needs at least 2 parties");
+  if (o.self < 0 || o.self >= o.num_parties) {
+    return InvalidArgument("party id " + std::to_string(o.self) + " is not in 0.." +
+                           std::to_string(o.num_parties - 1));
+  }
+  if (static_cast<int>(o.addresses.size()) != o.num_parties) {
+    return InvalidArgument("need " + std::to_string(o.num_parties) + " party addresses, got " +
+                           std::to_string(o.addresses.size()));
+  }
+  if (!o.peer_names.empty() && static_cast<int>(o.peer_names.size()) != o.num_parties) {
+    return InvalidArgument("peer_names must be empty or hold one name per party");
+  }
+  if (o.send_chunk_bytes == 0 || o.max_frame_bytes == 0 ||
+      o.max_frame_bytes > std::numeric_limits<std::uint32_t>::max()) {
+    return InvalidArgument("send_chunk_bytes and max_frame_bytes must be in 1..2^32-1");
+  }
+  std::unique_ptr<TlsMesh> mesh(new TlsMesh(std::move(options)));
+  MPCACHE_ASSIGN_OR_RETURN(mesh->ctx_, MakeTlsContext(mesh->options_.tls));
+  if (mesh->options_.self < mesh->options_.num_parties - 1) {
+    const auto& at = mesh->options_.addresses[static_cast<std::size_t>(mesh->options_.self)];
+    auto listener = TlsListener::Bind(mesh->io_, *mesh->ctx_, at);
+    if (!listener.ok())
+      return listener.error().WithContext("party " + std::to_string(mesh->self()));
+    mesh->listener_ = std::move(listener).value();
+    mesh->listen_port_ = mesh->listener_->port();
+  }
+  return mesh;
+}
+
+Result<std::unique_ptr<TlsMesh>> TlsMesh::Create(TlsMeshOptions options) {
+  MPCACHE_ASSIGN_OR_RETURN(auto mesh, Listen(std::move(options)));
+  MPCACHE_RETURN_IF_ERROR(mesh->Connect());
+  return mesh;
+}
+
+std::string TlsMesh::PeerLabel(PartyId peer) const {
+  if (peer < 0 || peer >= options_.num_parties) return "party " + std::to_string(peer);
+  return "party " + std::to_string(peer) + " (" +
+         options_.peer_names[static_cast<std::size_t>(peer)] + ")";
+}
+
+std::vector<std::uint8_t> TlsMesh::HelloBytes() const {
+  proto::Hello hello;
+  hello.set_party_id(static_cast<std::uint32_t>(options_.self));
+  hello.set_num_parties(static_cast<std::uint32_t>(options_.num_parties));
+  hello.set_protocol_version(kWireProtocolVersion);
+  hello.set_session_id(options_.session_id);
+  std::vector<std::uint8_t> out(hello.ByteSizeLong());
+  hello.SerializeWithCachedSizesToArray(out.data());
+  return out;
+}
+
+Status TlsMesh::CheckHello(const Result<Frame>& frame, PartyId expected) const {
+  const std::string who = PeerLabel(expected);
+  if (!frame.ok()) {
+    if (frame.error().code() == ErrorCode::kIo) {
+      return IoError(who + " closed the connection during the hello (it may have refused our " +
+                     "certificate, party id or session): " + frame.error().message());
+    }
+    return frame.error();
+  }
+  if (frame->header.kind() != proto::FRAME_HELLO) {
+    return ProtocolError(who + " sent frame kind " + std::to_string(frame->header.kind()) +
+                         " before its hello");
+  }
+  proto::Hello hello;
+  if (!hello.ParseFromArray(frame->payload.data(), static_cast<int>(frame->payload.size()))) {
+    return ProtocolError(who + " sent an unparseable hello");
+  }
+  if (hello.protocol_version() != kWireProtocolVersion) {
+    return Unsupported(who + " speaks wire protocol version " +
+                       std::to_string(hello.protocol_version()) + ", we speak " +
+                       std::to_string(kWireProtocolVersion) + "; run the same release everywhere");
+  }
+  if (hello.num_parties() != static_cast<std::uint32_t>(options_.num_parties)) {
+    return ProtocolError(who + " expects " + std::to_string(hello.num_parties()) +
+                         " parties, we expect " + std::to_string(options_.num_parties));
+  }
+  if (hello.session_id() != options_.session_id) {
+    return ProtocolError(who + " is in session " + std::to_string(hello.session_id()) +
+                         ", we are in session " + std::to_string(options_.session_id));
+  }
+  if (hello.party_id() != static_cast<std::uint32_t>(expected)) {
+    return ProtocolError("peer with the certificate of " + who + " claims to be party " +
+                         std::to_string(hello.party_id()) + "; refused");
+  }
+  return Status::Ok();
+}
+
+std::shared_ptr<FramedConnection> TlsMesh::MakeConnection(PartyId peer,
+                                                          std::unique_ptr<TlsStream> s) {
+  return std::make_shared<FramedConnection>(std::move(s), options_.session_id,
+                                            options_.max_frame_bytes, PeerLabel(peer));
+}
+
+Status TlsMesh::Connect(std::vector<Endpoint> addresses) {
+  if (connected_ || closed_) return Internal("TlsMesh::Connect may be called once");
+  if (!addresses.empty()) {
+    if (static_cast<int>(addresses.size()) != options_.num_parties) {
+      return InvalidArgument("need " + std::to_string(options_.num_parties) + " addresses");
+    }
+    options_.addresses = std::move(addresses);
+  }
+  auto state = std::make_shared<SetupState>();
+  state->pending = options_.num_parties - 1;
+  const auto start = Clock::now();
+  state->deadline = start + options_.connect_timeout;
+  auto guard = asio::make_work_guard(io_);
+
+  if (listener_) {
+    std::vector<std::string> allowed;
+    for (PartyId j = options_.self + 1; j < options_.num_parties; ++j) {
+      allowed.push_back(options_.peer_names[static_cast<std::size_t>(j)]);
+    }
+    listener_->Start(std::move(allowed), options_.handshake_timeout,
+                     [this, state](Result<AcceptedTls> a) { OnAccepted(state, std::move(a)); });
+  }
+  for (PartyId i = 0; i < options_.self; ++i) {
+    AsyncConnectTls(io_, *ctx_, options_.addresses[static_cast<std::size_t>(i)],
+                    options_.peer_names[static_cast<std::size_t>(i)], state->deadline,
+                    [this, state, i](Result<std::unique_ptr<TlsStream>> s) {
+                      OnConnected(state, i, std::move(s));
+                    });
+  }
+  try {
+    while (state->pending > 0 && !state->failure && Clock::now() < state->deadline) {
+      io_.run_one_until(state->deadline);
+    }
+  } catch (const std::exception& e) {
+    state->failure = Internal(std::string("mesh setup: ") + e.what());
+  }
+  state->finished = true;
+  if (listener_) listener_->Close();
+  const std::string me = "party " + std::to_string(options_.self);
+  if (state->failure || state->pending > 0) {
+    for (auto& c : conns_) {
+      if (c) c->Close();
+    }
+    if (state->failure) return state->failure->WithContext(me + ": mesh setup failed");
+    std::string missing;
+    for (PartyId j = 0; j < options_.num_parties; ++j) {
+      if (j != options_.self && !conns_[static_cast<std::size_t>(j)]) {
+        missing += (missing.empty() ? "" : ", ") + PeerLabel(j);
+      }
+    }
+    std::string msg = me + ": mesh setup not complete after " +
+                      std::to_string(options_.connect_timeout.count()) + " ms; missing " + missing;
+    if (state->refused > 0) {
+      msg += "; refused " + std::to_string(state->refused) +
+             " connection attempt(s), last: " + state->last_refusal;
+    }
+    return Timeout(msg);
+  }
+  connected_ = true;
+  for (PartyId j = 0; j < options_.num_parties; ++j) {
+    if (j != options_.self) ReadLoop(j);
+  }
+  work_.emplace(io_.get_executor());
+  io_.restart();
+  io_thread_ = std::thread([this] {
+    for (;;) {
+      try {
+        io_.run();
+        return;
+      } catch (const std::exception& e) {
+        if (options_.logger) options_.logger->error("tls mesh io thread: {}", e.what());
+      }
+    }
+  });
+  if (options_.logger) {
+    options_.logger->info("party {}: TLS mesh of {} parties up (session {})", options_.self,
+                          options_.num_parties, options_.session_id);
+  }
+  return Status::Ok();
+}
+
+void TlsMesh::OnAccepted(const std::shared_ptr<SetupState>& state, Result<AcceptedTls> a) {
+  if (state->finished) return;  // the stream closes with `a`
+  auto refuse = [this, state](const Error& e) {
+    ++state->refused;
+    state->last_refusal = e.message();
+    if (options_.logger) options_.logger->warn("party {}: {}", options_.self, e.message());
+  };
+  if (!a.ok()) return refuse(a.error());
+  PartyId peer = -1;
+  for (PartyId j = options_.self + 1; j < options_.num_parties; ++j) {
+    if (options_.peer_names[static_cast<std::size_t>(j)] == a->peer_name) peer = j;
+  }
+  if (peer < 0 || conns_[static_cast<std::size_t>(peer)]) {
+    boost::system::error_code ignored;
+    a->stream->lowest_layer().close(ignored);
+    return refuse(
+        ProtocolError("second connection from " + a->remote + " as " + a->peer_name + "; refused"));
+  }
+  auto conn = MakeConnection(peer, std::move(a->stream));
+  const auto hello_deadline = std::min(state->deadline, Clock::now() + options_.handshake_timeout);
+  conn->ReadFrame(
+      [this, state, conn, peer, refuse](Result<Frame> f) {
+        if (state->finished) return conn->Close();
+        Status s = CheckHello(f, peer);
+        if (s.ok() && conns_[static_cast<std::size_t>(peer)]) {
+          s = ProtocolError("second connection as " + PeerLabel(peer) + "; refused");
+        }
+        if (!s.ok()) {
+          conn->Close();
+          return refuse(s.error());
+        }
+        conn->Send(proto::FRAME_HELLO, HelloBytes());
+        Established(state, peer, conn);
+      },
+      hello_deadline);
+}
+
+void TlsMesh::OnConnected(const std::shared_ptr<SetupState>& state, PartyId peer,
+                          Result<std::unique_ptr<TlsStream>> stream) {
+  if (state->finished) return;
+  if (!stream.ok()) {
+    if (!state->failure) state->failure = stream.error();
+    return;
+  }
+  auto conn = MakeConnection(peer, std::move(stream).value());
+  conn->Send(proto::FRAME_HELLO, HelloBytes());
+  conn->ReadFrame(
+      [this, state, conn, peer](Result<Frame> f) {
+        if (state->finished) return conn->Close();
+        Status s = CheckHello(f, peer);
+        if (!s.ok()) {
+          conn->Close();
+          if (!state->failure) state->failure = s.error();
+          return;
+        }
+        Established(state, peer, conn);
+      },
+      state->deadline);
+}
+
+void TlsMesh::Established(const std::shared_ptr<SetupState>& state, PartyId peer,
+                          std::shared_ptr<FramedConnection> conn) {
+  conn->set_write_error_handler([this, peer](const Error& e) { PeerFailed(peer, e); });
+  conns_[static_cast<std::size_t>(peer)] = std::move(conn);
+  --state->pending;
+  if (options_.logger) {
+    options_.logger->debug("party {}: connected to {}", options_.self, PeerLabel(peer));
+  }
+}
+
+}  // namespace mpcache::net
