@@ -93,7 +93,12 @@ Result<Checkpoint> LoadLegacy(FileReader& reader) {
   c.vocab_size = h[5] == INT32_MIN ? 0 : std::abs(h[5]);
   c.seq_len = h[6];
   c.shared_classifier = h[5] > 0;
-  MPCACHE_RETURN_IF_ERROR(internal::ValidateHeaderConfig(c, path));
+  if (Status valid = c.Validate(); !valid.ok()) {
+    return CorruptData(path +
+                       ": not a model checkpoint: no GGUF or ak42 magic, and read as a llama2.c "
+                       "legacy header it describes an impossible model (" +
+                       valid.error().message() + ")");
+  }
   internal::ResizeLayers(ckpt.weights);
 
   // Expected layout: embedding, rms_att*, wq*, wk*, wv*, wo*, rms_ffn*, w1*, w2*, w3*,
