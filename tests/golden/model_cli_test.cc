@@ -1,0 +1,159 @@
+// Runs the built mpcache-model binary: exact stdout of `run` (golden texts), `info`, and
+// one-line errors with non-zero exit codes.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "golden/golden_texts.h"
+
+namespace {
+
+using mpcache::golden::kBosOnly200;
+using mpcache::golden::kOnceUponATime64;
+using mpcache::golden::RequireModelDir;
+
+struct Output {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string Quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+Output RunTool(const std::string& args) {
+  const std::string err_file = (std::filesystem::temp_directory_path() /
+                                ("mpcache_cli_err_" + std::to_string(::getpid()) + ".txt"))
+                                   .string();
+  const std::string cmd = Quote(MPCACHE_MODEL_BIN) + " " + args + " 2>" + Quote(err_file);
+  Output o;
+  std::FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) return o;
+  std::array<char, 4096> buf;
+  std::size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) o.out.append(buf.data(), n);
+  const int status = ::pclose(p);
+  o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream in(err_file);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  o.err = ss.str();
+  std::filesystem::remove(err_file);
+  return o;
+}
+
+int Lines(const std::string& s) {
+  return static_cast<int>(std::count(s.begin(), s.end(), '\n'));
+}
+
+TEST(ModelCliTest, RunLlama2cPrintsGoldenText) {
+  const std::string dir = RequireModelDir();
+  if (dir.empty()) return;
+  const std::string model = Quote(dir + "/stories260K.bin");
+  const std::string tok = Quote(dir + "/tok512.bin");
+  Output o = RunTool("run --model " + model + " --tokenizer " + tok +
+                     " --prompt 'Once upon a time' --steps 64 --temperature 0");
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_EQ(o.out, std::string(kOnceUponATime64) + "\n");
+  EXPECT_NE(o.err.find("tok/s"), std::string::npos);  // stats on stderr only
+  o = RunTool("run --model " + model + " --tokenizer " + tok + " --steps 200 --temperature 0");
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_EQ(o.out, std::string(kBosOnly200) + "\n");
+}
+
+TEST(ModelCliTest, RunGgufWithEmbeddedVocabulary) {
+  const std::string dir = RequireModelDir();
+  if (dir.empty()) return;
+  const std::string model = Quote(dir + "/stories260K.gguf");
+  Output o = RunTool("run --model " + model + " --prompt 'Once upon a time' --steps 64");
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_EQ(o.out, std::string(kOnceUponATime64) + "\n");
+  o = RunTool("run --model " + model + " --steps 200 --temperature 0");
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_EQ(o.out, std::string(kBosOnly200) + "\n");
+}
+
+TEST(ModelCliTest, RunJson) {
+  const std::string dir = RequireModelDir();
+  if (dir.empty()) return;
+  Output o = RunTool("run --model " + Quote(dir + "/stories260K.gguf") +
+                     " --prompt 'Once upon a time' --steps 64 --json");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const auto j = nlohmann::json::parse(o.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << o.out;
+  EXPECT_EQ(j["text"], kOnceUponATime64);
+  EXPECT_EQ(j["positions"], 64);
+  EXPECT_EQ(j["tokens"][0], 1);
+}
+
+TEST(ModelCliTest, SampledRunIsReproducibleWithSeed) {
+  const std::string dir = RequireModelDir();
+  if (dir.empty()) return;
+  const std::string args = "run --model " + Quote(dir + "/stories260K.gguf") +
+                           " --steps 40 --temperature 1 --topp 0.9 --seed 1234";
+  const Output a = RunTool(args), b = RunTool(args);
+  EXPECT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_FALSE(a.out.empty());
+}
+
+TEST(ModelCliTest, Info) {
+  const std::string dir = RequireModelDir();
+  if (dir.empty()) return;
+  Output o = RunTool("info --model " + Quote(dir + "/stories260K.bin") + " --json");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const auto j = nlohmann::json::parse(o.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << o.out;
+  EXPECT_EQ(j["format"], "llama2.c legacy");
+  EXPECT_EQ(j["dim"], 64);
+  EXPECT_EQ(j["n_kv_heads"], 4);
+  EXPECT_EQ(j["parameters"], 260032);
+  o = RunTool("info --model " + Quote(dir + "/stories260K.gguf"));
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("GGUF"), std::string::npos);
+  EXPECT_NE(o.out.find("260032"), std::string::npos);
+}
+
+TEST(ModelCliTest, ErrorsAreOneLineAndNonZero) {
+  const std::string dir = RequireModelDir();
+  if (dir.empty()) return;
+  const std::string bin = Quote(dir + "/stories260K.bin");
+  struct Case {
+    std::string args;
+    std::string expect;  // substring of the error line
+  };
+  const Case cases[] = {
+      {"run --model " + bin + " --prompt x", "--tokenizer"},
+      {"run --model " + bin + " --tokenizer /nonexistent/tok.bin", "/nonexistent/tok.bin"},
+      {"run --model " + bin + " --tokenizer " + Quote(dir + "/tokenizer.bin"), "different model"},
+      {"run --model /nonexistent/model.bin --tokenizer x", "/nonexistent/model.bin"},
+      {"run --model " + Quote(dir + "/tok512.bin"), "not a model checkpoint"},
+      {"info --model /nonexistent/m.gguf", "no such file"},
+      {"info --model " + Quote(dir + "/README.md"), "README.md"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.args);
+    const Output o = RunTool(c.args);
+    EXPECT_NE(o.exit_code, 0);
+    EXPECT_TRUE(o.out.empty()) << o.out;
+    EXPECT_EQ(Lines(o.err), 1) << o.err;
+    EXPECT_NE(o.err.find(c.expect), std::string::npos) << o.err;
+  }
+  // Bad arguments: CLI11 rejects them with a non-zero exit.
+  EXPECT_NE(RunTool("run --model " + bin + " --steps -1").exit_code, 0);
+  EXPECT_NE(RunTool("run --steps 3").exit_code, 0);  // --model is required
+  EXPECT_NE(RunTool("frobnicate").exit_code, 0);
+  EXPECT_EQ(RunTool("run --help").exit_code, 0);
+}
+
+}  // namespace
