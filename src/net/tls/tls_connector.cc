@@ -47,6 +47,9 @@ class ConnectOp : public std::enable_shared_from_this<ConnectOp> {
                               [self](const boost::system::error_code& cec, const tcp::endpoint&) {
                                 self->timer_.cancel();
                                 if (cec) return self->Retry(cec);
+                                boost::system::error_code ignored;
+                                self->stream_->lowest_layer().set_option(tcp::no_delay(true),
+                                                                         ignored);
                                 self->Handshake();
                               });
         });
@@ -255,6 +258,8 @@ void TlsListener::AcceptOne() {
       if (ec == asio::error::operation_aborted) return;
       handler_(IoError("accept failed: " + DescribeError(ec)));
     } else {
+      boost::system::error_code ignored;
+      socket.set_option(tcp::no_delay(true), ignored);
       auto op = std::make_shared<AcceptOp>(std::make_unique<TlsStream>(std::move(socket), ctx_),
                                            allowed_names_, handshake_timeout_, handler_);
       op->Start();

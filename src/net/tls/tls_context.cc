@@ -48,12 +48,17 @@ Result<std::unique_ptr<asio::ssl::context>> MakeTlsContext(const TlsFiles& files
   }
   // No session resumption: every connection authenticates with certificates.
   SSL_CTX_set_options(handle, SSL_OP_NO_TICKET);
+  SSL_CTX_set_num_tickets(handle, 0);
   SSL_CTX_set_session_cache_mode(handle, SSL_SESS_CACHE_OFF);
 
   boost::system::error_code ec;
   ctx->use_certificate_chain_file(files.cert_file, ec);
   if (ec) return FileError("certificate", files.cert_file, ec);
   ctx->use_private_key_file(files.key_file, asio::ssl::context::pem, ec);
+  if (ec && ec.message().find("mismatch") != std::string::npos) {
+    return InvalidArgument("private key '" + files.key_file + "' does not match certificate '" +
+                           files.cert_file + "'");
+  }
   if (ec) return FileError("private key", files.key_file, ec);
   if (SSL_CTX_check_private_key(handle) != 1) {
     ERR_clear_error();
