@@ -1,0 +1,270 @@
+#include "model/fixed_engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "model/float_engine.h"
+#include "model/float_ops.h"
+
+namespace mpcache::model {
+namespace {
+
+std::vector<Ring64> EncodeAll(const FixedPoint& fp, const std::vector<float>& v) {
+  std::vector<Ring64> out(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) out[i] = fp.Encode(v[i]);
+  return out;
+}
+
+double MaxAbsDiff(std::span<const float> a, std::span<const double> b) {
+  double worst = 0;
+  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    worst = std::max(worst, std::abs(static_cast<double>(a[i]) - b[i]));
+  }
+  return worst;
+}
+
+}  // namespace
+
+void Range::Add(double v) {
+  if (count == 0) {
+    min = max = v;
+  } else {
+    min = std::min(min, v);
+    max = std::max(max, v);
+  }
+  ++count;
+}
+
+FixedEngine::FixedEngine(const ModelConfig& config, FixedEngineOptions options)
+    : config_(config),
+      options_(options),
+      fp_{options.math.frac_bits},
+      math_(options.noisy_trunc_seed ? FixedMath(options.math, *options.noisy_trunc_seed)
+                                     : FixedMath(options.math)) {}
+
+Result<FixedEngine> FixedEngine::Create(const ModelWeights& weights, FixedEngineOptions options) {
+  MPCACHE_RETURN_IF_ERROR(weights.CheckShapes());
+  MPCACHE_RETURN_IF_ERROR(options.math.Validate());
+  const ModelConfig& c = weights.config;
+  if (options.max_seq_len < 0) return InvalidArgument("max_seq_len must be >= 0");
+  FixedEngine e(c, options);
+  e.max_seq_len_ = options.max_seq_len == 0 ? c.seq_len : options.max_seq_len;
+  const FixedPoint& fp = e.fp_;
+  e.embedding_ = EncodeAll(fp, weights.token_embedding);
+  e.rms_final_ = EncodeAll(fp, weights.rms_final);
+  if (!c.shared_classifier) e.wcls_ = EncodeAll(fp, weights.wcls);
+  for (const LayerWeights& lw : weights.layers) {
+    e.layers_.push_back({EncodeAll(fp, lw.rms_att), EncodeAll(fp, lw.wq), EncodeAll(fp, lw.wk),
+                         EncodeAll(fp, lw.wv), EncodeAll(fp, lw.wo), EncodeAll(fp, lw.rms_ffn),
+                         EncodeAll(fp, lw.w1), EncodeAll(fp, lw.w2), EncodeAll(fp, lw.w3)});
+  }
+  const std::size_t cache = static_cast<std::size_t>(c.n_layers) * e.max_seq_len_ * c.kv_dim();
+  e.key_cache_.assign(cache, 0);
+  e.value_cache_.assign(cache, 0);
+  return e;
+}
+
+// out[i] = Trunc_f(sum_j w[i, j] x[j]): one truncation per output, as the secure matmul.
+FixedEngine::Vec FixedEngine::MatVec(const Vec& w, const Vec& x, std::size_t rows,
+                                     std::size_t cols) {
+  Vec sums(rows);
+  for (std::size_t i = 0; i < rows; ++i) {
+    const Ring64* wr = w.data() + i * cols;
+    Ring64 acc = 0;
+    for (std::size_t j = 0; j < cols; ++j) acc += wr[j] * x[j];
+    sums[i] = acc;
+  }
+  return math_.backend().Trunc(sums, fp_.frac_bits);
+}
+
+FixedEngine::Vec FixedEngine::Norm(const Vec& x, const Vec& g) {
+  if (options_.collect_ranges) RecordMeanSquare(x);
+  return math_.RmsNorm(x, g, 1, x.size(), config_.norm_eps);
+}
+
+void FixedEngine::RecordMeanSquare(const Vec& x) {
+  double ss = 0;
+  for (Ring64 v : x) ss += fp_.Decode(v) * fp_.Decode(v);
+  ranges_.rms_mean_square.Add(ss / static_cast<double>(x.size()));
+}
+
+void FixedEngine::Record(const std::string& name, const Vec& v) {
+  if (!options_.record) return;
+  auto& out = trace_[name];
+  out.resize(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) out[i] = fp_.Decode(v[i]);
+}
+
+Result<std::span<const double>> FixedEngine::Forward(int token, int pos) {
+  const ModelConfig& c = config_;
+  if (token < 0 || token >= c.vocab_size) {
+    return InvalidArgument("token id " + std::to_string(token) + " is outside the vocabulary 0.." +
+                           std::to_string(c.vocab_size - 1));
+  }
+  if (pos < 0 || pos >= max_seq_len_) {
+    return InvalidArgument("position " + std::to_string(pos) +
+                           " is outside the context window 0.." + std::to_string(max_seq_len_ - 1));
+  }
+  PlainBackend& be = math_.backend();
+  const int f = fp_.frac_bits;
+  const std::size_t d = c.dim, hd = c.hidden_dim, kv = c.kv_dim(), hs = c.head_size(),
+                    nh = c.n_heads, S = max_seq_len_, kv_mul = c.kv_group(), p = pos;
+  const std::size_t cols = p + 1;
+  Vec x(embedding_.begin() + token * d, embedding_.begin() + (token + 1) * d);
+
+  std::vector<float> cos_f(hs / 2), sin_f(hs / 2);
+  RopeTables(pos, c.head_size(), c.rope_theta, cos_f.data(), sin_f.data());
+  Vec cos_r = EncodeAll(fp_, cos_f), sin_r = EncodeAll(fp_, sin_f);
+  const auto rope = [&](const Vec& v) {
+    Vec raw(v.size());
+    for (std::size_t i = 0; i < v.size(); i += 2) {
+      const std::size_t k = (i % hs) / 2;
+      raw[i] = v[i] * cos_r[k] - v[i + 1] * sin_r[k];
+      raw[i + 1] = v[i] * sin_r[k] + v[i + 1] * cos_r[k];
+    }
+    return be.Trunc(raw, f);
+  };
+  const Ring64 inv_sqrt_hs = fp_.Encode(1.0 / std::sqrt(static_cast<double>(hs)));
+
+  for (std::size_t l = 0; l < static_cast<std::size_t>(c.n_layers); ++l) {
+    const EncodedLayer& lw = layers_[l];
+    const std::string prefix = "layer" + std::to_string(l) + ".";
+    Vec xb = Norm(x, lw.rms_att);
+    Vec q = rope(MatVec(lw.wq, xb, d, d));
+    Vec k = rope(MatVec(lw.wk, xb, kv, d));
+    Vec v = MatVec(lw.wv, xb, kv, d);
+    const std::size_t loff = l * S * kv;
+    std::copy(k.begin(), k.end(), key_cache_.begin() + loff + p * kv);
+    std::copy(v.begin(), v.end(), value_cache_.begin() + loff + p * kv);
+
+    // Scores for all heads at once: rows = heads, cols = positions 0..pos.
+    Vec raw(nh * cols);
+    for (std::size_t h = 0; h < nh; ++h) {
+      const std::size_t kv_off = (h / kv_mul) * hs;
+      for (std::size_t t = 0; t < cols; ++t) {
+        const Ring64* kt = key_cache_.data() + loff + t * kv + kv_off;
+        Ring64 acc = 0;
+        for (std::size_t i = 0; i < hs; ++i) acc += q[h * hs + i] * kt[i];
+        raw[h * cols + t] = acc;
+      }
+    }
+    Vec scores = be.Trunc(be.MulConst(be.Trunc(raw, f), inv_sqrt_hs), f);
+    if (options_.collect_ranges) {
+      for (std::size_t h = 0; h < nh; ++h) {
+        double mx = -std::numeric_limits<double>::infinity(), sum = 0;
+        for (std::size_t t = 0; t < cols; ++t) {
+          const double s = fp_.Decode(scores[h * cols + t]);
+          ranges_.attn_scores.Add(s);
+          mx = std::max(mx, s);
+        }
+        for (std::size_t t = 0; t < cols; ++t) {
+          const double sh = fp_.Decode(scores[h * cols + t]) - mx;
+          ranges_.attn_shifted.Add(sh);
+          sum += std::exp(sh);
+        }
+        ranges_.softmax_denominator.Add(sum);
+      }
+    }
+    Vec probs = math_.Softmax(scores, nh, cols);
+    Vec att_raw(d, 0);
+    for (std::size_t h = 0; h < nh; ++h) {
+      const std::size_t kv_off = (h / kv_mul) * hs;
+      for (std::size_t t = 0; t < cols; ++t) {
+        const Ring64 a = probs[h * cols + t];
+        const Ring64* vt = value_cache_.data() + loff + t * kv + kv_off;
+        for (std::size_t i = 0; i < hs; ++i) att_raw[h * hs + i] += a * vt[i];
+      }
+    }
+    Vec att = be.Trunc(att_raw, f);
+    Vec attn_out = MatVec(lw.wo, att, d, d);
+    Record(prefix + "attn_out", attn_out);
+    x = be.Add(x, attn_out);
+
+    xb = Norm(x, lw.rms_ffn);
+    Vec h1 = MatVec(lw.w1, xb, hd, d);
+    Vec h3 = MatVec(lw.w3, xb, hd, d);
+    if (options_.collect_ranges) {
+      for (Ring64 g : h1) ranges_.ffn_gate.Add(fp_.Decode(g));
+    }
+    Vec gated = be.MulTrunc(math_.Silu(h1), h3, f);
+    Vec ffn_out = MatVec(lw.w2, gated, d, hd);
+    Record(prefix + "ffn_out", ffn_out);
+    x = be.Add(x, ffn_out);
+    Record(prefix + "out", x);
+    if (options_.collect_ranges) {
+      for (Ring64 r : x) ranges_.residual.Add(fp_.Decode(r));
+    }
+  }
+  Vec xf = Norm(x, rms_final_);
+  Record("final_norm", xf);
+  logits_ring_ = MatVec(c.shared_classifier ? embedding_ : wcls_, xf, c.vocab_size, d);
+  Record("logits", logits_ring_);
+  logits_.resize(logits_ring_.size());
+  for (std::size_t i = 0; i < logits_.size(); ++i) {
+    logits_[i] = fp_.Decode(logits_ring_[i]);
+    if (options_.collect_ranges) ranges_.logits.Add(logits_[i]);
+  }
+  return std::span<const double>(logits_);
+}
+
+int FixedEngine::Argmax() const {
+  int best = 0;
+  for (std::size_t i = 1; i < logits_ring_.size(); ++i) {
+    if (static_cast<std::int64_t>(logits_ring_[i]) >
+        static_cast<std::int64_t>(logits_ring_[best])) {
+      best = static_cast<int>(i);
+    }
+  }
+  return best;
+}
+
+Result<std::span<const float>> CompareStep(FloatEngine& float_engine, FixedEngine& fixed_engine,
+                                           int token, int pos, std::vector<NamedError>& errors) {
+  if (!fixed_engine.options().record) {
+    return InvalidArgument("CompareStep needs a FixedEngine created with record = true");
+  }
+  MPCACHE_ASSIGN_OR_RETURN(auto float_logits, float_engine.Forward(token, pos));
+  MPCACHE_RETURN_IF_ERROR(fixed_engine.Forward(token, pos));
+  const int layers = fixed_engine.config().n_layers;
+  if (errors.empty()) {
+    for (int l = 0; l < layers; ++l) errors.push_back({"layer" + std::to_string(l) + ".out", 0});
+    errors.push_back({"final_norm", 0});
+    errors.push_back({"logits", 0});
+  }
+  const auto& trace = fixed_engine.Trace();
+  const auto fold = [&](std::size_t i, std::span<const float> want, const std::string& name) {
+    const auto it = trace.find(name);
+    if (it == trace.end() || want.empty()) {
+      return Status(Internal("CompareStep: no '" + name +
+                             "' on one side (float engine needs "
+                             "record_layer_outputs)"));
+    }
+    errors[i].max_abs_error = std::max(errors[i].max_abs_error, MaxAbsDiff(want, it->second));
+    return Status::Ok();
+  };
+  for (int l = 0; l < layers; ++l) {
+    MPCACHE_RETURN_IF_ERROR(fold(l, float_engine.LayerOutput(l), errors[l].name));
+  }
+  MPCACHE_RETURN_IF_ERROR(fold(layers, float_engine.FinalNormed(), "final_norm"));
+  MPCACHE_RETURN_IF_ERROR(fold(layers + 1, float_logits, "logits"));
+  return float_logits;
+}
+
+Top2 TopTwo(std::span<const float> logits) {
+  Top2 out;
+  if (logits.empty()) return out;
+  double second = -std::numeric_limits<double>::infinity();
+  for (std::size_t i = 1; i < logits.size(); ++i) {
+    if (logits[i] > logits[out.index]) {
+      second = logits[out.index];
+      out.index = static_cast<int>(i);
+    } else if (logits[i] > second) {
+      second = logits[i];
+    }
+  }
+  out.margin = logits.size() > 1 ? logits[out.index] - second : 0;
+  return out;
+}
+
+}  // namespace mpcache::model
