@@ -1,0 +1,138 @@
+// Typed daemon configuration (SPEC §8): config/party{0,1,2}.yaml, config/dealer.yaml and
+// config/client.yaml. Every field is validated when the file is loaded; an error names
+// the file, the field and the fix, and unknown keys are rejected (with a did-you-mean).
+// Relative paths are resolved against the YAML file's folder; paths may use ${VAR} and
+// ${VAR:-default} (e.g. ${MPCACHE_MODEL_DIR:-../../shared/models}/stories260K.bin).
+// docs/network.md lists every field with its default.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+
+namespace mpcache::config {
+
+inline constexpr int kNumParties = 3;
+
+struct HostPort {
+  std::string host;
+  std::uint16_t port = 0;
+  std::string ToString() const { return host + ":" + std::to_string(port); }
+};
+
+// "host:port" or "[ipv6]:port", port 1..65535 (0 allowed when `allow_zero`).
+Result<HostPort> ParseHostPort(std::string_view text, bool allow_zero = false);
+
+enum class Security { kMalicious, kSemiHonest };
+enum class Weights { kPublic, kPrivate };
+enum class CacheMode { kFull, kMpcache };
+enum class Reveal { kNone, kDp, kPlain };
+
+std::string_view ToString(Security s);
+std::string_view ToString(Weights w);
+std::string_view ToString(CacheMode c);
+std::string_view ToString(Reveal r);
+
+// PEM files of this daemon's identity and the deployment CA (deploy/gen-certs.sh).
+struct TlsPaths {
+  std::string cert;
+  std::string key;
+  std::string ca;
+};
+
+struct Timeouts {
+  int connect_ms = 10000;   // whole mesh / link setup, retries included
+  int handshake_ms = 5000;  // one TLS handshake plus hello
+  int recv_ms = 30000;      // one receive; a stalled peer is blamed after this
+  int request_ms = 600000;  // one client request end to end
+};
+
+struct ModelPaths {
+  std::string checkpoint;  // llama2.c .bin or .gguf (public weights) / share file (private)
+  std::string tokenizer;   // llama2.c tokenizer.bin (optional for parties)
+  int frac_bits = 16;      // fixed-point fractional bits over Z_2^64
+};
+
+// SPEC §6 knobs.
+struct MpcacheKnobs {
+  CacheMode cache = CacheMode::kMpcache;
+  double static_keep_ratio = 0.6;   // fraction of prompt tokens kept after eviction
+  double observation_window = 0.2;  // last fraction of prompt queries that score tokens
+  int level1_cluster_tokens = 32;
+  double level1_keep_ratio = 0.5;
+  int level2_cluster_tokens = 16;
+  double level2_keep_ratio = 0.2;
+  double alpha = 0.6;              // r = alpha*r_max + (1-alpha)*r_min
+  double layer_share_decay = 0.9;  // cross-layer score reuse
+  Reveal reveal = Reveal::kNone;
+  double dp_epsilon = 1.0;  // reveal: dp only
+};
+
+struct BalancerConfig {
+  bool enabled = true;
+  int reauction_interval_steps = 8;
+};
+
+struct PartyConfig {
+  std::string file;  // the YAML it came from
+  int party_id = 0;
+  std::vector<HostPort> parties;  // mesh address of P0, P1, P2
+  HostPort dealer;                // where the dealer listens
+  HostPort client_listen;         // where this party accepts clients
+  std::uint64_t max_frame_bytes = std::uint64_t{16} << 20;
+  Timeouts timeouts;
+  TlsPaths tls;
+  Security security = Security::kMalicious;
+  Weights weights = Weights::kPublic;
+  ModelPaths model;
+  MpcacheKnobs mpcache;
+  BalancerConfig balancer;
+  std::string log_level = "info";
+  int metrics_port = 0;  // 0 = no metrics endpoint
+  bool debug = false;
+};
+
+struct DealerConfig {
+  std::string file;
+  HostPort listen;
+  std::uint64_t max_frame_bytes = std::uint64_t{16} << 20;
+  Timeouts timeouts;
+  TlsPaths tls;
+  Security security = Security::kMalicious;
+  int frac_bits = 16;
+  std::uint64_t pool_capacity_items = 1u << 22;  // per party and item type
+  std::uint64_t batch_items = 1u << 16;
+  std::string log_level = "info";
+  int metrics_port = 0;
+};
+
+struct ClientConfig {
+  std::string file;
+  std::vector<HostPort> parties;  // client_listen address of P0, P1, P2
+  Timeouts timeouts;
+  TlsPaths tls;
+  std::string tokenizer;
+  std::string log_level = "warn";
+};
+
+struct LoadOptions {
+  // Also require that certificate, key, CA and model files exist.
+  bool check_files = true;
+};
+
+Result<PartyConfig> LoadPartyConfig(const std::string& path, const LoadOptions& options = {});
+Result<DealerConfig> LoadDealerConfig(const std::string& path, const LoadOptions& options = {});
+Result<ClientConfig> LoadClientConfig(const std::string& path, const LoadOptions& options = {});
+
+// The same from YAML text; `file` names it in errors and its folder anchors relative paths.
+Result<PartyConfig> ParsePartyConfig(std::string_view yaml, const std::string& file,
+                                     const LoadOptions& options = {});
+Result<DealerConfig> ParseDealerConfig(std::string_view yaml, const std::string& file,
+                                       const LoadOptions& options = {});
+Result<ClientConfig> ParseClientConfig(std::string_view yaml, const std::string& file,
+                                       const LoadOptions& options = {});
+
+}  // namespace mpcache::config
