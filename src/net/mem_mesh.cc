@@ -56,7 +56,6 @@ Status MemMesh::Push(PartyId from, PartyId to, std::span<const std::uint8_t> dat
     return InvalidArgument("MemMesh: party " + std::to_string(from) + " cannot send to party " +
                            std::to_string(to));
   }
-  if (aborted_.load()) return Aborted("MemMesh aborted");
   if (data.empty()) return Status::Ok();
   // Copy outside the lock: a large message does not stall its reader.
   std::vector<std::uint8_t> chunk(data.begin(), data.end());
@@ -79,7 +78,7 @@ Status MemMesh::Pop(PartyId from, PartyId to, std::span<std::uint8_t> out) {
   Queue& q = queue(from, to);
   std::unique_lock<std::mutex> lock(q.mu);
   while (done < out.size()) {
-    if (aborted_.load()) {
+    if (q.chunks.empty() && aborted_.load()) {  // bytes already queued are still delivered
       return Aborted("MemMesh aborted while party " + std::to_string(to) + " waited for party " +
                      std::to_string(from));
     }

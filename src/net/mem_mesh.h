@@ -5,7 +5,8 @@
 // One unbounded queue per ordered pair (i -> j), guarded by a mutex and a condition
 // variable: Send never blocks (so two parties sending large messages to each other at the
 // same time cannot deadlock); Recv blocks until enough bytes arrived, the configured
-// timeout elapsed (kTimeout) or the mesh was aborted (kAborted — wakes every waiter).
+// timeout elapsed (kTimeout) or the mesh was aborted (kAborted — wakes every waiter; bytes
+// already queued are still delivered, so a party that finished its last round can abort).
 #pragma once
 
 #include <atomic>
@@ -37,7 +38,8 @@ class MemMesh {
   // Party i's channel; owned by the mesh, used by one thread at a time.
   Channel& party(PartyId i) { return *channels_[static_cast<std::size_t>(i)]; }
 
-  // Wake every waiting Recv with kAborted; later Send/Recv fail with kAborted too.
+  // Wake every waiting Recv with kAborted; a later Recv that would have to wait fails with
+  // kAborted too. Sends still queue (harmless), so parties finishing a round are not cut off.
   void Abort();
   bool aborted() const;
 

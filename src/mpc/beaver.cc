@@ -1,0 +1,150 @@
+#include "mpc/beaver.h"
+
+#include <string>
+
+namespace mpcache::mpc {
+
+template <typename P>
+std::size_t BeaverBatch<P>::Prepare(const Shares<P>& x, const Shares<P>& y) {
+  jobs_.push_back(Job{&x, &y, {}});
+  return jobs_.size() - 1;
+}
+
+template <typename P>
+std::size_t BeaverBatch<P>::PrepareSquare(const Shares<P>& x) {
+  jobs_.push_back(Job{&x, nullptr, {}});
+  return jobs_.size() - 1;
+}
+
+template <typename P>
+Shares<P> BeaverBatch<P>::Take(std::size_t handle) {
+  return std::move(jobs_[handle].out);
+}
+
+template <typename P>
+Status BeaverBatch<P>::Exchange() {
+  if (done_) return Internal("BeaverBatch::Exchange called twice");
+  done_ = true;
+  std::size_t n_mul = 0, n_sq = 0;
+  for (const Job& j : jobs_) {
+    if (j.y != nullptr) {
+      if (j.x->size() != j.y->size()) {
+        return InvalidArgument("Beaver product of vectors of sizes " + std::to_string(j.x->size()) +
+                               " and " + std::to_string(j.y->size()));
+      }
+      n_mul += j.x->size();
+    } else {
+      n_sq += j.x->size();
+    }
+  }
+  Triples<P> t;
+  SquarePairs<P> s;
+  if (n_mul > 0) {
+    MPCACHE_ASSIGN_OR_RETURN(t, ctx_.prep().GetTriples(n_mul));
+  }
+  if (n_sq > 0) {
+    MPCACHE_ASSIGN_OR_RETURN(s, ctx_.prep().GetSquares(n_sq));
+  }
+  // Layout of the opened vector: [d of all products | e of all products | d of squares].
+  Shares<P> masked(2 * n_mul + n_sq);
+  {
+    std::size_t om = 0, os = 0;
+    for (const Job& j : jobs_) {
+      const std::size_t n = j.x->size();
+      const auto* xv = j.x->v.data();
+      if (j.y != nullptr) {
+        const auto* yv = j.y->v.data();
+        for (std::size_t i = 0; i < n; ++i) {
+          masked.v[om + i] = xv[i] - t.a.v[om + i];
+          masked.v[n_mul + om + i] = yv[i] - t.b.v[om + i];
+        }
+        if constexpr (P::kMalicious) {
+          for (std::size_t i = 0; i < n; ++i) {
+            masked.m[om + i] = j.x->m[i] - t.a.m[om + i];
+            masked.m[n_mul + om + i] = j.y->m[i] - t.b.m[om + i];
+          }
+        }
+        om += n;
+      } else {
+        const std::size_t base = 2 * n_mul + os;
+        for (std::size_t i = 0; i < n; ++i) masked.v[base + i] = xv[i] - s.a.v[os + i];
+        if constexpr (P::kMalicious) {
+          for (std::size_t i = 0; i < n; ++i) masked.m[base + i] = j.x->m[i] - s.a.m[os + i];
+        }
+        os += n;
+      }
+    }
+  }
+  MPCACHE_ASSIGN_OR_RETURN(std::vector<std::uint64_t> opened, ctx_.OpenOwned(std::move(masked)));
+
+  const bool p0 = ctx_.self() == 0;
+  const u128 alpha = ctx_.key().alpha;
+  std::size_t om = 0, os = 0;
+  for (Job& j : jobs_) {
+    const std::size_t n = j.x->size();
+    Shares<P> z(n);
+    if (j.y != nullptr) {
+      const std::uint64_t* d = opened.data() + om;
+      const std::uint64_t* e = opened.data() + n_mul + om;
+      const auto* av = t.a.v.data() + om;
+      const auto* bv = t.b.v.data() + om;
+      const auto* cv = t.c.v.data() + om;
+      for (std::size_t i = 0; i < n; ++i) {
+        z.v[i] = cv[i] + d[i] * bv[i] + e[i] * av[i];
+        if (p0) z.v[i] += d[i] * e[i];
+      }
+      if constexpr (P::kMalicious) {
+        const u128* am = t.a.m.data() + om;
+        const u128* bm = t.b.m.data() + om;
+        const u128* cm = t.c.m.data() + om;
+        for (std::size_t i = 0; i < n; ++i) {
+          z.m[i] = cm[i] + d[i] * bm[i] + e[i] * am[i] + alpha * (d[i] * e[i]);
+        }
+      }
+      om += n;
+    } else {
+      const std::uint64_t* d = opened.data() + 2 * n_mul + os;
+      const auto* av = s.a.v.data() + os;
+      const auto* aav = s.aa.v.data() + os;
+      for (std::size_t i = 0; i < n; ++i) {
+        z.v[i] = aav[i] + (2 * d[i]) * av[i];
+        if (p0) z.v[i] += d[i] * d[i];
+      }
+      if constexpr (P::kMalicious) {
+        const u128* am = s.a.m.data() + os;
+        const u128* aam = s.aa.m.data() + os;
+        for (std::size_t i = 0; i < n; ++i) {
+          z.m[i] = aam[i] + (2 * d[i]) * am[i] + alpha * (d[i] * d[i]);
+        }
+      }
+      os += n;
+    }
+    j.out = std::move(z);
+  }
+  return Status::Ok();
+}
+
+template <typename P>
+Result<Shares<P>> Mul(Context<P>& ctx, const Shares<P>& x, const Shares<P>& y) {
+  BeaverBatch<P> batch(ctx);
+  const std::size_t h = batch.Prepare(x, y);
+  MPCACHE_RETURN_IF_ERROR(batch.Exchange());
+  return batch.Take(h);
+}
+
+template <typename P>
+Result<Shares<P>> Square(Context<P>& ctx, const Shares<P>& x) {
+  BeaverBatch<P> batch(ctx);
+  const std::size_t h = batch.PrepareSquare(x);
+  MPCACHE_RETURN_IF_ERROR(batch.Exchange());
+  return batch.Take(h);
+}
+
+#define MPCACHE_INSTANTIATE_BEAVER(P)                                                 \
+  template class BeaverBatch<P>;                                                      \
+  template Result<Shares<P>> Mul<P>(Context<P>&, const Shares<P>&, const Shares<P>&); \
+  template Result<Shares<P>> Square<P>(Context<P>&, const Shares<P>&);
+MPCACHE_INSTANTIATE_BEAVER(SemiHonest)
+MPCACHE_INSTANTIATE_BEAVER(Spdz2k)
+
+}  // namespace mpcache::mpc

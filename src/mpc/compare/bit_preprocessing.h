@@ -1,0 +1,55 @@
+// Dealer material for comparisons (the binary-domain counterpart of mpc/preprocessing.h).
+// Every item is move-only and handed out exactly once.
+//
+//   BitTriples  [a], [b], [c = a AND b] in the binary domain
+//   EdaBits     [r] in Z_2^64 (arithmetic, shared as P says) and its 64 bits [r_j] in the
+//               binary domain; bits[j] holds bit j of every element (bit-major)
+//   DaBits      a uniform bit shared in both domains: [b] binary and [b] arithmetic
+//   BitRandoms  uniform lifts in the binary domain (the binary MAC check's mask)
+// The trusted dealer guarantees that the two halves of an edaBit / daBit are consistent
+// (the parties do not check it: see docs/comparison.md). In Spdz2k mode every part carries
+// its MAC (arithmetic parts under alpha, binary parts under the binary key beta).
+#pragma once
+
+#include <array>
+#include <cstddef>
+
+#include "common/result.h"
+#include "mpc/compare/bit_share.h"
+#include "mpc/preprocessing.h"
+
+namespace mpcache::mpc {
+
+template <typename P>
+struct BitTriples : MoveOnly {
+  BitShares<P> a, b, c;
+};
+
+template <typename P>
+struct EdaBits : MoveOnly {
+  Shares<P> r;
+  std::array<BitShares<P>, 64> bits;
+};
+
+template <typename P>
+struct DaBits : MoveOnly {
+  BitShares<P> b;
+  Shares<P> a;
+};
+
+template <typename P>
+class BitPreprocessing {
+ public:
+  virtual ~BitPreprocessing() = default;
+
+  virtual PartyId party() const = 0;
+  // This party's share of the binary MAC key beta (0 in semi-honest mode).
+  virtual std::uint64_t bit_mac_key_share() const = 0;
+
+  virtual Result<BitTriples<P>> GetBitTriples(std::size_t n) = 0;
+  virtual Result<EdaBits<P>> GetEdaBits(std::size_t n) = 0;
+  virtual Result<DaBits<P>> GetDaBits(std::size_t n) = 0;
+  virtual Result<BitShares<P>> GetBitRandoms(std::size_t n) = 0;
+};
+
+}  // namespace mpcache::mpc

@@ -1,0 +1,122 @@
+// Context<P>: one party's state for an MPC session — its channel, preprocessing, MAC key
+// share, the log of values opened since the last MAC check, and whether a check failed.
+// No globals: every protocol function takes the Context.
+//
+// Opening (cost per party for n values; "round" = one set of sends then receives):
+//   kAllToAll: 1 round; each party sends its share's low 64 bits to both peers
+//              (2 peers x 8n bytes sent).
+//   kKing:     2 rounds; non-kings send 8n bytes to the king, the king sends the sum
+//              (8n bytes) to each peer (king sends 16n bytes, the others 8n).
+// In Spdz2k mode each opened value (its share and MAC share) is logged for the next
+// CheckMacs(); after a failed check the context refuses every later open and output.
+//
+// CheckMacs() (Spdz2k; SPDZ2k's Pi_MACCheck, batched over everything opened since the last
+// check; no communication when nothing was opened): 4 rounds, per party to each peer:
+//   round 1: 112 B = coin seed share (16) + nonce (32) + commitment to the next coin seed
+//            share (32) + hash of the input broadcasts seen since the last check (32)
+//   round 2:  16 B = z_i = y_i + 2^64 r_i (party 0 subtracts y~)
+//   round 3:  32 B = SHA-256(c_i || nonce)
+//   round 4:  64 B = c_i (16) + nonce (32) + z (16, so all agree on z)
+// i.e. 448 bytes sent per party. The coefficients chi_j in Z_2^64 come from a coin whose
+// seed shares were committed before the values being checked were opened (at Create() or
+// at the previous check). Semi-honest: CheckMacs() is free and always succeeds.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/prg.h"
+#include "common/result.h"
+#include "mpc/preprocessing.h"
+#include "mpc/share.h"
+#include "net/channel.h"
+
+namespace mpcache::mpc {
+
+enum class OpenMode : std::uint8_t { kAllToAll, kKing };
+
+struct ContextOptions {
+  // Worker threads for big local kernels (matrix products). 1 = run in the caller.
+  int threads = 1;
+};
+
+using Digest = std::array<std::uint8_t, 32>;
+
+template <typename P>
+class Context {
+ public:
+  // Creates the context. In Spdz2k mode this runs one round: every party commits to its
+  // first coin seed share (32 B to each peer). `local_seed` seeds this party's private
+  // randomness (coin shares, commitment nonces): OsSeed() in production.
+  static Result<std::unique_ptr<Context>> Create(net::Channel& channel, Preprocessing<P>& prep,
+                                                 const Seed& local_seed,
+                                                 ContextOptions options = {});
+
+  PartyId self() const { return channel_.self(); }
+  int num_parties() const { return channel_.num_parties(); }
+  net::Channel& channel() { return channel_; }
+  net::CommStats& stats() { return channel_.stats(); }
+  Preprocessing<P>& prep() { return prep_; }
+  const ShareKey& key() const { return key_; }
+  const ContextOptions& options() const { return options_; }
+  bool failed() const { return failed_; }
+
+  // Open shared values (all parties learn them). Logged for the next MAC check.
+  Result<std::vector<std::uint64_t>> Open(const Shares<P>& x, OpenMode mode = OpenMode::kAllToAll,
+                                          PartyId king = 0);
+  // Same, taking ownership of x (no copy into the MAC-check log).
+  Result<std::vector<std::uint64_t>> OpenOwned(Shares<P>&& x, OpenMode mode = OpenMode::kAllToAll,
+                                               PartyId king = 0);
+
+  // Batched MAC check of everything opened (and every input broadcast) since the last check.
+  Status CheckMacs();
+
+  // Number of values opened since the last check (0 in semi-honest mode).
+  std::size_t pending_checks() const { return pending_; }
+
+  // Fold a broadcast value that every party must have received identically (input
+  // sharing) into the transcript hash compared at the next check.
+  void RecordBroadcast(std::span<const std::uint64_t> values);
+
+  // For tamper tests and debugging only: the most recent logged opening of this party.
+  struct OpenedChunk {
+    std::vector<std::uint64_t> opened;
+    std::vector<u128> shares;
+    std::vector<u128> macs;
+  };
+  std::vector<OpenedChunk>& log_for_testing() { return log_; }
+
+ private:
+  Context(net::Channel& channel, Preprocessing<P>& prep, const Seed& local_seed,
+          ContextOptions options);
+  Status SendToPeers(std::span<const std::uint8_t> bytes);
+  Status Fail(std::string why);
+  Status StartCoin();  // draw the next coin seed share and its commitment
+
+  net::Channel& channel_;
+  Preprocessing<P>& prep_;
+  Prg local_prg_;
+  ContextOptions options_;
+  ShareKey key_;
+  bool failed_ = false;
+  std::size_t pending_ = 0;
+  std::vector<OpenedChunk> log_;
+  // Coin for the check coefficients: my committed seed share and nonce, and the peers'
+  // commitments (index = party id).
+  Seed coin_share_{};
+  Digest coin_nonce_{};
+  std::vector<Digest> peer_coin_commitments_;
+  // Chained hash of the input broadcasts since the last check (h = H(h || values)).
+  bool broadcast_pending_ = false;
+  Digest broadcast_hash_{};
+};
+
+// SHA-256 of the concatenation of `parts` (OpenSSL).
+Digest Sha256(std::initializer_list<std::span<const std::uint8_t>> parts);
+
+}  // namespace mpcache::mpc

@@ -1,0 +1,100 @@
+// The online phase's view of preprocessing: one interface per party, whatever the source
+// (the in-process dealer of preproc/, later a network dealer stream). Every item is
+// move-only and handed out exactly once: a Get* call removes it from the party's pool, so a
+// consumed item cannot be handed out again; a bounded pool that runs dry returns
+// kExhausted (never a reused item).
+//
+// Items (all values in Z_2^64, shared as P says, MAC-authenticated for Spdz2k):
+//   Triple       [a], [b], [c = a*b]
+//   SquarePair   [a], [aa = a*a]
+//   TruncPair    [r] (uniform), [r_top] = bit 63 of r, [r_shift] = (r mod 2^63) >> f
+//   Bit          [b], b uniform in {0, 1}
+//   Random       [r], r uniform (the MAC check's authenticated random)
+//   InputMask    [r], with r in the clear for its owner (a party, or kClient)
+//   MatrixMask   [A] (rows x cols), a fixed mask with a dealer-assigned id
+//   MatrixTriple [B], [C] bound to a MatrixMask A: side kRight (A is the right operand,
+//                B is m x rows, C = B*A) or kLeft (A is the left operand, B is cols x n,
+//                C = A*B)
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "common/result.h"
+#include "mpc/share.h"
+
+namespace mpcache::mpc {
+
+// The owner id of values that belong to the external client.
+inline constexpr PartyId kClient = -1;
+
+enum class MaskSide : std::uint8_t { kLeft = 0, kRight = 1 };
+
+struct MoveOnly {
+  MoveOnly() = default;
+  MoveOnly(const MoveOnly&) = delete;
+  MoveOnly& operator=(const MoveOnly&) = delete;
+  MoveOnly(MoveOnly&&) noexcept = default;
+  MoveOnly& operator=(MoveOnly&&) noexcept = default;
+};
+
+template <typename P>
+struct Triples : MoveOnly {
+  Shares<P> a, b, c;
+};
+
+template <typename P>
+struct SquarePairs : MoveOnly {
+  Shares<P> a, aa;
+};
+
+template <typename P>
+struct TruncPairs : MoveOnly {
+  int frac_bits = 0;
+  Shares<P> r, r_top, r_shift;
+};
+
+template <typename P>
+struct InputMasks : MoveOnly {
+  PartyId owner = 0;
+  Shares<P> r;
+  std::vector<std::uint64_t> clear;  // r in the clear; filled only at the owner
+};
+
+template <typename P>
+struct MatrixMask : MoveOnly {
+  std::uint64_t id = 0;
+  std::size_t rows = 0, cols = 0;
+  Shares<P> a;  // row-major rows x cols
+};
+
+template <typename P>
+struct MatrixTriple : MoveOnly {
+  std::uint64_t mask_id = 0;
+  MaskSide side = MaskSide::kRight;
+  std::size_t other = 0;  // m (rows of B) for kRight, n (cols of B) for kLeft
+  Shares<P> b, c;
+};
+
+template <typename P>
+class Preprocessing {
+ public:
+  virtual ~Preprocessing() = default;
+
+  virtual PartyId party() const = 0;
+  // This party's share of the global MAC key (0 in semi-honest mode).
+  virtual u128 mac_key_share() const = 0;
+
+  virtual Result<Triples<P>> GetTriples(std::size_t n) = 0;
+  virtual Result<SquarePairs<P>> GetSquares(std::size_t n) = 0;
+  virtual Result<TruncPairs<P>> GetTruncPairs(std::size_t n, int frac_bits) = 0;
+  virtual Result<Shares<P>> GetBits(std::size_t n) = 0;
+  virtual Result<Shares<P>> GetRandoms(std::size_t n) = 0;
+  virtual Result<InputMasks<P>> GetInputMasks(std::size_t n, PartyId owner) = 0;
+  virtual Result<MatrixMask<P>> GetMatrixMask(std::size_t rows, std::size_t cols) = 0;
+  virtual Result<MatrixTriple<P>> GetMatrixTriple(std::uint64_t mask_id, MaskSide side,
+                                                  std::size_t other) = 0;
+};
+
+}  // namespace mpcache::mpc

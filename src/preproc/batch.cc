@@ -1,0 +1,183 @@
+#include "preproc/batch.h"
+
+#include <cstring>
+#include <string>
+
+namespace mpcache::preproc {
+namespace {
+
+constexpr std::uint8_t kMagic[4] = {'M', 'P', 'C', 'B'};
+constexpr std::uint8_t kVersion = 1;
+constexpr std::size_t kHeaderBytes = 4 + 4 + 3 * 4 + 7 * 8;
+// A sanity bound for a single batch (a 4096 x 11008 malicious matrix mask is ~1.4 GB).
+constexpr std::uint64_t kMaxElements = std::uint64_t{1} << 31;
+
+template <typename T>
+void Put(std::vector<std::uint8_t>& out, std::size_t& off, T v) {
+  std::memcpy(out.data() + off, &v, sizeof(T));
+  off += sizeof(T);
+}
+
+template <typename T>
+T Take(std::span<const std::uint8_t> in, std::size_t& off) {
+  T v;
+  std::memcpy(&v, in.data() + off, sizeof(T));
+  off += sizeof(T);
+  return v;
+}
+
+}  // namespace
+
+const char* ItemTypeName(ItemType t) {
+  switch (t) {
+    case ItemType::kTriple:
+      return "triple";
+    case ItemType::kSquare:
+      return "square";
+    case ItemType::kTrunc:
+      return "trunc";
+    case ItemType::kBit:
+      return "bit";
+    case ItemType::kRandom:
+      return "random";
+    case ItemType::kInputMask:
+      return "input-mask";
+    case ItemType::kMatrixMask:
+      return "matrix-mask";
+    case ItemType::kMatrixTriple:
+      return "matrix-triple";
+  }
+  return "unknown";
+}
+
+Result<std::vector<Component>> Components(Security security, const BatchRequest& r) {
+  std::vector<Component> v;
+  auto val = [&](bool det, std::uint64_t n) { v.push_back({false, det, n}); };
+  switch (r.type) {
+    case ItemType::kTriple:
+      val(false, r.count), val(false, r.count), val(true, r.count);
+      break;
+    case ItemType::kSquare:
+      val(false, r.count), val(true, r.count);
+      break;
+    case ItemType::kTrunc:
+      if (r.frac_bits < 1 || r.frac_bits > 61) {
+        return InvalidArgument("trunc pairs need 1..61 fractional bits");
+      }
+      val(false, r.count), val(true, r.count), val(true, r.count);
+      break;
+    case ItemType::kBit:
+      val(true, r.count);
+      break;
+    case ItemType::kRandom:
+      val(false, r.count);
+      break;
+    case ItemType::kInputMask:
+      val(true, r.count);
+      break;
+    case ItemType::kMatrixMask:
+      val(false, r.rows * r.cols);
+      break;
+    case ItemType::kMatrixTriple: {
+      const bool right = r.side == MaskSide::kRight;
+      const std::uint64_t nb = right ? r.other * r.rows : r.cols * r.other;
+      const std::uint64_t nc = right ? r.other * r.cols : r.rows * r.other;
+      val(false, nb), val(true, nc);
+      break;
+    }
+    default:
+      return CorruptData("unknown preprocessing item type");
+  }
+  std::uint64_t total = 0;
+  for (const auto& c : v) total += c.n;
+  if (total > kMaxElements) return InvalidArgument("preprocessing batch too large");
+  if (security == Security::kMalicious) {
+    const std::size_t nv = v.size();
+    for (std::size_t j = 0; j < nv; ++j) v.push_back({true, true, v[j].n});
+  }
+  return v;
+}
+
+std::size_t ElementBytes(Security security, const Component& c) {
+  return (c.mac || security == Security::kMalicious) ? 16 : 8;
+}
+
+Result<std::size_t> CorrectionBytes(Security security, const BatchRequest& r) {
+  MPCACHE_ASSIGN_OR_RETURN(std::vector<Component> comps, Components(security, r));
+  std::size_t total = 0;
+  for (const auto& c : comps) {
+    if (c.determined) total += c.n * ElementBytes(security, c);
+  }
+  return total;
+}
+
+Seed ComponentSeed(const Seed& party_seed, ItemType type, std::uint64_t seq, std::uint64_t j) {
+  const std::uint64_t label = (static_cast<std::uint64_t>(type) << 56) | seq;
+  return DeriveSeed(DeriveSeed(party_seed, label), j);
+}
+
+std::size_t Batch::WireSize() const {
+  return kHeaderBytes + payload.size();
+}
+
+std::vector<std::uint8_t> Batch::Serialize() const {
+  std::vector<std::uint8_t> out(WireSize());
+  std::size_t off = 0;
+  std::memcpy(out.data(), kMagic, 4);
+  off = 4;
+  Put<std::uint8_t>(out, off, kVersion);
+  Put<std::uint8_t>(out, off, static_cast<std::uint8_t>(security));
+  Put<std::uint8_t>(out, off, static_cast<std::uint8_t>(request.type));
+  Put<std::uint8_t>(out, off, static_cast<std::uint8_t>(request.side));
+  Put<std::int32_t>(out, off, party);
+  Put<std::int32_t>(out, off, request.frac_bits);
+  Put<std::int32_t>(out, off, request.owner);
+  Put<std::uint64_t>(out, off, seq);
+  Put<std::uint64_t>(out, off, request.count);
+  Put<std::uint64_t>(out, off, request.mask_id);
+  Put<std::uint64_t>(out, off, request.rows);
+  Put<std::uint64_t>(out, off, request.cols);
+  Put<std::uint64_t>(out, off, request.other);
+  Put<std::uint64_t>(out, off, static_cast<std::uint64_t>(payload.size()));
+  if (!payload.empty()) std::memcpy(out.data() + off, payload.data(), payload.size());
+  return out;
+}
+
+Result<Batch> Batch::Parse(std::span<const std::uint8_t> bytes) {
+  if (bytes.size() < kHeaderBytes || std::memcmp(bytes.data(), kMagic, 4) != 0) {
+    return CorruptData("not a preprocessing batch (bad magic or short header)");
+  }
+  std::size_t off = 4;
+  if (Take<std::uint8_t>(bytes, off) != kVersion) {
+    return Unsupported("preprocessing batch version not supported");
+  }
+  Batch b;
+  const auto sec = Take<std::uint8_t>(bytes, off);
+  const auto type = Take<std::uint8_t>(bytes, off);
+  const auto side = Take<std::uint8_t>(bytes, off);
+  if (sec > 1 || type < 1 || type >= kNumItemTypes || side > 1) {
+    return CorruptData("preprocessing batch header has an invalid field");
+  }
+  b.security = static_cast<Security>(sec);
+  b.request.type = static_cast<ItemType>(type);
+  b.request.side = static_cast<MaskSide>(side);
+  b.party = Take<std::int32_t>(bytes, off);
+  b.request.frac_bits = Take<std::int32_t>(bytes, off);
+  b.request.owner = Take<std::int32_t>(bytes, off);
+  b.seq = Take<std::uint64_t>(bytes, off);
+  b.request.count = Take<std::uint64_t>(bytes, off);
+  b.request.mask_id = Take<std::uint64_t>(bytes, off);
+  b.request.rows = Take<std::uint64_t>(bytes, off);
+  b.request.cols = Take<std::uint64_t>(bytes, off);
+  b.request.other = Take<std::uint64_t>(bytes, off);
+  const auto len = Take<std::uint64_t>(bytes, off);
+  if (len != bytes.size() - kHeaderBytes) {
+    return CorruptData("preprocessing batch payload length " + std::to_string(len) +
+                       " does not match the " + std::to_string(bytes.size() - kHeaderBytes) +
+                       " bytes received");
+  }
+  b.payload.assign(bytes.begin() + static_cast<std::ptrdiff_t>(kHeaderBytes), bytes.end());
+  return b;
+}
+
+}  // namespace mpcache::preproc

@@ -1,0 +1,89 @@
+// The dealer's unit of output: one Batch per party per request, serialisable so that a
+// network dealer can stream it (the in-process dealer hands it over directly).
+//
+// Seed compression: party i shares a 128-bit seed with the dealer. For a batch (type, seq)
+// every component j (a vector of values or MAC shares, see Components()) of party i's part
+// is the AES-CTR stream of DeriveSeed(DeriveSeed(seed_i, type<<56 | seq), j). Free
+// components (e.g. the triple's a and b) need nothing else; for determined components
+// (c = ab, every MAC, ...) the LAST party receives a correction added to its stream so the
+// shares sum to the right value. So parties 0..n-2 receive a header only, party n-1 one
+// element per determined value. An input mask's clear value comes from its owner's seed
+// (component kClearComponent), so the owner learns it without extra traffic either.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "common/prg.h"
+#include "common/result.h"
+#include "mpc/preprocessing.h"
+
+namespace mpcache::preproc {
+
+using mpc::MaskSide;
+using mpc::PartyId;
+
+enum class Security : std::uint8_t { kSemiHonest = 0, kMalicious = 1 };
+
+enum class ItemType : std::uint8_t {
+  kTriple = 1,
+  kSquare = 2,
+  kTrunc = 3,
+  kBit = 4,
+  kRandom = 5,
+  kInputMask = 6,
+  kMatrixMask = 7,
+  kMatrixTriple = 8,
+};
+inline constexpr int kNumItemTypes = 9;
+
+const char* ItemTypeName(ItemType t);
+
+// What to make. count = number of elements (elementwise types); for kMatrixMask rows x
+// cols; for kMatrixTriple mask_id, side and other (m for kRight, n for kLeft).
+struct BatchRequest {
+  ItemType type = ItemType::kTriple;
+  std::uint64_t count = 0;
+  std::int32_t frac_bits = 0;        // kTrunc
+  std::int32_t owner = 0;            // kInputMask (mpc::kClient for the client)
+  std::uint64_t mask_id = 0;         // kMatrixTriple
+  MaskSide side = MaskSide::kRight;  // kMatrixTriple
+  std::uint64_t rows = 0, cols = 0;  // kMatrixMask; kMatrixTriple: the mask's shape
+  std::uint64_t other = 0;           // kMatrixTriple
+
+  bool operator==(const BatchRequest&) const = default;
+};
+
+struct Batch {
+  Security security = Security::kMalicious;
+  std::int32_t party = 0;  // receiver (mpc::kClient for the client's part)
+  std::uint64_t seq = 0;   // per-type sequence number, from 0, no gaps
+  BatchRequest request;
+  std::vector<std::uint8_t> payload;  // corrections (last party only), component-major
+
+  std::size_t WireSize() const;
+  std::vector<std::uint8_t> Serialize() const;
+  static Result<Batch> Parse(std::span<const std::uint8_t> bytes);
+};
+
+// One vector of a batch: `mac` (16-byte MAC shares) or a value component (8-byte words in
+// semi-honest mode, 16-byte in malicious mode); `determined` ones get corrections.
+struct Component {
+  bool mac = false;
+  bool determined = false;
+  std::uint64_t n = 0;
+};
+inline constexpr std::uint64_t kClearComponent = 1000;
+inline constexpr std::uint64_t kMacKeyLabel = 0xA1FA0000ull;
+
+// The components of a batch, in stream/payload order (values first, then their MACs).
+Result<std::vector<Component>> Components(Security security, const BatchRequest& r);
+std::size_t ElementBytes(Security security, const Component& c);
+// Expected payload size at the last party.
+Result<std::size_t> CorrectionBytes(Security security, const BatchRequest& r);
+
+// The seed of component j of batch (type, seq) for a party with seed `party_seed`.
+Seed ComponentSeed(const Seed& party_seed, ItemType type, std::uint64_t seq, std::uint64_t j);
+
+}  // namespace mpcache::preproc

@@ -1,0 +1,326 @@
+#include "preproc/bit_dealer.h"
+
+#include <chrono>
+#include <string>
+
+namespace mpcache::preproc {
+
+namespace {
+
+using mpc::u128;
+
+constexpr std::uint64_t kBitSeedLabel = 0xB1700000ull;
+constexpr std::uint64_t kBetaLabel = 0xB17BE7A0ull;
+
+// Unit layouts (words). Semi-honest: triple [a b c] (64 triples per unit, bitsliced),
+// edaBit [bits arith], daBit [bit(low) arith], random [64 bits]. Malicious: triple
+// [av am bv bm cv cm], edaBit [v0..v63 m0..m63 rv_lo rv_hi rm_lo rm_hi], daBit [v m rv_lo
+// rv_hi rm_lo rm_hi], random [v m].
+constexpr std::size_t kSemiWords[kNumBitItems] = {3, 2, 2, 1};
+constexpr std::size_t kSemiItems[kNumBitItems] = {64, 1, 1, 64};
+constexpr std::size_t kMalWords[kNumBitItems] = {6, 132, 6, 2};
+constexpr std::size_t kSemiDetermined[kNumBitItems] = {1, 1, 1, 0};
+constexpr std::size_t kMalDetermined[kNumBitItems] = {4, 68, 5, 1};
+
+inline u128 Join(std::uint64_t lo, std::uint64_t hi) { return (u128{hi} << 64) | lo; }
+
+}  // namespace
+
+template <typename P>
+std::size_t InProcessBitDealer<P>::UnitWords(BitItem item) {
+  return P::kMalicious ? kMalWords[static_cast<int>(item)] : kSemiWords[static_cast<int>(item)];
+}
+
+template <typename P>
+std::size_t InProcessBitDealer<P>::UnitItems(BitItem item) {
+  return P::kMalicious ? 1 : kSemiItems[static_cast<int>(item)];
+}
+
+template <typename P>
+Result<std::unique_ptr<InProcessBitDealer<P>>> InProcessBitDealer<P>::Create(const Seed& master,
+                                                                            u128 alpha,
+                                                                            int num_parties) {
+  if (num_parties < 2) return InvalidArgument("the bit dealer needs at least 2 parties");
+  std::unique_ptr<InProcessBitDealer> d(new InProcessBitDealer());
+  d->prg_ = Prg(DeriveSeed(master, kBitSeedLabel));
+  d->alpha_ = P::kMalicious ? alpha : 0;
+  d->pools_.resize(static_cast<std::size_t>(num_parties));
+  std::uint64_t beta_sum = 0;
+  if constexpr (P::kMalicious) d->beta_ = d->prg_.NextU64();
+  for (int p = 0; p < num_parties; ++p) {
+    d->seeds_.push_back(DeriveSeed(master, kBitSeedLabel + 1 + static_cast<std::uint64_t>(p)));
+    d->stores_.push_back(std::unique_ptr<BitStore<P>>(new BitStore<P>(*d, p)));
+    if constexpr (P::kMalicious) {
+      std::uint64_t share = 0;
+      if (p + 1 < num_parties) {
+        share = Prg(DeriveSeed(d->seeds_.back(), kBetaLabel)).NextU64();
+        beta_sum += share;
+      } else {
+        share = d->beta_ - beta_sum;  // the last party's key share is a correction
+        d->stats_.correction_bytes += 8;
+      }
+      d->stores_.back()->beta_ = share;
+    }
+  }
+  return d;
+}
+
+template <typename P>
+Status InProcessBitDealer<P>::MakeLocked(BitItem item, std::size_t units) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const int it = static_cast<int>(item);
+  const std::size_t uw = UnitWords(item), total = units * uw;
+  const std::size_t np = seeds_.size(), last = np - 1;
+  const std::uint64_t seq = seq_[static_cast<std::size_t>(it)]++;
+  // Every party's stream (free words are final; the last party's determined words are
+  // replaced by corrections below).
+  std::vector<std::vector<std::uint64_t>> part(np);
+  for (std::size_t p = 0; p < np; ++p) {
+    part[p].resize(total);
+    Prg stream(DeriveSeed(DeriveSeed(seeds_[p], kBitSeedLabel + 16 + static_cast<std::uint64_t>(it)), seq));
+    stream.Fill(part[p].data(), total * sizeof(std::uint64_t));
+  }
+  // Sum (malicious) or XOR (semi-honest) of word w of unit u over the parties before the
+  // last one, and over all parties.
+  auto others = [&](std::size_t u, std::size_t w) {
+    std::uint64_t s = 0;
+    for (std::size_t p = 0; p < last; ++p) {
+      if constexpr (P::kMalicious) {
+        s += part[p][u * uw + w];
+      } else {
+        s ^= part[p][u * uw + w];
+      }
+    }
+    return s;
+  };
+  auto all = [&](std::size_t u, std::size_t w) {
+    if constexpr (P::kMalicious) {
+      return others(u, w) + part[last][u * uw + w];
+    } else {
+      return others(u, w) ^ part[last][u * uw + w];
+    }
+  };
+  auto& lp = part[last];
+  const std::uint64_t beta = beta_;
+  // Set the last party's word so the shares sum to `value` (mod 2^64).
+  auto fix = [&](std::size_t u, std::size_t w, std::uint64_t value) {
+    if constexpr (P::kMalicious) {
+      lp[u * uw + w] = value - others(u, w);
+    } else {
+      lp[u * uw + w] = value ^ others(u, w);
+    }
+  };
+  // The same for an arithmetic (u128 in malicious mode) value stored as [lo hi].
+  auto fix128 = [&](std::size_t u, std::size_t w, u128 value) {
+    u128 s = 0;
+    for (std::size_t p = 0; p < last; ++p) s += Join(part[p][u * uw + w], part[p][u * uw + w + 1]);
+    const u128 mine = value - s;
+    lp[u * uw + w] = static_cast<std::uint64_t>(mine);
+    lp[u * uw + w + 1] = static_cast<std::uint64_t>(mine >> 64);
+  };
+  for (std::size_t u = 0; u < units; ++u) {
+    if constexpr (P::kMalicious) {
+      switch (item) {
+        case BitItem::kBitTriple: {
+          const std::uint64_t a = all(u, 0), b = all(u, 2);
+          const std::uint64_t c = a & b & 1;
+          fix(u, 1, beta * a);
+          fix(u, 3, beta * b);
+          fix(u, 4, c);
+          fix(u, 5, beta * c);
+          break;
+        }
+        case BitItem::kEdaBit: {
+          std::uint64_t r = 0;
+          for (std::size_t j = 0; j < 64; ++j) {
+            const std::uint64_t lift = all(u, j);
+            r |= (lift & 1) << j;
+            fix(u, 64 + j, beta * lift);
+          }
+          fix128(u, 128, u128{r});
+          fix128(u, 130, alpha_ * u128{r});
+          break;
+        }
+        case BitItem::kDaBit: {
+          const std::uint64_t lift = all(u, 0);
+          fix(u, 1, beta * lift);
+          fix128(u, 2, u128{lift & 1});
+          fix128(u, 4, alpha_ * u128{lift & 1});
+          break;
+        }
+        case BitItem::kBitRandom:
+          fix(u, 1, beta * all(u, 0));
+          break;
+      }
+    } else {
+      switch (item) {
+        case BitItem::kBitTriple:
+          fix(u, 2, all(u, 0) & all(u, 1));
+          break;
+        case BitItem::kEdaBit: {
+          const std::uint64_t r = all(u, 0);
+          lp[u * uw + 1] = r - [&] {
+            std::uint64_t s = 0;
+            for (std::size_t p = 0; p < last; ++p) s += part[p][u * uw + 1];
+            return s;
+          }();
+          break;
+        }
+        case BitItem::kDaBit: {
+          const std::uint64_t b = all(u, 0) & 1;
+          std::uint64_t s = 0;
+          for (std::size_t p = 0; p < last; ++p) s += part[p][u * uw + 1];
+          lp[u * uw + 1] = b - s;
+          break;
+        }
+        case BitItem::kBitRandom:
+          break;
+      }
+    }
+  }
+  const std::size_t det = P::kMalicious ? kMalDetermined[it] : kSemiDetermined[it];
+  stats_.correction_bytes += units * det * sizeof(std::uint64_t);
+  stats_.items[it] += units * UnitItems(item);
+  for (std::size_t p = 0; p < np; ++p) {
+    Pool& pool = pools_[p][static_cast<std::size_t>(it)];
+    if (pool.head > 0 && pool.head * 2 >= pool.words.size()) {
+      pool.words.erase(pool.words.begin(), pool.words.begin() + static_cast<std::ptrdiff_t>(pool.head));
+      pool.head = 0;
+    }
+    pool.words.insert(pool.words.end(), part[p].begin(), part[p].end());
+  }
+  const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
+  stats_.dealer_seconds += dt.count();
+  return Status::Ok();
+}
+
+template <typename P>
+Status InProcessBitDealer<P>::Provide(BitItem item, std::size_t n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::size_t per = UnitItems(item);
+  return MakeLocked(item, (n + per - 1) / per);
+}
+
+template <typename P>
+BitOfflineStats InProcessBitDealer<P>::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+template <typename P>
+Result<std::vector<std::uint64_t>> InProcessBitDealer<P>::Take(mpc::PartyId p, BitItem item,
+                                                               std::size_t units) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::size_t uw = UnitWords(item);
+  Pool& pool = pools_[static_cast<std::size_t>(p)][static_cast<std::size_t>(item)];
+  const std::size_t have = pool.units(uw);
+  if (have < units) MPCACHE_RETURN_IF_ERROR(MakeLocked(item, units - have));
+  std::vector<std::uint64_t> out(pool.words.begin() + static_cast<std::ptrdiff_t>(pool.head),
+                                 pool.words.begin() + static_cast<std::ptrdiff_t>(pool.head + units * uw));
+  pool.head += units * uw;
+  if (pool.head == pool.words.size()) {
+    pool.words.clear();
+    pool.words.shrink_to_fit();
+    pool.head = 0;
+  }
+  return out;
+}
+
+// ---- party side: unpack units into items ----
+
+template <typename P>
+Result<mpc::BitTriples<P>> BitStore<P>::GetBitTriples(std::size_t n) {
+  using D = InProcessBitDealer<P>;
+  const std::size_t per = D::UnitItems(BitItem::kBitTriple), units = (n + per - 1) / per;
+  MPCACHE_ASSIGN_OR_RETURN(auto w, dealer_.Take(party_, BitItem::kBitTriple, units));
+  consumed_[0] += units;
+  mpc::BitTriples<P> t;
+  t.a = mpc::BitShares<P>(n);
+  t.b = mpc::BitShares<P>(n);
+  t.c = mpc::BitShares<P>(n);
+  for (std::size_t u = 0; u < units; ++u) {
+    if constexpr (P::kMalicious) {
+      const std::uint64_t* x = w.data() + 6 * u;
+      t.a.v[u] = x[0], t.a.m[u] = x[1], t.b.v[u] = x[2], t.b.m[u] = x[3], t.c.v[u] = x[4],
+      t.c.m[u] = x[5];
+    } else {
+      t.a.v[u] = w[3 * u], t.b.v[u] = w[3 * u + 1], t.c.v[u] = w[3 * u + 2];
+    }
+  }
+  return t;
+}
+
+template <typename P>
+Result<mpc::EdaBits<P>> BitStore<P>::GetEdaBits(std::size_t n) {
+  MPCACHE_ASSIGN_OR_RETURN(auto w, dealer_.Take(party_, BitItem::kEdaBit, n));
+  consumed_[1] += n;
+  mpc::EdaBits<P> e;
+  e.r = mpc::Shares<P>(n);
+  for (auto& b : e.bits) b = mpc::BitShares<P>(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    if constexpr (P::kMalicious) {
+      const std::uint64_t* x = w.data() + 132 * i;
+      for (std::size_t j = 0; j < 64; ++j) {
+        e.bits[j].v[i] = x[j];
+        e.bits[j].m[i] = x[64 + j];
+      }
+      e.r.v[i] = Join(x[128], x[129]);
+      e.r.m[i] = Join(x[130], x[131]);
+    } else {
+      const std::uint64_t bits = w[2 * i];
+      const std::uint64_t bit_in_word = std::uint64_t{1} << (i % 64);
+      for (std::size_t j = 0; j < 64; ++j) {
+        if ((bits >> j) & 1) e.bits[j].v[i / 64] |= bit_in_word;
+      }
+      e.r.v[i] = w[2 * i + 1];
+    }
+  }
+  return e;
+}
+
+template <typename P>
+Result<mpc::DaBits<P>> BitStore<P>::GetDaBits(std::size_t n) {
+  MPCACHE_ASSIGN_OR_RETURN(auto w, dealer_.Take(party_, BitItem::kDaBit, n));
+  consumed_[2] += n;
+  mpc::DaBits<P> d;
+  d.b = mpc::BitShares<P>(n);
+  d.a = mpc::Shares<P>(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    if constexpr (P::kMalicious) {
+      const std::uint64_t* x = w.data() + 6 * i;
+      d.b.v[i] = x[0];
+      d.b.m[i] = x[1];
+      d.a.v[i] = Join(x[2], x[3]);
+      d.a.m[i] = Join(x[4], x[5]);
+    } else {
+      d.b.v[i / 64] |= (w[2 * i] & 1) << (i % 64);
+      d.a.v[i] = w[2 * i + 1];
+    }
+  }
+  return d;
+}
+
+template <typename P>
+Result<mpc::BitShares<P>> BitStore<P>::GetBitRandoms(std::size_t n) {
+  using D = InProcessBitDealer<P>;
+  const std::size_t per = D::UnitItems(BitItem::kBitRandom), units = (n + per - 1) / per;
+  MPCACHE_ASSIGN_OR_RETURN(auto w, dealer_.Take(party_, BitItem::kBitRandom, units));
+  consumed_[3] += units;
+  mpc::BitShares<P> r(n);
+  for (std::size_t u = 0; u < units; ++u) {
+    if constexpr (P::kMalicious) {
+      r.v[u] = w[2 * u];
+      r.m[u] = w[2 * u + 1];
+    } else {
+      r.v[u] = w[u];
+    }
+  }
+  return r;
+}
+
+template class BitStore<mpc::SemiHonest>;
+template class BitStore<mpc::Spdz2k>;
+template class InProcessBitDealer<mpc::SemiHonest>;
+template class InProcessBitDealer<mpc::Spdz2k>;
+
+}  // namespace mpcache::preproc

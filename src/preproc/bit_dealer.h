@@ -1,0 +1,104 @@
+// The trusted dealer's comparison material (mpc/compare/bit_preprocessing.h) and the
+// parties' pools of it, in one process (tests, benchmarks, the in-process engine).
+//
+// Seed compression as in batch.h: party i shares a seed with the dealer; every word of
+// party i's part of batch (item, seq) that is free (a triple's a and b, a binary share of
+// an edaBit's bits, ...) is the AES-CTR stream of DeriveSeed(DeriveSeed(seed_i, item), seq).
+// Determined words (c = a AND b, every MAC, the arithmetic half of an edaBit/daBit) come
+// from the stream at parties 0..n-2 and as a correction at the last party, so dealer ->
+// party traffic is one share per determined value at one party only (counted in stats()).
+//
+// Pools: Provide(item, n) adds n items to every party's pool (offline, before timing);
+// a party whose pool runs short gets exactly the missing amount made on demand (the first
+// party to ask makes the batch for all; the parties consume in the same order, so their
+// pools stay aligned). Items are removed when handed out and never handed out twice.
+// Semi-honest bit triples and bit randoms are made and handed out in units of 64.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "common/prg.h"
+#include "mpc/compare/bit_preprocessing.h"
+
+namespace mpcache::preproc {
+
+enum class BitItem : std::uint8_t { kBitTriple = 0, kEdaBit = 1, kDaBit = 2, kBitRandom = 3 };
+inline constexpr int kNumBitItems = 4;
+
+struct BitOfflineStats {
+  std::uint64_t correction_bytes = 0;  // sent to the last party (the others expand seeds)
+  std::uint64_t items[kNumBitItems] = {};
+  double dealer_seconds = 0;
+};
+
+template <typename P>
+class InProcessBitDealer;
+
+// One party's view: implements mpc::BitPreprocessing<P>.
+template <typename P>
+class BitStore final : public mpc::BitPreprocessing<P> {
+ public:
+  mpc::PartyId party() const override { return party_; }
+  std::uint64_t bit_mac_key_share() const override { return beta_; }
+  Result<mpc::BitTriples<P>> GetBitTriples(std::size_t n) override;
+  Result<mpc::EdaBits<P>> GetEdaBits(std::size_t n) override;
+  Result<mpc::DaBits<P>> GetDaBits(std::size_t n) override;
+  Result<mpc::BitShares<P>> GetBitRandoms(std::size_t n) override;
+  // Items handed out so far (semi-honest triples/randoms: in units of 64).
+  std::uint64_t consumed(BitItem t) const { return consumed_[static_cast<int>(t)]; }
+
+ private:
+  friend class InProcessBitDealer<P>;
+  BitStore(InProcessBitDealer<P>& dealer, mpc::PartyId party) : dealer_(dealer), party_(party) {}
+  InProcessBitDealer<P>& dealer_;
+  mpc::PartyId party_;
+  std::uint64_t beta_ = 0;
+  std::array<std::uint64_t, kNumBitItems> consumed_{};
+};
+
+template <typename P>
+class InProcessBitDealer {
+ public:
+  // `alpha` is the arithmetic MAC key of the session (InProcessDealer::dealer().mac_key()),
+  // ignored in semi-honest mode.
+  static Result<std::unique_ptr<InProcessBitDealer>> Create(const Seed& master, mpc::u128 alpha,
+                                                            int num_parties = 3);
+
+  BitStore<P>& store(mpc::PartyId p) { return *stores_[static_cast<std::size_t>(p)]; }
+  int num_parties() const { return static_cast<int>(stores_.size()); }
+  // Offline: add n items (rounded up to whole units) to every party's pool.
+  Status Provide(BitItem item, std::size_t n);
+  BitOfflineStats stats() const;
+  std::uint64_t mac_key() const { return beta_; }  // for tests
+
+  // Words per unit and items per unit of an item's pool.
+  static std::size_t UnitWords(BitItem item);
+  static std::size_t UnitItems(BitItem item);
+
+ private:
+  friend class BitStore<P>;
+  InProcessBitDealer() = default;
+  // Take `units` units of `item` for party p, making what is missing (under mu_).
+  Result<std::vector<std::uint64_t>> Take(mpc::PartyId p, BitItem item, std::size_t units);
+  Status MakeLocked(BitItem item, std::size_t units);  // one batch for every party
+
+  struct Pool {
+    std::vector<std::uint64_t> words;
+    std::size_t head = 0;  // words consumed
+    std::size_t units(std::size_t unit_words) const { return (words.size() - head) / unit_words; }
+  };
+  mutable std::mutex mu_;
+  std::vector<Seed> seeds_;
+  Prg prg_{Seed{}};
+  mpc::u128 alpha_ = 0;
+  std::uint64_t beta_ = 0;
+  std::array<std::uint64_t, kNumBitItems> seq_{};
+  std::vector<std::array<Pool, kNumBitItems>> pools_;  // [party][item]
+  std::vector<std::unique_ptr<BitStore<P>>> stores_;
+  BitOfflineStats stats_;
+};
+
+}  // namespace mpcache::preproc

@@ -1,0 +1,229 @@
+#include "preproc/dealer.h"
+
+#include <cstring>
+#include <string>
+
+namespace mpcache::preproc {
+
+using mpc::u128;
+
+mpc::u128 MacKeyShare(Security security, const Seed& party_seed) {
+  if (security == Security::kSemiHonest) return 0;
+  Prg prg(DeriveSeed(party_seed, kMacKeyLabel));
+  return prg.NextU128();
+}
+
+Result<std::unique_ptr<Dealer>> Dealer::Create(Security security, const Seed& master,
+                                               int num_parties) {
+  if (num_parties < 2) return InvalidArgument("the dealer needs at least 2 parties");
+  return std::unique_ptr<Dealer>(new Dealer(security, master, num_parties));
+}
+
+Dealer::Dealer(Security security, const Seed& master, int num_parties)
+    : security_(security),
+      client_seed_(DeriveSeed(master, 0xC11E47ull)),
+      prg_(DeriveSeed(master, 0xDEA1ull)) {
+  for (int i = 0; i < num_parties; ++i) {
+    seeds_.push_back(DeriveSeed(master, 1 + static_cast<std::uint64_t>(i)));
+    alpha_ += MacKeyShare(security, seeds_.back());
+  }
+}
+
+const Seed& Dealer::party_seed(PartyId p) const {
+  if (p == mpc::kClient) return client_seed_;
+  return seeds_[static_cast<std::size_t>(p)];
+}
+
+Result<Dealer::Output> Dealer::Make(BatchRequest req) {
+  if (req.type == ItemType::kMatrixTriple) {
+    auto it = masks_.find(req.mask_id);
+    if (it == masks_.end()) {
+      return NotFound("matrix triple for unknown mask id " + std::to_string(req.mask_id));
+    }
+    req.rows = it->second.rows;
+    req.cols = it->second.cols;
+  }
+  if (req.type == ItemType::kInputMask &&
+      !(req.owner == mpc::kClient || (req.owner >= 0 && req.owner < num_parties()))) {
+    return InvalidArgument("input mask owner " + std::to_string(req.owner) + " is not a party");
+  }
+  MPCACHE_ASSIGN_OR_RETURN(std::size_t corr_bytes, CorrectionBytes(security_, req));
+  const std::uint64_t seq = seq_[static_cast<std::size_t>(req.type)]++;
+  Output out;
+  for (int i = 0; i < num_parties(); ++i) {
+    Batch b;
+    b.security = security_;
+    b.party = i;
+    b.seq = seq;
+    b.request = req;
+    out.parties.push_back(std::move(b));
+  }
+  std::vector<std::uint8_t>& payload = out.parties.back().payload;
+  payload.resize(corr_bytes);
+  if (security_ == Security::kMalicious) {
+    MPCACHE_RETURN_IF_ERROR(Generate<mpc::Spdz2k>(req, seq, payload));
+  } else {
+    MPCACHE_RETURN_IF_ERROR(Generate<mpc::SemiHonest>(req, seq, payload));
+  }
+  if (req.type == ItemType::kInputMask && req.owner == mpc::kClient) {
+    Batch c;
+    c.security = security_;
+    c.party = mpc::kClient;
+    c.seq = seq;
+    c.request = req;
+    out.client = std::move(c);
+  }
+  return out;
+}
+
+template <typename P>
+Status Dealer::Generate(const BatchRequest& req, std::uint64_t seq,
+                        std::vector<std::uint8_t>& payload) {
+  using W = typename P::Word;
+  MPCACHE_ASSIGN_OR_RETURN(std::vector<Component> comps, Components(security_, req));
+  const std::size_t nc = comps.size();
+  const std::size_t nv = P::kMalicious ? nc / 2 : nc;  // value components
+  const std::size_t np = seeds_.size();
+  std::vector<std::vector<Prg>> prgs(np);
+  for (std::size_t i = 0; i < np; ++i) {
+    for (std::size_t j = 0; j < nc; ++j) {
+      prgs[i].emplace_back(ComponentSeed(seeds_[i], req.type, seq, j));
+    }
+  }
+  std::vector<std::size_t> offset(nc, 0);
+  {
+    std::size_t off = 0;
+    for (std::size_t j = 0; j < nc; ++j) {
+      offset[j] = off;
+      if (comps[j].determined) off += comps[j].n * ElementBytes(security_, comps[j]);
+    }
+  }
+  std::optional<Prg> clear_prg;
+  if (req.type == ItemType::kInputMask) {
+    clear_prg.emplace(ComponentSeed(party_seed(req.owner), req.type, seq, kClearComponent));
+  }
+  Mask* new_mask = nullptr;
+  if (req.type == ItemType::kMatrixMask) {
+    new_mask = &masks_[seq];
+    new_mask->rows = req.rows;
+    new_mask->cols = req.cols;
+    new_mask->a.resize(req.rows * req.cols);
+  }
+
+  // Elementwise types are processed in chunks (bounded memory); a matrix triple in one go
+  // (its components differ in length and C depends on all of B).
+  const bool whole = req.type == ItemType::kMatrixTriple;
+  const std::uint64_t total = comps[0].n;
+  const std::uint64_t chunk = whole ? total : std::uint64_t{1} << 15;
+  std::vector<std::vector<W>> vals(nv), sums(nv);
+  std::vector<W> tmp;
+  std::vector<u128> msum, mtmp;
+  std::vector<std::uint64_t> clear;
+  for (std::uint64_t start = 0; start < total; start += chunk) {
+    auto len_of = [&](std::size_t j) -> std::size_t {
+      return whole ? comps[j].n : std::min<std::uint64_t>(chunk, total - start);
+    };
+    auto pos_of = [&](std::size_t) -> std::uint64_t { return whole ? 0 : start; };
+    // Sum every party's stream for each value component.
+    for (std::size_t j = 0; j < nv; ++j) {
+      const std::size_t len = len_of(j);
+      vals[j].assign(len, 0);
+      sums[j].assign(len, 0);
+      tmp.resize(len);
+      for (std::size_t i = 0; i < np; ++i) {
+        prgs[i][j].FillValues(std::span<W>(tmp.data(), len));
+        for (std::size_t t = 0; t < len; ++t) sums[j][t] += tmp[t];
+      }
+      if (!comps[j].determined) vals[j] = sums[j];
+    }
+    // Targets of the determined value components.
+    const std::size_t len0 = len_of(0);
+    switch (req.type) {
+      case ItemType::kTriple:
+        for (std::size_t t = 0; t < len0; ++t) {
+          vals[2][t] = static_cast<W>(mpc::Low64(vals[0][t]) * mpc::Low64(vals[1][t]));
+        }
+        break;
+      case ItemType::kSquare:
+        for (std::size_t t = 0; t < len0; ++t) {
+          vals[1][t] = static_cast<W>(mpc::Low64(vals[0][t]) * mpc::Low64(vals[0][t]));
+        }
+        break;
+      case ItemType::kTrunc: {
+        const std::uint64_t low_mask = (std::uint64_t{1} << 63) - 1;
+        for (std::size_t t = 0; t < len0; ++t) {
+          const std::uint64_t r = mpc::Low64(vals[0][t]);
+          vals[1][t] = static_cast<W>(r >> 63);
+          vals[2][t] = static_cast<W>((r & low_mask) >> req.frac_bits);
+        }
+        break;
+      }
+      case ItemType::kBit:
+        clear.resize(len0);
+        prg_.FillValues(std::span<std::uint64_t>(clear));
+        for (std::size_t t = 0; t < len0; ++t) vals[0][t] = static_cast<W>(clear[t] & 1);
+        break;
+      case ItemType::kInputMask:
+        clear.resize(len0);
+        clear_prg->FillValues(std::span<std::uint64_t>(clear));
+        for (std::size_t t = 0; t < len0; ++t) vals[0][t] = static_cast<W>(clear[t]);
+        break;
+      case ItemType::kMatrixMask:
+        for (std::size_t t = 0; t < len0; ++t) new_mask->a[start + t] = mpc::Low64(vals[0][t]);
+        break;
+      case ItemType::kMatrixTriple: {
+        const Mask& a = masks_.at(req.mask_id);
+        std::vector<std::uint64_t> b(vals[0].size());
+        for (std::size_t t = 0; t < b.size(); ++t) b[t] = mpc::Low64(vals[0][t]);
+        std::vector<std::uint64_t> c(vals[1].size(), 0);
+        // kRight: C (other x cols) = B (other x rows) A (rows x cols)
+        // kLeft:  C (rows x other) = A (rows x cols) B (cols x other)
+        const bool right = req.side == MaskSide::kRight;
+        const std::size_t m = right ? req.other : req.rows;
+        const std::size_t k = right ? req.rows : req.cols;
+        const std::size_t n = right ? req.cols : req.other;
+        const std::uint64_t* l = right ? b.data() : a.a.data();
+        const std::uint64_t* r = right ? a.a.data() : b.data();
+        for (std::size_t i = 0; i < m; ++i) {
+          for (std::size_t t = 0; t < k; ++t) {
+            const std::uint64_t x = l[i * k + t];
+            const std::uint64_t* row = r + t * n;
+            std::uint64_t* o = c.data() + i * n;
+            for (std::size_t j = 0; j < n; ++j) o[j] += x * row[j];
+          }
+        }
+        for (std::size_t t = 0; t < c.size(); ++t) vals[1][t] = static_cast<W>(c[t]);
+        break;
+      }
+      case ItemType::kRandom:
+        break;
+    }
+    // Corrections for the last party: determined values, then every MAC.
+    for (std::size_t j = 0; j < nv; ++j) {
+      if (!comps[j].determined) continue;
+      const std::size_t len = len_of(j);
+      tmp.resize(len);
+      for (std::size_t t = 0; t < len; ++t) tmp[t] = vals[j][t] - sums[j][t];
+      std::memcpy(payload.data() + offset[j] + pos_of(j) * sizeof(W), tmp.data(), len * sizeof(W));
+    }
+    if constexpr (P::kMalicious) {
+      for (std::size_t j = 0; j < nv; ++j) {
+        const std::size_t jm = nv + j;
+        const std::size_t len = len_of(j);
+        msum.assign(len, 0);
+        mtmp.resize(len);
+        for (std::size_t i = 0; i < np; ++i) {
+          prgs[i][jm].FillValues(std::span<u128>(mtmp.data(), len));
+          for (std::size_t t = 0; t < len; ++t) msum[t] += mtmp[t];
+        }
+        for (std::size_t t = 0; t < len; ++t) mtmp[t] = alpha_ * vals[j][t] - msum[t];
+        std::memcpy(payload.data() + offset[jm] + pos_of(jm) * sizeof(u128), mtmp.data(),
+                    len * sizeof(u128));
+      }
+    }
+    if (whole) break;
+  }
+  return Status::Ok();
+}
+
+}  // namespace mpcache::preproc

@@ -1,0 +1,86 @@
+// PartyStore<P>: one party's pool of preprocessing, fed with the dealer's batches and
+// consumed by the online phase through mpc::Preprocessing<P>.
+//
+// Accept(batch) expands a batch from the party's seed (plus corrections at the last
+// party) into the pool; batches of a type must arrive in sequence order (a replayed or
+// skipped batch is rejected with kProtocol). Get* removes items from the pool (each item
+// is handed out once). When the pool is short, the optional refill source is asked for
+// exactly the missing amount (the in-process dealer serves it); without one, kExhausted.
+#pragma once
+
+#include <array>
+#include <deque>
+#include <functional>
+#include <map>
+#include <utility>
+
+#include "preproc/batch.h"
+
+namespace mpcache::preproc {
+
+template <typename P>
+class PartyStore final : public mpc::Preprocessing<P> {
+ public:
+  // Asked for the batch (request, seq) this party is missing.
+  using Refill = std::function<Result<Batch>(const BatchRequest&, std::uint64_t seq)>;
+
+  PartyStore(PartyId party, int num_parties, const Seed& seed);
+
+  void set_refill(Refill refill) { refill_ = std::move(refill); }
+  Status Accept(const Batch& batch);
+
+  PartyId party() const override { return party_; }
+  mpc::u128 mac_key_share() const override { return alpha_; }
+
+  Result<mpc::Triples<P>> GetTriples(std::size_t n) override;
+  Result<mpc::SquarePairs<P>> GetSquares(std::size_t n) override;
+  Result<mpc::TruncPairs<P>> GetTruncPairs(std::size_t n, int frac_bits) override;
+  Result<mpc::Shares<P>> GetBits(std::size_t n) override;
+  Result<mpc::Shares<P>> GetRandoms(std::size_t n) override;
+  Result<mpc::InputMasks<P>> GetInputMasks(std::size_t n, PartyId owner) override;
+  Result<mpc::MatrixMask<P>> GetMatrixMask(std::size_t rows, std::size_t cols) override;
+  Result<mpc::MatrixTriple<P>> GetMatrixTriple(std::uint64_t mask_id, mpc::MaskSide side,
+                                               std::size_t other) override;
+
+  // Items handed out so far, per type (elements; matrices count 1 each).
+  std::uint64_t consumed(ItemType t) const { return consumed_[static_cast<std::size_t>(t)]; }
+  // Items available without a refill (elementwise types, for a given parameter).
+  std::size_t available(ItemType t, std::int32_t param = 0) const;
+  // Time spent expanding batches (offline work) and correction bytes received.
+  double expand_seconds() const { return expand_seconds_; }
+  std::uint64_t bytes_received() const { return bytes_received_; }
+
+ private:
+  struct Chunk {
+    std::vector<mpc::Shares<P>> fields;
+    std::vector<std::uint64_t> clear;  // input masks at their owner
+    std::size_t offset = 0;
+    std::size_t size() const { return fields[0].size(); }
+  };
+  using PoolKey = std::pair<ItemType, std::int32_t>;  // (type, frac bits | owner)
+  struct Pool {
+    std::deque<Chunk> chunks;
+    std::size_t available = 0;
+  };
+
+  Result<Chunk> Expand(const Batch& batch) const;
+  // Take n elements of an elementwise pool, asking the refill source for what is missing.
+  Result<Chunk> TakeElements(const BatchRequest& req, std::int32_t param);
+  Status RequestMore(const BatchRequest& req);
+
+  PartyId party_;
+  int num_parties_;
+  Seed seed_;
+  Security security_;
+  mpc::u128 alpha_;
+  Refill refill_;
+  std::array<std::uint64_t, kNumItemTypes> expected_seq_{};
+  std::array<std::uint64_t, kNumItemTypes> consumed_{};
+  std::map<PoolKey, Pool> pools_;
+  std::deque<mpc::MatrixMask<P>> matrix_masks_;
+  std::deque<mpc::MatrixTriple<P>> matrix_triples_;
+  double expand_seconds_ = 0;
+  std::uint64_t bytes_received_ = 0;
+};
+
+}  // namespace mpcache::preproc
