@@ -126,11 +126,13 @@ Result<std::vector<std::uint64_t>> Context<P>::OpenOwned(Shares<P>&& x, OpenMode
     return InvalidArgument("king must be a party id, got " + std::to_string(king));
   }
   const std::size_t n = x.size();
-  std::vector<std::uint64_t> sum(n);
+  // The running sum starts as my share (semi-honest: my share vector itself, no copy).
+  std::vector<std::uint64_t> sum;
   if constexpr (P::kMalicious) {
+    sum.resize(n);
     for (std::size_t i = 0; i < n; ++i) sum[i] = Low64(x.v[i]);
   } else {
-    std::memcpy(sum.data(), x.v.data(), n * sizeof(std::uint64_t));
+    sum = std::move(x.v);
   }
   std::vector<std::uint64_t> in(n);
   auto add_from = [&](PartyId p) -> Status {

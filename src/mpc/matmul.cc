@@ -96,8 +96,13 @@ Result<FixedOperand<P>> MaskFixed(Context<P>& ctx, Shares<P> x, std::size_t rows
                                   std::size_t cols) {
   MPCACHE_RETURN_IF_ERROR(CheckSize(x.size(), rows * cols, "the fixed operand"));
   MPCACHE_ASSIGN_OR_RETURN(MatrixMask<P> mask, ctx.prep().GetMatrixMask(rows, cols));
-  Shares<P> masked = Sub(x, mask.a);
-  mask.a = Shares<P>();  // the mask itself is no longer needed: [X] and D suffice
+  // masked = X - A, computed in A's buffer (the mask itself is not needed afterwards:
+  // [X] and D suffice), so a big operand is not copied.
+  Shares<P> masked = std::move(mask.a);
+  for (std::size_t i = 0; i < masked.size(); ++i) masked.v[i] = x.v[i] - masked.v[i];
+  if constexpr (P::kMalicious) {
+    for (std::size_t i = 0; i < masked.size(); ++i) masked.m[i] = x.m[i] - masked.m[i];
+  }
   MPCACHE_ASSIGN_OR_RETURN(std::vector<std::uint64_t> d, ctx.OpenOwned(std::move(masked)));
   FixedOperand<P> f;
   f.mask_id = mask.id;

@@ -1,0 +1,13 @@
+// mpcache-bench subcommands. Each Add*Command registers its subcommand on `app`; when the
+// user picks it, CLI11 runs the callback, which stores the command's exit code in *exit_code
+// (0 on success; on error it has printed one clear line to stderr).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace mpcache::tools {
+
+// `ops`: per-operation microbenchmarks (mul, matmul, trunc), three parties in one process.
+void AddOpsCommand(CLI::App& app, int* exit_code);
+
+}  // namespace mpcache::tools

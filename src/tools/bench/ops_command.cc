@@ -1,0 +1,343 @@
+// `mpcache-bench ops --op mul|matmul|trunc --n N --security malicious|semi-honest
+//  [--threads T] [--seed S] [--frac-bits F] --json`
+//
+// Three parties in one process over the in-memory mesh, with the in-process dealer.
+// Phases, each measured on its own:
+//   setup   — input sharing of the operands (and, for matmul, masking the fixed N x N
+//             operand once: D = W - A is opened and checked); not part of the figures;
+//   offline — the dealer makes the op's preprocessing and the parties expand it
+//             (offline_seconds, dealer_bytes_*);
+//   online  — the op itself plus the MAC check of everything it opened (seconds, bytes,
+//             rounds; mac_check_seconds is the check's share of it).
+// The result is then revealed (after a MAC check) and compared with the plaintext twin:
+// mul exact in Z_2^64; trunc vs the exact arithmetic shift, in units of 2^-f; matmul
+// (1 x N . N x N, fixed point with f fractional bits) exact, in units of 2^-2f.
+#include <barrier>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <ctime>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/prg.h"
+#include "mpc/beaver.h"
+#include "mpc/io.h"
+#include "mpc/matmul.h"
+#include "mpc/trunc.h"
+#include "net/mem_mesh.h"
+#include "net/run_parties.h"
+#include "preproc/in_process_dealer.h"
+#include "tools/bench/commands.h"
+
+namespace mpcache::tools {
+namespace {
+
+using mpc::Context;
+using mpc::Shares;
+using preproc::BatchRequest;
+using preproc::ItemType;
+using Vec = std::vector<std::uint64_t>;
+
+constexpr const char* kValidOps = "mul, matmul, trunc";
+
+struct OpsOptions {
+  std::string op;
+  std::size_t n = 0;
+  std::string security = "malicious";
+  int threads = 1;
+  std::optional<std::uint64_t> seed;
+  int frac_bits = 16;
+  bool json = false;
+};
+
+double Since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// CPU time of the calling thread: unlike wall time, not inflated by other processes
+// sharing the cores.
+double ThreadCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+struct PartyReport {
+  double online_seconds = 0;
+  double mac_seconds = 0;
+  double setup_seconds = 0;
+  double online_cpu_seconds = 0;  // this party's thread (worker threads not included)
+  net::PhaseCounters online;
+  Vec output;
+};
+
+template <typename P>
+Result<Shares<P>> ShareFrom0(Context<P>& ctx, const Vec& x) {
+  // Large inputs go in slices of 1M values so the dealer's input masks stay small.
+  constexpr std::size_t kSlice = std::size_t{1} << 20;
+  Shares<P> out;
+  out.v.reserve(x.size());
+  if constexpr (P::kMalicious) out.m.reserve(x.size());
+  for (std::size_t off = 0; off < x.size(); off += kSlice) {
+    const std::size_t len = std::min(kSlice, x.size() - off);
+    std::span<const std::uint64_t> mine;
+    if (ctx.self() == 0) mine = std::span<const std::uint64_t>(x).subspan(off, len);
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> s, mpc::Input<P>(ctx, 0, mine, len));
+    out.Append(s);
+  }
+  return out;
+}
+
+template <typename P>
+Result<nlohmann::json> RunOps(const OpsOptions& o) {
+  Seed master{};
+  if (o.seed) {
+    master = TestSeed(*o.seed);
+  } else {
+    MPCACHE_ASSIGN_OR_RETURN(master, OsSeed());
+  }
+  const std::size_t n = o.n;
+  const int f = o.frac_bits;
+  Prg data(DeriveSeed(master, 0xDA7Aull));
+  auto fixed = [&](double lo, double hi) {
+    const double r = lo + (hi - lo) * data.NextDouble();
+    return static_cast<std::uint64_t>(static_cast<std::int64_t>(std::llround(std::ldexp(r, f))));
+  };
+  // Plaintext operands and the twin's expected output.
+  Vec x, y;
+  Vec want;
+  double unit = 1.0;  // one ring unit of the output, as a real number
+  if (o.op == "mul") {
+    x.resize(n);
+    y.resize(n);
+    for (auto& v : x) v = data.NextU64();
+    for (auto& v : y) v = data.NextU64();
+    want.resize(n);
+    for (std::size_t i = 0; i < n; ++i) want[i] = x[i] * y[i];
+  } else if (o.op == "trunc") {
+    // Products of two fixed-point numbers (scale 2^2f), |x| < 2^47, truncated by f.
+    x.resize(n);
+    for (auto& v : x) {
+      const std::uint64_t mag = data.NextU64() >> 17;
+      v = data.NextU64() & 1 ? mag : 0 - mag;
+    }
+    want.resize(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      want[i] = static_cast<std::uint64_t>(static_cast<std::int64_t>(x[i]) >> f);
+    }
+    unit = std::ldexp(1.0, -f);
+  } else {  // matmul: x (1 x n) . W (n x n), reals in [-1, 1]
+    x.resize(n);
+    y.resize(n * n);
+    for (auto& v : x) v = fixed(-1, 1);
+    for (auto& v : y) v = fixed(-1, 1);
+    want.assign(n, 0);
+    for (std::size_t t = 0; t < n; ++t) {
+      for (std::size_t j = 0; j < n; ++j) want[j] += x[t] * y[t * n + j];
+    }
+    unit = std::ldexp(1.0, -2 * f);
+  }
+
+  MPCACHE_ASSIGN_OR_RETURN(auto mesh, net::MemMesh::Create(3));
+  MPCACHE_ASSIGN_OR_RETURN(auto dealer, preproc::InProcessDealer<P>::Create(master, 3, true));
+  std::barrier sync(3);
+  preproc::OfflineStats off_before, off_after;
+  double offline_seconds = 0;
+  std::uint64_t fixed_mask_id = 0;
+  Status offline_status = Status::Ok();
+
+  auto results = net::RunParties(*mesh, [&](net::Channel& ch) -> Result<PartyReport> {
+    PartyReport rep;
+    const auto t_setup = std::chrono::steady_clock::now();
+    MPCACHE_ASSIGN_OR_RETURN(
+        auto ctx, Context<P>::Create(ch, dealer->store(ch.self()),
+                                     DeriveSeed(master, 0x5E1Full + static_cast<std::uint64_t>(ch.self())),
+                                     {.threads = o.threads}));
+    // ---- setup ----
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> sx, ShareFrom0(*ctx, x));
+    Shares<P> sy;
+    std::optional<mpc::FixedOperand<P>> fw;
+    if (o.op == "mul") {
+      MPCACHE_ASSIGN_OR_RETURN(sy, ShareFrom0(*ctx, y));
+    } else if (o.op == "matmul") {
+      MPCACHE_ASSIGN_OR_RETURN(Shares<P> sw, ShareFrom0(*ctx, y));
+      MPCACHE_ASSIGN_OR_RETURN(auto masked, mpc::MaskFixed(*ctx, std::move(sw), n, n));
+      fw.emplace(std::move(masked));
+      if (ch.self() == 0) fixed_mask_id = fw->mask_id;
+    }
+    MPCACHE_RETURN_IF_ERROR(ctx->CheckMacs());
+    rep.setup_seconds = Since(t_setup);
+
+    // ---- offline: party 0's thread runs the dealer while the others wait ----
+    sync.arrive_and_wait();
+    if (ch.self() == 0) {
+      off_before = dealer->stats();
+      const auto t0 = std::chrono::steady_clock::now();
+      std::vector<BatchRequest> reqs;
+      if (o.op == "mul") reqs.push_back({.type = ItemType::kTriple, .count = n});
+      if (o.op == "trunc") reqs.push_back({.type = ItemType::kTrunc, .count = n, .frac_bits = f});
+      if (o.op == "matmul") {
+        reqs.push_back({.type = ItemType::kMatrixTriple,
+                        .mask_id = fixed_mask_id,
+                        .side = mpc::MaskSide::kRight,
+                        .other = 1});
+      }
+      if (P::kMalicious) reqs.push_back({.type = ItemType::kRandom, .count = 1});
+      for (const auto& r : reqs) {
+        offline_status = dealer->Provide(r);
+        if (!offline_status.ok()) break;
+      }
+      offline_seconds = Since(t0);
+      off_after = dealer->stats();
+    }
+    sync.arrive_and_wait();
+    MPCACHE_RETURN_IF_ERROR(offline_status);
+
+    // ---- online ----
+    ctx->stats().Reset();
+    const auto t_online = std::chrono::steady_clock::now();
+    const double cpu0 = ThreadCpuSeconds();
+    Shares<P> z;
+    {
+      net::PhaseScope phase(ctx->stats(), o.op);
+      if (o.op == "mul") {
+        MPCACHE_ASSIGN_OR_RETURN(z, mpc::Mul(*ctx, sx, sy));
+      } else if (o.op == "trunc") {
+        MPCACHE_ASSIGN_OR_RETURN(z, mpc::Trunc(*ctx, sx, f));
+      } else {
+        MPCACHE_ASSIGN_OR_RETURN(z, mpc::MatMul(*ctx, sx, 1, *fw));
+      }
+    }
+    const auto t_mac = std::chrono::steady_clock::now();
+    {
+      net::PhaseScope phase(ctx->stats(), "mac_check");
+      MPCACHE_RETURN_IF_ERROR(ctx->CheckMacs());
+    }
+    rep.mac_seconds = Since(t_mac);
+    rep.online_seconds = Since(t_online);
+    rep.online_cpu_seconds = ThreadCpuSeconds() - cpu0;
+    rep.online = ctx->stats().Total();
+
+    // ---- reveal for the accuracy check (not timed) ----
+    MPCACHE_ASSIGN_OR_RETURN(Vec out, ctx->Open(z));
+    MPCACHE_RETURN_IF_ERROR(ctx->CheckMacs());
+    if (ch.self() == 0) rep.output = std::move(out);
+    return rep;
+  });
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    if (!results[i].ok()) return results[i].error().WithContext("party " + std::to_string(i));
+  }
+
+  double seconds = 0, mac_seconds = 0, setup_seconds = 0;
+  std::uint64_t bytes = 0;
+  nlohmann::json bytes_list = nlohmann::json::array(), dealer_list = nlohmann::json::array();
+  nlohmann::json cpu_list = nlohmann::json::array();
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const PartyReport& r = *results[i];
+    seconds = std::max(seconds, r.online_seconds);
+    mac_seconds = std::max(mac_seconds, r.mac_seconds);
+    setup_seconds = std::max(setup_seconds, r.setup_seconds);
+    bytes = std::max(bytes, r.online.bytes_sent);
+    bytes_list.push_back(r.online.bytes_sent);
+    cpu_list.push_back(r.online_cpu_seconds);
+  }
+  std::uint64_t dealer_max = 0;
+  for (std::size_t i = 0; i < off_after.bytes_to_party.size(); ++i) {
+    const std::uint64_t b = off_after.bytes_to_party[i] - off_before.bytes_to_party[i];
+    dealer_list.push_back(b);
+    dealer_max = std::max(dealer_max, b);
+  }
+  const Vec& got = results[0]->output;
+  double max_err = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    const double d = std::fabs(static_cast<double>(static_cast<std::int64_t>(got[i] - want[i])));
+    max_err = std::max(max_err, d * unit);
+  }
+  nlohmann::json j;
+  j["op"] = o.op;
+  j["n"] = n;
+  j["security"] = o.security;
+  j["seconds"] = seconds;
+  j["offline_seconds"] = offline_seconds;
+  j["bytes_per_party"] = bytes;
+  j["rounds"] = results[0]->online.rounds;
+  j["max_abs_error"] = max_err;
+  j["dealer_bytes_per_party"] = dealer_max;
+  j["dealer_bytes_by_party"] = dealer_list;
+  j["bytes_by_party"] = bytes_list;
+  j["mac_check_seconds"] = mac_seconds;
+  j["online_cpu_seconds_by_party"] = cpu_list;
+  j["setup_seconds"] = setup_seconds;
+  j["offline_dealer_seconds"] = off_after.dealer_seconds - off_before.dealer_seconds;
+  j["offline_expand_seconds"] = off_after.expand_seconds - off_before.expand_seconds;
+  j["threads"] = o.threads;
+  j["frac_bits"] = f;
+  j["ops_per_second"] = seconds > 0 ? static_cast<double>(o.op == "matmul" ? 1 : n) / seconds : 0;
+  if (o.seed) j["seed"] = *o.seed;
+  return j;
+}
+
+int RunOpsCommand(const OpsOptions& o) {
+  if (o.op != "mul" && o.op != "matmul" && o.op != "trunc") {
+    std::cerr << "error: unknown op '" << o.op << "'; valid ops: " << kValidOps << "\n";
+    return 2;
+  }
+  if (o.n == 0) {
+    std::cerr << "error: --n must be at least 1\n";
+    return 2;
+  }
+  if (o.op == "matmul" && o.n > 16384) {
+    std::cerr << "error: --n " << o.n << " is too large for matmul (1 x N . N x N); use <= 16384\n";
+    return 2;
+  }
+  if (o.threads < 1 || o.threads > 256) {
+    std::cerr << "error: --threads must be in 1..256\n";
+    return 2;
+  }
+  if (o.frac_bits < 1 || o.frac_bits > 30) {
+    std::cerr << "error: --frac-bits must be in 1..30\n";
+    return 2;
+  }
+  Result<nlohmann::json> r = o.security == "malicious" ? RunOps<mpc::Spdz2k>(o)
+                                                       : RunOps<mpc::SemiHonest>(o);
+  if (!r.ok()) {
+    std::cerr << "error: " << r.error().ToString() << "\n";
+    return 1;
+  }
+  const nlohmann::json& j = *r;
+  if (o.json) {
+    std::cout << j.dump() << "\n";
+  } else {
+    std::cout << o.op << " n=" << o.n << " (" << o.security << "): online "
+              << j["seconds"].get<double>() << " s, " << j["bytes_per_party"].get<std::uint64_t>()
+              << " bytes/party, " << j["rounds"].get<std::uint64_t>() << " rounds, max error "
+              << j["max_abs_error"].get<double>() << "; offline " << j["offline_seconds"].get<double>()
+              << " s, dealer " << j["dealer_bytes_per_party"].get<std::uint64_t>()
+              << " bytes to the busiest party\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+void AddOpsCommand(CLI::App& app, int* exit_code) {
+  auto opts = std::make_shared<OpsOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "ops", "Benchmark one MPC operation: three parties in one process (in-memory mesh)");
+  cmd->add_option("--op", opts->op, std::string("Operation: ") + kValidOps)->required();
+  cmd->add_option("--n", opts->n, "Size: number of products/truncations; for matmul 1xN . NxN")
+      ->required();
+  cmd->add_option("--security", opts->security, "malicious (SPDZ2k) or semi-honest")
+      ->check(CLI::IsMember({"malicious", "semi-honest"}));
+  cmd->add_option("--threads", opts->threads, "Worker threads per party for local kernels");
+  cmd->add_option("--seed", opts->seed, "Deterministic run (test seed); default: OS randomness");
+  cmd->add_option("--frac-bits", opts->frac_bits, "Fixed-point fractional bits (trunc, matmul)");
+  cmd->add_flag("--json", opts->json, "Print one JSON object on stdout");
+  cmd->callback([opts, exit_code] { *exit_code = RunOpsCommand(*opts); });
+}
+
+}  // namespace mpcache::tools
