@@ -22,7 +22,9 @@ constexpr std::size_t kMalWords[kNumBitItems] = {6, 132, 6, 2};
 constexpr std::size_t kSemiDetermined[kNumBitItems] = {1, 1, 1, 0};
 constexpr std::size_t kMalDetermined[kNumBitItems] = {4, 68, 5, 1};
 
-inline u128 Join(std::uint64_t lo, std::uint64_t hi) { return (u128{hi} << 64) | lo; }
+inline u128 Join(std::uint64_t lo, std::uint64_t hi) {
+  return (u128{hi} << 64) | lo;
+}
 
 }  // namespace
 
@@ -38,8 +40,8 @@ std::size_t InProcessBitDealer<P>::UnitItems(BitItem item) {
 
 template <typename P>
 Result<std::unique_ptr<InProcessBitDealer<P>>> InProcessBitDealer<P>::Create(const Seed& master,
-                                                                            u128 alpha,
-                                                                            int num_parties) {
+                                                                             u128 alpha,
+                                                                             int num_parties) {
   if (num_parties < 2) return InvalidArgument("the bit dealer needs at least 2 parties");
   std::unique_ptr<InProcessBitDealer> d(new InProcessBitDealer());
   d->prg_ = Prg(DeriveSeed(master, kBitSeedLabel));
@@ -77,7 +79,8 @@ Status InProcessBitDealer<P>::MakeLocked(BitItem item, std::size_t units) {
   std::vector<std::vector<std::uint64_t>> part(np);
   for (std::size_t p = 0; p < np; ++p) {
     part[p].resize(total);
-    Prg stream(DeriveSeed(DeriveSeed(seeds_[p], kBitSeedLabel + 16 + static_cast<std::uint64_t>(it)), seq));
+    Prg stream(DeriveSeed(
+        DeriveSeed(seeds_[p], kBitSeedLabel + 16 + static_cast<std::uint64_t>(it)), seq));
     stream.Fill(part[p].data(), total * sizeof(std::uint64_t));
   }
   // Sum (malicious) or XOR (semi-honest) of word w of unit u over the parties before the
@@ -184,7 +187,8 @@ Status InProcessBitDealer<P>::MakeLocked(BitItem item, std::size_t units) {
   for (std::size_t p = 0; p < np; ++p) {
     Pool& pool = pools_[p][static_cast<std::size_t>(it)];
     if (pool.head > 0 && pool.head * 2 >= pool.words.size()) {
-      pool.words.erase(pool.words.begin(), pool.words.begin() + static_cast<std::ptrdiff_t>(pool.head));
+      pool.words.erase(pool.words.begin(),
+                       pool.words.begin() + static_cast<std::ptrdiff_t>(pool.head));
       pool.head = 0;
     }
     pool.words.insert(pool.words.end(), part[p].begin(), part[p].end());
@@ -215,8 +219,9 @@ Result<std::vector<std::uint64_t>> InProcessBitDealer<P>::Take(mpc::PartyId p, B
   Pool& pool = pools_[static_cast<std::size_t>(p)][static_cast<std::size_t>(item)];
   const std::size_t have = pool.units(uw);
   if (have < units) MPCACHE_RETURN_IF_ERROR(MakeLocked(item, units - have));
-  std::vector<std::uint64_t> out(pool.words.begin() + static_cast<std::ptrdiff_t>(pool.head),
-                                 pool.words.begin() + static_cast<std::ptrdiff_t>(pool.head + units * uw));
+  std::vector<std::uint64_t> out(
+      pool.words.begin() + static_cast<std::ptrdiff_t>(pool.head),
+      pool.words.begin() + static_cast<std::ptrdiff_t>(pool.head + units * uw));
   pool.head += units * uw;
   if (pool.head == pool.words.size()) {
     pool.words.clear();

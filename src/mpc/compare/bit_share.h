@@ -18,7 +18,9 @@
 
 namespace mpcache::mpc {
 
-inline std::size_t WordsFor(std::size_t bits) { return (bits + 63) / 64; }
+inline std::size_t WordsFor(std::size_t bits) {
+  return (bits + 63) / 64;
+}
 
 // A public vector of bits, packed 64 per word (bit i = bit i%64 of word i/64).
 struct PublicBits {

@@ -1,0 +1,132 @@
+// Secure max / argmax / top-k against plaintext, ties broken by lowest index, exact costs.
+#include "mpc/compare/select.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "cmp_harness.h"
+#include "common/fixed_math.h"
+
+namespace mpcache::mpc {
+namespace {
+
+using testing::CmpHarness;
+using testing::ExpectAllOk;
+using testing::RevealChecked;
+using testing::ShareVec;
+using testing::Vec;
+
+template <typename P>
+class SelectTest : public ::testing::Test {};
+using Modes = ::testing::Types<SemiHonest, Spdz2k>;
+TYPED_TEST_SUITE(SelectTest, Modes);
+
+// Fixed-point values (f = 18) in the logit range, with ties and one-LSB gaps.
+Vec Values(std::size_t rows, std::size_t cols, std::uint64_t seed) {
+  Prg prg(TestSeed(seed));
+  Vec v;
+  for (std::size_t i = 0; i < rows * cols; ++i) {
+    const std::int64_t base = static_cast<std::int64_t>(prg.Uniform(1 << 12)) - 2048;
+    std::int64_t x = base * (1 << 12);
+    if (i % 5 == 3) x = static_cast<std::int64_t>(v[i - 1]);      // tie with the previous one
+    if (i % 5 == 4) x = static_cast<std::int64_t>(v[i - 1]) + 1;  // one LSB above
+    v.push_back(static_cast<std::uint64_t>(x));
+  }
+  return v;
+}
+
+std::int64_t S(std::uint64_t x) {
+  return static_cast<std::int64_t>(x);
+}
+
+TYPED_TEST(SelectTest, MaxAndArgMaxExact) {
+  using P = TypeParam;
+  for (std::size_t cols : {1, 2, 5, 16, 37}) {
+    const std::size_t rows = 3;
+    Vec x = Values(rows, cols, 100 + cols);
+    if (cols >= 5) x[cols + 4] = x[cols + 1];  // a tie for the maximum in row 1 (maybe)
+    CmpHarness<P> h(30);
+    struct Out {
+      Vec max, max2, onehot;
+      std::uint64_t rounds = 0;
+    };
+    auto res = h.Run([&](BinaryContext<P>& ctx) -> Result<Out> {
+      MPCACHE_ASSIGN_OR_RETURN(Shares<P> xs, ShareVec(ctx.arith(), x));
+      Out out;
+      const auto before = ctx.arith().stats().Total().rounds;
+      MPCACHE_ASSIGN_OR_RETURN(ArgMaxResult<P> am, RowArgMax(ctx, xs, rows, cols));
+      out.rounds = ctx.arith().stats().Total().rounds - before;
+      MPCACHE_ASSIGN_OR_RETURN(Shares<P> mx, RowMax(ctx, xs, rows, cols));
+      MPCACHE_ASSIGN_OR_RETURN(out.max, RevealChecked(ctx, am.max));
+      MPCACHE_ASSIGN_OR_RETURN(out.max2, RevealChecked(ctx, mx));
+      MPCACHE_ASSIGN_OR_RETURN(out.onehot, RevealChecked(ctx, am.one_hot));
+      return out;
+    });
+    ExpectAllOk(res);
+    const Out& o = res[0].value();
+    EXPECT_EQ(o.rounds,
+              static_cast<std::uint64_t>(fixed_detail::CeilLog2(cols)) * (kLtzRounds + 1));
+    for (std::size_t r = 0; r < rows; ++r) {
+      std::size_t best = 0;
+      for (std::size_t c = 1; c < cols; ++c) {
+        if (S(x[r * cols + c]) > S(x[r * cols + best])) best = c;  // first maximum
+      }
+      EXPECT_EQ(o.max[r], x[r * cols + best]);
+      EXPECT_EQ(o.max2[r], x[r * cols + best]);
+      for (std::size_t c = 0; c < cols; ++c) {
+        EXPECT_EQ(o.onehot[r * cols + c], c == best ? 1u : 0u) << "cols " << cols << " r " << r;
+      }
+    }
+  }
+}
+
+TYPED_TEST(SelectTest, TopKWithTies) {
+  using P = TypeParam;
+  const std::size_t rows = 2, cols = 11, k = 4;
+  Vec x = Values(rows, cols, 7);
+  x[2] = x[5] = x[9] = static_cast<std::uint64_t>(std::int64_t{3000} << 12);  // 3-way tie on top
+  CmpHarness<P> h(31);
+  struct Out {
+    Vec values, sel;
+  };
+  auto res = h.Run([&](BinaryContext<P>& ctx) -> Result<Out> {
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> xs, ShareVec(ctx.arith(), x));
+    MPCACHE_ASSIGN_OR_RETURN(TopKResult<P> t, RowTopK(ctx, xs, rows, cols, k));
+    Out out;
+    MPCACHE_ASSIGN_OR_RETURN(out.values, RevealChecked(ctx, t.values));
+    MPCACHE_ASSIGN_OR_RETURN(out.sel, RevealChecked(ctx, t.selection));
+    return out;
+  });
+  ExpectAllOk(res);
+  const Out& o = res[0].value();
+  for (std::size_t r = 0; r < rows; ++r) {
+    std::vector<std::size_t> idx(cols);
+    std::iota(idx.begin(), idx.end(), 0);
+    std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
+      return S(x[r * cols + a]) > S(x[r * cols + b]);
+    });
+    for (std::size_t j = 0; j < k; ++j) {
+      EXPECT_EQ(o.values[r * k + j], x[r * cols + idx[j]]);
+      for (std::size_t c = 0; c < cols; ++c) {
+        EXPECT_EQ(o.sel[(r * k + j) * cols + c], c == idx[j] ? 1u : 0u)
+            << "row " << r << " rank " << j << " col " << c;
+      }
+    }
+  }
+}
+
+TEST(SelectArgs, RejectsBadShapes) {
+  CmpHarness<SemiHonest> h(32);
+  auto res = h.Run([&](BinaryContext<SemiHonest>& ctx) -> Status {
+    Shares<SemiHonest> xs(6);
+    if (RowArgMax(ctx, xs, 4, 2).ok()) return Internal("accepted 4 x 2 over 6 values");
+    if (RowTopK(ctx, xs, 2, 3, 4).ok()) return Internal("accepted k > cols");
+    return Status::Ok();
+  });
+  ExpectAllOk(res);
+}
+
+}  // namespace
+}  // namespace mpcache::mpc

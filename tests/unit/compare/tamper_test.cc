@@ -1,0 +1,192 @@
+// Malicious mode: one flipped bit in one party's comparison material (bit triple, edaBit
+// bits or arithmetic half, daBit either half, their MACs) or in an opened bit on the wire
+// makes the next CheckAllMacs() fail at every party, and nothing is opened after.
+//
+// Positions: a binary value share is a lift in Z_2^64 whose bit 0 is the value, so value
+// flips are at bit 0 (a flip above changes no value: no attack). MAC shares: bits 0..31 (a
+// flip at bit j escapes only if 2^(64-j) divides the check coefficient: prob <= 2^-33).
+// Arithmetic halves (Z_2^128 lifts): value bits 0..63, MAC bits 0..63 (as in mpc/tamper).
+// edaBit bit 0 is skipped: r_0 only enters lt_0 = r_0 & ~c_0, so when c_0 = 1 a flip of it
+// changes nothing anyone computes (harmless and, correctly, not an error).
+#include <gtest/gtest.h>
+
+#include "cmp_harness.h"
+#include "common/prg.h"
+#include "mpc/compare/compare.h"
+
+namespace mpcache::mpc {
+namespace {
+
+using P = Spdz2k;
+using testing::CmpHarness;
+using testing::RevealChecked;
+using testing::ShareVec;
+using testing::Vec;
+constexpr int kTrials = 12;
+constexpr std::size_t kN = 6;
+
+enum class Field { kTripleA, kTripleB, kTripleC, kEdaBit, kEdaR, kDaBin, kDaArith };
+
+class TamperBitPrep final : public BitPreprocessing<P> {
+ public:
+  TamperBitPrep(BitPreprocessing<P>& inner, Field f, bool mac, std::size_t index,
+                std::size_t bitpos, int bit)
+      : inner_(inner), f_(f), mac_(mac), index_(index), bitpos_(bitpos), bit_(bit) {}
+  PartyId party() const override { return inner_.party(); }
+  std::uint64_t bit_mac_key_share() const override { return inner_.bit_mac_key_share(); }
+  Result<BitTriples<P>> GetBitTriples(std::size_t n) override {
+    MPCACHE_ASSIGN_OR_RETURN(BitTriples<P> t, inner_.GetBitTriples(n));
+    if (!done_ && f_ == Field::kTripleA) Flip(t.a);
+    if (!done_ && f_ == Field::kTripleB) Flip(t.b);
+    if (!done_ && f_ == Field::kTripleC) Flip(t.c);
+    return t;
+  }
+  Result<EdaBits<P>> GetEdaBits(std::size_t n) override {
+    MPCACHE_ASSIGN_OR_RETURN(EdaBits<P> e, inner_.GetEdaBits(n));
+    if (!done_ && f_ == Field::kEdaBit) Flip(e.bits[bitpos_]);
+    if (!done_ && f_ == Field::kEdaR) Flip128(e.r);
+    return e;
+  }
+  Result<DaBits<P>> GetDaBits(std::size_t n) override {
+    MPCACHE_ASSIGN_OR_RETURN(DaBits<P> d, inner_.GetDaBits(n));
+    if (!done_ && f_ == Field::kDaBin) Flip(d.b);
+    if (!done_ && f_ == Field::kDaArith) Flip128(d.a);
+    return d;
+  }
+  Result<BitShares<P>> GetBitRandoms(std::size_t n) override { return inner_.GetBitRandoms(n); }
+
+ private:
+  void Flip(BitShares<P>& s) {
+    const std::size_t i = index_ % s.n;
+    (mac_ ? s.m[i] : s.v[i]) ^= std::uint64_t{1} << bit_;
+    done_ = true;
+  }
+  void Flip128(Shares<P>& s) {
+    const std::size_t i = index_ % s.size();
+    (mac_ ? s.m[i] : s.v[i]) ^= u128{1} << bit_;
+    done_ = true;
+  }
+  BitPreprocessing<P>& inner_;
+  Field f_;
+  bool mac_;
+  std::size_t index_, bitpos_;
+  int bit_;
+  bool done_ = false;
+};
+
+// A channel that flips one bit of its `target`-th Send (counted from arming).
+class TamperChannel final : public net::Channel {
+ public:
+  TamperChannel(net::Channel& inner, int target, std::size_t byte, int bit)
+      : inner_(inner), target_(target), byte_(byte), bit_(bit) {}
+  PartyId self() const override { return inner_.self(); }
+  int num_parties() const override { return inner_.num_parties(); }
+  Status Flush() override { return inner_.Flush(); }
+  void Arm() { armed_ = true; }
+
+ protected:
+  Status DoSend(PartyId peer, std::span<const std::uint8_t> data) override {
+    if (armed_ && sends_++ == target_) {
+      std::vector<std::uint8_t> copy(data.begin(), data.end());
+      copy[byte_ % copy.size()] ^= static_cast<std::uint8_t>(1u << bit_);
+      return inner_.Send(peer, copy);
+    }
+    return inner_.Send(peer, data);
+  }
+  Status DoRecv(PartyId peer, std::span<std::uint8_t> data) override {
+    return inner_.Recv(peer, data);
+  }
+
+ private:
+  net::Channel& inner_;
+  int target_;
+  std::size_t byte_;
+  int bit_;
+  bool armed_ = false;
+  int sends_ = 0;
+};
+
+Vec Inputs() {
+  return {5, 0 - 5ull, 1ull << 40, 0 - (1ull << 50), 77, 0};
+}
+
+// One comparison + reveal; returns every party's status and whether an open after a failed
+// check was refused.
+void ExpectDetected(CmpHarness<P>& h, std::vector<BitPreprocessing<P>*> bprep,
+                    std::vector<net::Channel*> channel = {}, TamperChannel* arm = nullptr) {
+  auto res = h.Run(
+      [&](BinaryContext<P>& ctx) -> Result<bool> {
+        MPCACHE_ASSIGN_OR_RETURN(Shares<P> xs, ShareVec(ctx.arith(), Inputs()));
+        MPCACHE_RETURN_IF_ERROR(ctx.arith().CheckMacs());  // inputs are fine
+        if (arm != nullptr && ctx.self() == arm->self()) arm->Arm();
+        MPCACHE_ASSIGN_OR_RETURN(Shares<P> lt, LessThanZero(ctx, xs));
+        auto revealed = RevealChecked(ctx, lt);
+        if (revealed.ok()) return false;
+        if (revealed.error().code() != ErrorCode::kMacCheckFailed) return revealed.error();
+        // Nothing is opened after a failed check, in either domain.
+        const bool refused = !ctx.Open(BitShares<P>(3)).ok() || !ctx.arith().Open(xs).ok();
+        return refused;
+      },
+      bprep, channel);
+  for (std::size_t i = 0; i < res.size(); ++i) {
+    ASSERT_TRUE(res[i].ok()) << "party " << i << ": " << res[i].error().ToString();
+    // The tampering party's own check may pass or fail; the honest parties' must fail.
+    EXPECT_TRUE(res[i].value()) << "party " << i << " accepted tampered material";
+  }
+}
+
+TEST(CompareTamper, HonestRunPasses) {
+  CmpHarness<P> h(40);
+  auto res = h.Run([&](BinaryContext<P>& ctx) -> Result<Vec> {
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> xs, ShareVec(ctx.arith(), Inputs()));
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> lt, LessThanZero(ctx, xs));
+    return RevealChecked(ctx, lt);
+  });
+  testing::ExpectAllOk(res);
+  EXPECT_EQ(res[0].value(), (Vec{0, 1, 0, 1, 0, 0}));
+}
+
+TEST(CompareTamper, FlippedComparisonMaterialIsDetected) {
+  Prg prg(TestSeed(41));
+  const Field fields[] = {Field::kTripleA, Field::kTripleB, Field::kTripleC, Field::kEdaBit,
+                          Field::kEdaR,    Field::kDaBin,   Field::kDaArith};
+  for (Field f : fields) {
+    for (int t = 0; t < kTrials; ++t) {
+      const bool mac = t % 2 == 1;
+      const bool arith = f == Field::kEdaR || f == Field::kDaArith;
+      const int bit = mac ? static_cast<int>(prg.Uniform(arith ? 64 : 32))
+                          : (arith ? static_cast<int>(prg.Uniform(64)) : 0);
+      const std::size_t index = prg.Uniform(1000), bitpos = 1 + prg.Uniform(63);
+      const auto party = static_cast<std::size_t>(prg.Uniform(3));
+      CmpHarness<P> h(50 + static_cast<std::uint64_t>(t));
+      TamperBitPrep tp(h.bits->store(static_cast<PartyId>(party)), f, mac, index, bitpos, bit);
+      std::vector<BitPreprocessing<P>*> bp(3, nullptr);
+      bp[party] = &tp;
+      SCOPED_TRACE("field " + std::to_string(static_cast<int>(f)) + " mac " + std::to_string(mac) +
+                   " bit " + std::to_string(bit) + " party " + std::to_string(party));
+      ExpectDetected(h, bp);
+    }
+  }
+}
+
+TEST(CompareTamper, FlippedOpenedBitOnTheWireIsDetected) {
+  Prg prg(TestSeed(42));
+  for (int t = 0; t < kTrials; ++t) {
+    CmpHarness<P> h(60 + static_cast<std::uint64_t>(t));
+    const auto party = static_cast<std::size_t>(prg.Uniform(3));
+    // Sends after arming: 2 x arithmetic open of c, then 2 per AND level (6 levels), then 2
+    // for the B2A opening: pick one binary message (index 2..15), any bit of the first
+    // bytes that carry bits (n = 6 values: level 6 has 12 bits, 2 bytes).
+    const int target = 2 + static_cast<int>(prg.Uniform(14));
+    const std::size_t byte = 0;
+    const int bit = static_cast<int>(prg.Uniform(6));
+    TamperChannel ch(h.arith.mesh->party(static_cast<PartyId>(party)), target, byte, bit);
+    std::vector<net::Channel*> chans(3, nullptr);
+    chans[party] = &ch;
+    SCOPED_TRACE("send " + std::to_string(target) + " bit " + std::to_string(bit));
+    ExpectDetected(h, {}, chans, &ch);
+  }
+}
+
+}  // namespace
+}  // namespace mpcache::mpc
