@@ -105,8 +105,7 @@ class PlainBackend {
  private:
   Ring64 TruncOne(Ring64 v, int bits);
   FixedOpCounts counts_;
-  Prg* noise() { return noise_.get(); }
-  std::shared_ptr<Prg> noise_;
+  std::shared_ptr<Prg> noise_;  // shared by copies; null: exact truncation
 };
 
 namespace fixed_detail {

@@ -14,7 +14,7 @@ namespace {
 
 struct SynthArgs {
   std::string dims;
-  int layers = 0;
+  int layers = -1;  // -1: all
   std::string out;
   std::uint64_t seed = 1;
   bool separate_classifier = false;
@@ -28,7 +28,7 @@ int RunSynth(const SynthArgs& args) {
   };
   auto config = model::ParseDims(args.dims);
   if (!config.ok()) return fail(config.error());
-  if (args.layers != 0) {
+  if (args.layers != -1) {
     if (auto st = model::CutLayers(*config, args.layers); !st.ok()) return fail(st.error());
   }
   config->shared_classifier = !args.separate_classifier;

@@ -275,5 +275,23 @@ TEST(FixedMath, RmsNorm) {
   }
 }
 
+TEST(FixedMath, RmsNormOpCounts) {
+  FixedMathParams p;
+  for (std::size_t cols : {64u, 288u}) {
+    FixedMath fm(p);
+    const std::size_t rows = 3;
+    std::vector<Ring64> x(rows * cols, FixedPoint{p.frac_bits}.Encode(0.5));
+    std::vector<Ring64> g(cols, FixedPoint{p.frac_bits}.Encode(1.0));
+    auto out = fm.RmsNorm(x, g, rows, cols, 1e-5);
+    EXPECT_NEAR(FixedPoint{p.frac_bits}.Decode(out[0]), 1.0, 1e-4);
+    const auto& k = fm.backend().counts();
+    EXPECT_EQ(k.cmp_elems, rows * (p.rsqrt_log2_max - p.rsqrt_log2_min - 1));
+    EXPECT_EQ(k.cmp_batches, 1u);
+    EXPECT_EQ(k.mul_batches, 1u + (1 + 3 * 2) + 1);
+    EXPECT_EQ(k.mul_elems, 2 * rows * cols + rows * (1 + 3 * 2) + rows * cols);
+    EXPECT_EQ(k.trunc_batches, cols == 64 ? 1u : 2u);
+  }
+}
+
 }  // namespace
 }  // namespace mpcache
