@@ -96,14 +96,14 @@ TEST(Llama2cErrorTest, TruncatedLegacy) {
   TempDir dir;
   ASSERT_TRUE(WriteLlama2c(TinyModel(), dir.File("m.bin")).ok());
   auto bytes = ReadBytes(dir.File("m.bin"));
-  bytes.resize(bytes.size() - 100);
+  testing::KeepHead(bytes, bytes.size() - 100);
   WriteBytes(dir.File("cut.bin"), bytes);
   auto r = LoadCheckpoint(dir.File("cut.bin"));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code(), ErrorCode::kCorruptData);
   EXPECT_TRUE(Contains(r.error().message(), "cut.bin")) << r.error().message();
   EXPECT_TRUE(Contains(r.error().message(), "truncated")) << r.error().message();
-  bytes.resize(10);  // not even a header
+  testing::KeepHead(bytes, 10);  // not even a header
   WriteBytes(dir.File("tiny.bin"), bytes);
   r = LoadCheckpoint(dir.File("tiny.bin"));
   ASSERT_FALSE(r.ok());
@@ -125,7 +125,7 @@ TEST(Llama2cErrorTest, SizeDisagreesWithHeader) {
   EXPECT_EQ(r.error().code(), ErrorCode::kCorruptData);
   EXPECT_TRUE(Contains(r.error().message(), "size mismatch")) << r.error().message();
   // A header whose dims disagree with the data (n_layers 2 -> 3).
-  bytes.resize(bytes.size() - 64);
+  testing::KeepHead(bytes, bytes.size() - 64);
   const std::int32_t layers = 3;
   std::memcpy(bytes.data() + 8, &layers, 4);
   WriteBytes(dir.File("hdr.bin"), bytes);
@@ -160,14 +160,14 @@ TEST(Llama2cErrorTest, VersionedErrors) {
   EXPECT_TRUE(Contains(r.error().message(), "version 7")) << r.error().message();
   // Truncated data.
   bytes = good;
-  bytes.resize(bytes.size() - 4);
+  testing::KeepHead(bytes, bytes.size() - 4);
   WriteBytes(dir.File("cut.bin"), bytes);
   r = LoadCheckpoint(dir.File("cut.bin"));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code(), ErrorCode::kCorruptData);
   EXPECT_TRUE(Contains(r.error().message(), "truncated")) << r.error().message();
   // Truncated inside the 256-byte header.
-  bytes.resize(100);
+  testing::KeepHead(bytes, 100);
   WriteBytes(dir.File("hdr.bin"), bytes);
   r = LoadCheckpoint(dir.File("hdr.bin"));
   ASSERT_FALSE(r.ok());

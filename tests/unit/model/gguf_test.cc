@@ -144,7 +144,7 @@ TEST(GgufErrorTest, Truncated) {
   for (std::size_t keep : {bytes.size() - 1, bytes.size() / 2, std::size_t{400}, std::size_t{100},
                            std::size_t{30}, std::size_t{10}}) {
     auto cut = bytes;
-    cut.resize(keep);
+    testing::KeepHead(cut, keep);
     WriteBytes(dir.File("cut.gguf"), cut);
     auto r = OpenCheckpoint(dir.File("cut.gguf"));
     ASSERT_FALSE(r.ok()) << keep;

@@ -44,6 +44,12 @@ inline void WriteBytes(const std::string& path, const std::vector<std::uint8_t>&
             static_cast<std::streamsize>(bytes.size()));
 }
 
+// Keep only the first n bytes. (erase rather than resize: GCC 12 with sanitizers reports a
+// spurious -Wstringop-overflow for shrinking resize calls.)
+inline void KeepHead(std::vector<std::uint8_t>& bytes, std::size_t n) {
+  if (n < bytes.size()) bytes.erase(bytes.begin() + static_cast<std::ptrdiff_t>(n), bytes.end());
+}
+
 // Deterministic values in [-scale, scale).
 inline void Fill(std::vector<float>& v, std::size_t n, std::uint64_t& state, float scale) {
   v.resize(n);
