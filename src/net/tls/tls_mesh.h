@@ -85,8 +85,9 @@ class TlsMesh final : public Channel {
   int num_parties() const override { return options_.num_parties; }
   Status Flush() override;
 
-  // Thread-safe. Fails every pending and future Recv/Send on this party with kAborted
-  // and sends an abort frame (reason, blamed party) to every peer.
+  // Thread-safe (but not concurrently with Close()). Fails every pending and future
+  // Recv/Send on this party with kAborted, even when bytes are already buffered, and
+  // sends an abort frame (reason, blamed party) to every peer, ahead of queued data.
   void Abort(const std::string& reason, std::optional<PartyId> blamed = std::nullopt);
   // The abort error, if the session was aborted here or by a peer.
   std::optional<Error> aborted() const;
