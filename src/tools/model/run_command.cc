@@ -46,7 +46,11 @@ Result<model::Tokenizer> OpenTokenizer(const RunArgs& args, const model::Checkpo
 Status Run(const RunArgs& args) {
   MPCACHE_ASSIGN_OR_RETURN(model::Checkpoint ckpt, model::OpenCheckpoint(args.model));
   MPCACHE_ASSIGN_OR_RETURN(model::Tokenizer tokenizer, OpenTokenizer(args, ckpt));
-  MPCACHE_ASSIGN_OR_RETURN(model::FloatEngine engine, model::FloatEngine::Create(ckpt.weights));
+  // The KV cache only needs the positions we will run (llama2.c: steps 0 = whole context).
+  model::FloatEngineOptions eopts;
+  if (args.steps > 0 && args.steps < ckpt.weights.config.seq_len) eopts.max_seq_len = args.steps;
+  MPCACHE_ASSIGN_OR_RETURN(model::FloatEngine engine,
+                           model::FloatEngine::Create(ckpt.weights, eopts));
   model::SamplerOptions sopts{args.temperature, args.top_p, args.seed};
   MPCACHE_ASSIGN_OR_RETURN(model::Sampler sampler,
                            model::Sampler::Create(ckpt.weights.config.vocab_size, sopts));

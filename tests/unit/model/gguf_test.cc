@@ -193,3 +193,38 @@ TEST(GgufErrorTest, ShapeDisagreesWithHyperParameters) {
 
 }  // namespace
 }  // namespace mpcache::model
+
+namespace mpcache::model {
+namespace {
+
+// Corrupting random header bytes must give a clean error or a valid model, never a crash
+// (run under ASan/UBSan in CI).
+TEST(CorruptionTest, RandomHeaderCorruptionNeverCrashes) {
+  testing::TempDir dir;
+  const ModelWeights w = testing::TinyModel(12, false);
+  ASSERT_TRUE(WriteGguf(w, nullptr, dir.File("m.gguf")).ok());
+  ASSERT_TRUE(WriteLlama2c(w, dir.File("m.bin")).ok());
+  ASSERT_TRUE(WriteLlama2cVersioned(w, dir.File("m.ak42"), 2).ok());
+  std::uint64_t state = 99;
+  for (const char* name : {"m.gguf", "m.bin", "m.ak42"}) {
+    const auto good = testing::ReadBytes(dir.File(name));
+    const std::size_t span = std::min<std::size_t>(good.size(), 1200);
+    for (int trial = 0; trial < 150; ++trial) {
+      auto bytes = good;
+      for (int k = 0; k < 3; ++k) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        bytes[(state >> 33) % span] = static_cast<std::uint8_t>(state >> 17);
+      }
+      testing::WriteBytes(dir.File("bad"), bytes);
+      auto r = OpenCheckpoint(dir.File("bad"));
+      if (r.ok()) {
+        EXPECT_TRUE(r->weights.CheckShapes().ok());
+      } else {
+        EXPECT_FALSE(r.error().message().empty());
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace mpcache::model
