@@ -32,6 +32,7 @@
 #include "net/run_parties.h"
 #include "preproc/in_process_dealer.h"
 #include "tools/bench/commands.h"
+#include "tools/bench/compare_ops.h"
 
 namespace mpcache::tools {
 namespace {
@@ -42,7 +43,8 @@ using preproc::BatchRequest;
 using preproc::ItemType;
 using Vec = std::vector<std::uint64_t>;
 
-constexpr const char* kValidOps = "mul, matmul, trunc";
+constexpr const char* kValidOps =
+    "mul, matmul, trunc, lt, max, argmax, topk, exp, recip, rsqrt, silu, softmax, rmsnorm";
 
 struct OpsOptions {
   std::string op;
@@ -282,6 +284,10 @@ Result<nlohmann::json> RunOps(const OpsOptions& o) {
 }
 
 int RunOpsCommand(const OpsOptions& o) {
+  if (IsCompareOp(o.op)) {  // comparison and nonlinear ops: tools/bench/compare_ops.h
+    return RunCompareOps({.op = o.op, .n = o.n, .security = o.security, .seed = o.seed,
+                          .threads = o.threads, .json = o.json});
+  }
   if (o.op != "mul" && o.op != "matmul" && o.op != "trunc") {
     std::cerr << "error: unknown op '" << o.op << "'; valid ops: " << kValidOps << "\n";
     return 2;
