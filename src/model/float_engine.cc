@@ -17,7 +17,11 @@ Result<FloatEngine> FloatEngine::Create(const ModelWeights& weights, FloatEngine
   if (options.max_seq_len < 0) {
     return InvalidArgument("max_seq_len must be >= 0 (0 = the model's seq_len)");
   }
+  if (options.threads < 1 || options.threads > 256) {
+    return InvalidArgument("threads must be in 1..256, got " + std::to_string(options.threads));
+  }
   FloatEngine e(weights, options);
+  if (options.threads > 1) e.pool_ = std::make_unique<ParallelFor>(options.threads);
   e.max_seq_len_ = options.max_seq_len == 0 ? c.seq_len : options.max_seq_len;
   const std::size_t d = c.dim, h = c.hidden_dim, kv = c.kv_dim(), L = c.n_layers,
                     S = e.max_seq_len_, hs = c.head_size();
@@ -36,6 +40,17 @@ Result<FloatEngine> FloatEngine::Create(const ModelWeights& weights, FloatEngine
   e.value_cache_.resize(L * S * kv);
   if (options.record_layer_outputs) e.layer_outputs_.resize(L * d);
   return e;
+}
+
+void FloatEngine::Mat(float* out, const float* x, const float* w, std::size_t n, std::size_t d) {
+  constexpr std::size_t kMinParallelWork = std::size_t{1} << 16;  // multiply-adds
+  if (!pool_ || n * d < kMinParallelWork) {
+    MatMul(out, x, w, n, d);
+    return;
+  }
+  pool_->Run(d, [&](std::size_t begin, std::size_t end) {
+    MatMul(out + begin, x, w + begin * n, n, end - begin);
+  });
 }
 
 std::span<const float> FloatEngine::LayerOutput(int layer) const {
@@ -70,9 +85,9 @@ Result<std::span<const float>> FloatEngine::Forward(int token, int pos) {
     const std::size_t loff = l * S * kv;
     float* k = key_cache_.data() + loff + p * kv;
     float* v = value_cache_.data() + loff + p * kv;
-    MatMul(q_.data(), xb_.data(), lw.wq.data(), d, d);
-    MatMul(k, xb_.data(), lw.wk.data(), d, kv);
-    MatMul(v, xb_.data(), lw.wv.data(), d, kv);
+    Mat(q_.data(), xb_.data(), lw.wq.data(), d, d);
+    Mat(k, xb_.data(), lw.wk.data(), d, kv);
+    Mat(v, xb_.data(), lw.wv.data(), d, kv);
     ApplyRope(q_.data(), d, c.head_size(), rope_cos_.data(), rope_sin_.data());
     ApplyRope(k, kv, c.head_size(), rope_cos_.data(), rope_sin_.data());
 
@@ -95,19 +110,19 @@ Result<std::span<const float>> FloatEngine::Forward(int token, int pos) {
         for (std::size_t i = 0; i < hs; ++i) xb[i] += a * vt[i];
       }
     }
-    MatMul(xb2_.data(), xb_.data(), lw.wo.data(), d, d);
+    Mat(xb2_.data(), xb_.data(), lw.wo.data(), d, d);
     for (std::size_t i = 0; i < d; ++i) x[i] += xb2_[i];
 
     RmsNorm(xb_.data(), x, lw.rms_ffn.data(), d, c.norm_eps);
-    MatMul(hb_.data(), xb_.data(), lw.w1.data(), d, hd);
-    MatMul(hb2_.data(), xb_.data(), lw.w3.data(), d, hd);
+    Mat(hb_.data(), xb_.data(), lw.w1.data(), d, hd);
+    Mat(hb2_.data(), xb_.data(), lw.w3.data(), d, hd);
     SwiGlu(hb_.data(), hb2_.data(), hd);
-    MatMul(xb_.data(), hb_.data(), lw.w2.data(), hd, d);
+    Mat(xb_.data(), hb_.data(), lw.w2.data(), hd, d);
     for (std::size_t i = 0; i < d; ++i) x[i] += xb_[i];
     if (!layer_outputs_.empty()) std::memcpy(layer_outputs_.data() + l * d, x, d * sizeof(float));
   }
   RmsNorm(xb_final_.data(), x, w.rms_final.data(), d, c.norm_eps);
-  MatMul(logits_.data(), xb_final_.data(), w.classifier(), d, c.vocab_size);
+  Mat(logits_.data(), xb_final_.data(), w.classifier(), d, c.vocab_size);
   return std::span<const float>(logits_);
 }
 

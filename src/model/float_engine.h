@@ -4,10 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
 #include "common/result.h"
+#include "model/parallel.h"
 #include "model/weights.h"
 
 namespace mpcache::model {
@@ -17,6 +19,9 @@ struct FloatEngineOptions {
   int max_seq_len = 0;
   // Keep a copy of the residual stream after every layer (for fixed-point comparisons).
   bool record_layer_outputs = false;
+  // Threads for the matrix-vector products (1 = the calling thread only). Logits are
+  // bit-identical for any thread count.
+  int threads = 1;
 };
 
 class FloatEngine {
@@ -38,6 +43,8 @@ class FloatEngine {
 
  private:
   FloatEngine(const ModelWeights& weights, FloatEngineOptions options);
+  // out = W x, W (d x n); split by rows over the pool when large enough to pay off.
+  void Mat(float* out, const float* x, const float* w, std::size_t n, std::size_t d);
 
   const ModelWeights* weights_;
   FloatEngineOptions options_;
@@ -46,6 +53,7 @@ class FloatEngine {
   std::vector<float> rope_cos_, rope_sin_;
   std::vector<float> key_cache_, value_cache_;  // (layer, max_seq_len, kv_dim)
   std::vector<float> layer_outputs_;            // (layer, dim) if recorded
+  std::unique_ptr<ParallelFor> pool_;           // null when single-threaded
 };
 
 }  // namespace mpcache::model

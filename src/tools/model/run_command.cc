@@ -25,6 +25,7 @@ struct RunArgs {
   float temperature = 0.0f;
   float top_p = 0.9f;
   std::uint64_t seed = 42;
+  int threads = 1;
   bool json = false;
 };
 
@@ -48,6 +49,7 @@ Status Run(const RunArgs& args) {
   MPCACHE_ASSIGN_OR_RETURN(model::Tokenizer tokenizer, OpenTokenizer(args, ckpt));
   // The KV cache only needs the positions we will run (llama2.c: steps 0 = whole context).
   model::FloatEngineOptions eopts;
+  eopts.threads = args.threads;
   if (args.steps > 0 && args.steps < ckpt.weights.config.seq_len) eopts.max_seq_len = args.steps;
   MPCACHE_ASSIGN_OR_RETURN(model::FloatEngine engine,
                            model::FloatEngine::Create(ckpt.weights, eopts));
@@ -105,6 +107,9 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--seed", args->seed, "Sampling seed (non-zero)")
       ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--threads", args->threads, "Threads for the matrix products")
+      ->check(CLI::Range(1, 256))
       ->capture_default_str();
   cmd->add_flag("--json", args->json, "Print one JSON object (text, tokens, timing) on stdout");
   cmd->callback([args, exit_code] {

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "model/float_engine.h"
@@ -133,6 +134,22 @@ TEST(FloatEngineTest, RejectsBadPositionsAndTokens) {
   ModelWeights broken = TinyModel();
   broken.layers[0].wk.resize(3);
   EXPECT_FALSE(FloatEngine::Create(broken).ok());
+}
+
+TEST(FloatEngineTest, ThreadCountDoesNotChangeLogits) {
+  // dim 256: the matrix products are large enough to be split across threads.
+  const ModelWeights w = TinyModel(21, false, 256, 512, 2, 8, 4, 300, 8);
+  auto one = FloatEngine::Create(w, FloatEngineOptions{0, false, 1});
+  auto three = FloatEngine::Create(w, FloatEngineOptions{0, false, 3});
+  ASSERT_TRUE(one.ok() && three.ok());
+  for (int pos = 0; pos < 8; ++pos) {
+    const int token = (pos * 37 + 5) % 300;
+    auto a = one->Forward(token, pos);
+    auto b = three->Forward(token, pos);
+    ASSERT_TRUE(a.ok() && b.ok());
+    ASSERT_TRUE(std::equal(a->begin(), a->end(), b->begin())) << "pos " << pos;
+  }
+  EXPECT_FALSE(FloatEngine::Create(w, FloatEngineOptions{0, false, 0}).ok());
 }
 
 TEST(FloatEngineTest, RecordsLayerOutputs) {
