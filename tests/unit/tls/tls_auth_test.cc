@@ -13,8 +13,8 @@ using testing::Options;
 using testing::StartMeshes;
 
 TlsMeshOptions Short(TlsMeshOptions o) {
-  o.connect_timeout = std::chrono::milliseconds(1200);
-  o.handshake_timeout = std::chrono::milliseconds(1000);
+  o.connect_timeout = std::chrono::milliseconds(900);
+  o.handshake_timeout = std::chrono::milliseconds(800);
   return o;
 }
 
