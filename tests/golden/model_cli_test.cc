@@ -149,11 +149,18 @@ TEST(ModelCliTest, ErrorsAreOneLineAndNonZero) {
     EXPECT_EQ(Lines(o.err), 1) << o.err;
     EXPECT_NE(o.err.find(c.expect), std::string::npos) << o.err;
   }
-  // Bad arguments: CLI11 rejects them with a non-zero exit.
-  EXPECT_NE(RunTool("run --model " + bin + " --steps -1").exit_code, 0);
-  EXPECT_NE(RunTool("run --steps 3").exit_code, 0);  // --model is required
-  EXPECT_NE(RunTool("frobnicate").exit_code, 0);
-  EXPECT_EQ(RunTool("run --help").exit_code, 0);
+  // Bad arguments: rejected with one line and a non-zero exit.
+  for (const std::string& args :
+       {"run --model " + bin + " --steps -1", std::string("run --steps 3"),
+        std::string("frobnicate"), std::string(""), "run --model " + bin + " --temperature abc"}) {
+    SCOPED_TRACE(args);
+    const Output o = RunTool(args);
+    EXPECT_NE(o.exit_code, 0);
+    EXPECT_EQ(Lines(o.err), 1) << o.err;
+  }
+  const Output help = RunTool("run --help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("--tokenizer"), std::string::npos);
 }
 
 }  // namespace

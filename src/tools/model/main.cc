@@ -1,6 +1,8 @@
 // mpcache-model: the model owner's tool — inspect a checkpoint, run it in plaintext (the
 // reference engine), make synthetic checkpoints, split weights into per-party shares.
+#include <algorithm>
 #include <iostream>
+#include <string>
 
 #include "tools/model/commands.h"
 
@@ -13,8 +15,18 @@ int main(int argc, char** argv) {
   mpcache::tools::AddSynthCommand(app, &exit_code);
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // One line, as every mpcache command error.
+    std::string message = e.what();
+    std::replace(message.begin(), message.end(), '\n', ' ');
+    std::cerr << "mpcache-model: " << message << " (see --help)\n";
+    return e.get_exit_code() != 0 ? e.get_exit_code() : 2;
   }
   return exit_code;
 }

@@ -100,7 +100,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--temperature", args->temperature, "0 = greedy")
-      ->check(CLI::NonNegativeNumber)
+      ->check(CLI::Range(0.0f, 100.0f))
       ->capture_default_str();
   cmd->add_option("--topp", args->top_p, "Nucleus sampling threshold (used when temperature > 0)")
       ->check(CLI::Range(0.0f, 1.0f))
