@@ -97,7 +97,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
                   "llama2.c tokenizer.bin (default: the GGUF's embedded vocabulary)");
   cmd->add_option("--prompt", args->prompt, "Prompt text (default: empty, BOS only)");
   cmd->add_option("--steps", args->steps, "Positions to run, prompt included (0 = context)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(CLI::Range(0, 1 << 22))
       ->capture_default_str();
   cmd->add_option("--temperature", args->temperature, "0 = greedy")
       ->check(CLI::Range(0.0f, 100.0f))
@@ -106,7 +106,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::Range(0.0f, 1.0f))
       ->capture_default_str();
   cmd->add_option("--seed", args->seed, "Sampling seed (non-zero)")
-      ->check(CLI::PositiveNumber)
+      ->check(CLI::Range(std::uint64_t{1}, ~std::uint64_t{0}))
       ->capture_default_str();
   cmd->add_option("--threads", args->threads, "Threads for the matrix products")
       ->check(CLI::Range(1, 256))
