@@ -1,0 +1,192 @@
+#include "infer/in_process.h"
+
+#include <chrono>
+
+#include "infer/share_file.h"
+#include "net/mem_mesh.h"
+#include "net/run_parties.h"
+#include "preproc/bit_dealer.h"
+
+namespace mpcache::infer {
+
+class InProcessClient::View final : public ClientLink {
+ public:
+  View(InProcessClient& client, int party) : client_(client), party_(party) {}
+  Result<std::vector<std::uint64_t>> PromptInput(int pos, std::uint64_t mask_seq,
+                                                 std::size_t n) override {
+    return client_.PromptInput(pos, mask_seq, n);
+  }
+  Result<bool> TokenOutput(int pos, std::uint64_t mask_seq, std::uint64_t masked) override {
+    return client_.TokenOutput(party_, pos, mask_seq, masked);
+  }
+
+ private:
+  InProcessClient& client_;
+  int party_;
+};
+
+InProcessClient::InProcessClient(std::vector<int> prompt, int vocab_size, int bos_id,
+                                 MaskSource masks, int parties)
+    : prompt_(std::move(prompt)),
+      vocab_size_(vocab_size),
+      bos_id_(bos_id),
+      source_(std::move(masks)) {
+  for (int p = 0; p < parties; ++p) links_.push_back(std::make_unique<View>(*this, p));
+}
+
+std::vector<int> InProcessClient::Tokens() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<int> out(prompt_.begin(), prompt_.end());
+  for (const auto& [pos, token] : released_) {
+    if (pos >= static_cast<int>(prompt_.size())) out.push_back(token);
+  }
+  return out;
+}
+
+Result<std::vector<std::uint64_t>> InProcessClient::Masks(std::uint64_t seq) {
+  while (masks_.size() <= seq) {
+    MPCACHE_ASSIGN_OR_RETURN(std::vector<std::uint64_t> m, source_());
+    masks_.push_back(std::move(m));
+  }
+  return masks_[seq];
+}
+
+Result<std::vector<std::uint64_t>> InProcessClient::PromptInput(int pos, std::uint64_t seq,
+                                                                std::size_t n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (pos < 0 || pos >= static_cast<int>(prompt_.size())) {
+    return InvalidArgument("client: no prompt token at position " + std::to_string(pos));
+  }
+  if (auto it = inputs_.find(pos); it != inputs_.end()) return it->second;
+  MPCACHE_ASSIGN_OR_RETURN(std::vector<std::uint64_t> r, Masks(seq));
+  if (r.size() != n || n != static_cast<std::size_t>(vocab_size_)) {
+    return ProtocolError("client: mask batch " + std::to_string(seq) + " has " +
+                         std::to_string(r.size()) + " values, expected a one-hot of " +
+                         std::to_string(vocab_size_));
+  }
+  // d = onehot(token) - r
+  std::vector<std::uint64_t> d(n);
+  for (std::size_t i = 0; i < n; ++i) d[i] = 0 - r[i];
+  d[static_cast<std::size_t>(prompt_[static_cast<std::size_t>(pos)])] += 1;
+  inputs_[pos] = d;
+  return d;
+}
+
+Result<bool> InProcessClient::TokenOutput(int party, int pos, std::uint64_t seq,
+                                          std::uint64_t masked) {
+  std::lock_guard<std::mutex> lock(mu_);
+  MPCACHE_ASSIGN_OR_RETURN(std::vector<std::uint64_t> r, Masks(seq));
+  if (r.size() != 1) return ProtocolError("client: output mask batch of the wrong size");
+  if (auto it = outputs_.find(pos); it != outputs_.end()) {
+    if (it->second != masked) {
+      return ProtocolError("client: party " + std::to_string(party) +
+                           " released a different value for position " + std::to_string(pos));
+    }
+  } else {
+    outputs_[pos] = masked;
+  }
+  const std::uint64_t token = masked - r[0];
+  if (token >= static_cast<std::uint64_t>(vocab_size_)) {
+    return ProtocolError("client: released token " + std::to_string(token) +
+                         " is outside the vocabulary");
+  }
+  released_[pos] = static_cast<int>(token);
+  return static_cast<int>(token) != bos_id_;
+}
+
+template <typename P>
+Result<InProcessResult> RunInProcess(std::shared_ptr<const RingModel> model,
+                                     const std::vector<int>& prompt, int bos_id, int steps,
+                                     const InProcessOptions& options,
+                                     const InProcessHook<P>& hook) {
+  if (!model) return InvalidArgument("no model");
+  if (prompt.empty()) return InvalidArgument("the prompt needs at least BOS");
+  for (int t : prompt) {
+    if (t < 0 || t >= model->config.vocab_size) {
+      return InvalidArgument("prompt token " + std::to_string(t) + " is outside the vocabulary");
+    }
+  }
+  const int parties = 3;
+  MPCACHE_ASSIGN_OR_RETURN(
+      auto mesh, net::MemMesh::Create(parties, {.recv_timeout = std::chrono::seconds(600)}));
+  MPCACHE_ASSIGN_OR_RETURN(auto dealer, preproc::InProcessDealer<P>::Create(
+                                            DeriveSeed(TestSeed(options.seed), 1), parties, true));
+  MPCACHE_ASSIGN_OR_RETURN(
+      auto bit_dealer, preproc::InProcessBitDealer<P>::Create(DeriveSeed(TestSeed(options.seed), 2),
+                                                              dealer->dealer().mac_key(), parties));
+  std::vector<RingModel> shares;
+  if (options.private_weights) {
+    MPCACHE_ASSIGN_OR_RETURN(shares,
+                             SplitModel(*model, parties, DeriveSeed(TestSeed(options.seed), 3)));
+  }
+  InProcessClient client(
+      prompt, model->config.vocab_size, bos_id, [&dealer] { return dealer->NextClientMasks(); },
+      parties);
+  InProcessResult result;
+  result.phases.resize(parties);
+  const int prompt_len = static_cast<int>(prompt.size());
+
+  auto outcomes = net::RunParties(*mesh, [&](net::Channel& inner) -> Result<SessionReport> {
+    const int self = inner.self();
+    net::Channel& ch = options.wrap_channel ? options.wrap_channel(inner, self) : inner;
+    mpc::ContextOptions copts;
+    copts.threads = options.threads;
+    MPCACHE_ASSIGN_OR_RETURN(
+        auto ctx, mpc::Context<P>::Create(ch, dealer->store(self),
+                                          DeriveSeed(TestSeed(options.seed), 100 + self), copts));
+    MPCACHE_ASSIGN_OR_RETURN(
+        auto bctx, mpc::BinaryContext<P>::Create(*ctx, bit_dealer->store(self),
+                                                 DeriveSeed(TestSeed(options.seed), 200 + self)));
+    SecureWeights<P> weights;
+    if (options.private_weights) {
+      const auto t0 = std::chrono::steady_clock::now();
+      {
+        net::PhaseScope phase(ch.stats(), "load_weights");
+        MPCACHE_ASSIGN_OR_RETURN(
+            weights, PrivateWeights<P>(*ctx, std::move(shares[static_cast<std::size_t>(self)])));
+        MPCACHE_RETURN_IF_ERROR(ctx->CheckMacs());
+      }
+      if (self == 0) {
+        result.load_seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        result.load = ch.stats().phases().at("load_weights");
+      }
+    } else {
+      MPCACHE_ASSIGN_OR_RETURN(weights, PublicWeights<P>(*ctx, model));
+    }
+    // Session traffic only from here on (setup rounds are not part of the figures).
+    ch.stats().Reset();
+    MPCACHE_ASSIGN_OR_RETURN(auto session,
+                             GenerationSession<P>::Create(*bctx, weights, options.session));
+    typename GenerationSession<P>::PositionHook position_hook;
+    if (hook) {
+      position_hook = [&hook, self](int pos, SecureLlama<P>& e) { return hook(self, pos, e); };
+    }
+    MPCACHE_ASSIGN_OR_RETURN(SessionReport report, session->Generate(client.Link(self), prompt_len,
+                                                                     steps, position_hook));
+    result.phases[static_cast<std::size_t>(self)] = ch.stats().phases();
+    return report;
+  });
+  for (std::size_t p = 0; p < outcomes.size(); ++p) {
+    if (!outcomes[p].ok()) {
+      return outcomes[p].error().WithContext("party " + std::to_string(p));
+    }
+  }
+  result.report = outcomes[0].value();
+  result.tokens = client.Tokens();
+  result.offline = dealer->stats();
+  const preproc::BitOfflineStats bits = bit_dealer->stats();
+  result.bit_dealer_bytes = bits.correction_bytes;
+  result.bit_dealer_seconds = bits.dealer_seconds;
+  return result;
+}
+
+template Result<InProcessResult> RunInProcess<mpc::SemiHonest>(
+    std::shared_ptr<const RingModel>, const std::vector<int>&, int, int, const InProcessOptions&,
+    const InProcessHook<mpc::SemiHonest>&);
+template Result<InProcessResult> RunInProcess<mpc::Spdz2k>(std::shared_ptr<const RingModel>,
+                                                           const std::vector<int>&, int, int,
+                                                           const InProcessOptions&,
+                                                           const InProcessHook<mpc::Spdz2k>&);
+
+}  // namespace mpcache::infer

@@ -1,0 +1,285 @@
+#include "infer/secure_llama.h"
+
+#include <cmath>
+
+#include "infer/fixed_batch.h"
+#include "model/float_ops.h"
+#include "mpc/compare/select.h"
+#include "net/comm_stats.h"
+
+namespace mpcache::infer {
+
+using mpc::Shares;
+using net::PhaseScope;
+
+Status SessionOptions::Validate() const {
+  MPCACHE_RETURN_IF_ERROR(math.Validate());
+  if (max_seq_len < 0) return InvalidArgument("max_seq_len must be >= 0");
+  if (reveal_intermediates && !debug) {
+    return InvalidArgument(
+        "reveal_intermediates opens secret activations to every party and is refused unless "
+        "the session is a debug session (debug: true); never enable it in production");
+  }
+  return Status::Ok();
+}
+
+template <typename P>
+SecureLlama<P>::SecureLlama(mpc::BinaryContext<P>& ctx, const SecureWeights<P>& weights,
+                            SessionOptions options, int max_seq_len)
+    : ctx_(ctx), w_(weights), options_(options), be_(ctx), cache_(weights.config, max_seq_len) {}
+
+template <typename P>
+Result<std::unique_ptr<SecureLlama<P>>> SecureLlama<P>::Create(mpc::BinaryContext<P>& ctx,
+                                                               const SecureWeights<P>& weights,
+                                                               SessionOptions options) {
+  MPCACHE_RETURN_IF_ERROR(options.Validate());
+  if (options.math.frac_bits != weights.frac_bits) {
+    return InvalidArgument("the weights are encoded with " + std::to_string(weights.frac_bits) +
+                           " fractional bits, the session uses " +
+                           std::to_string(options.math.frac_bits));
+  }
+  const int seq = options.max_seq_len == 0 ? weights.config.seq_len : options.max_seq_len;
+  return std::unique_ptr<SecureLlama>(new SecureLlama(ctx, weights, options, seq));
+}
+
+template <typename P>
+Result<std::vector<Shares<P>>> SecureLlama<P>::Linears(
+    const std::vector<const SecureLinear<P>*>& ws, const std::vector<const Vec*>& xs) {
+  std::vector<Vec> raw(ws.size());
+  FixedProductBatch<P> batch(arith());
+  std::vector<std::size_t> handle(ws.size());
+  for (std::size_t i = 0; i < ws.size(); ++i) {
+    const SecureLinear<P>& w = *ws[i];
+    if (xs[i]->size() != w.cols) return InvalidArgument("linear layer: input size mismatch");
+    if (w.is_private()) {
+      handle[i] = batch.PrepareLeft(w.fixed, *xs[i], 1);
+    } else {
+      raw[i] = mpc::MatMulPublicLeft<P>(arith(), w.pub, w.rows, w.cols, *xs[i], 1);
+    }
+  }
+  MPCACHE_RETURN_IF_ERROR(batch.Exchange());
+  Vec all;
+  for (std::size_t i = 0; i < ws.size(); ++i) {
+    if (ws[i]->is_private()) raw[i] = batch.Take(handle[i]);
+    all.Append(raw[i]);
+  }
+  // One truncation batch for every output (sums of products at 2f bits).
+  Vec truncated = be_.Trunc(all, options_.math.frac_bits);
+  MPCACHE_RETURN_IF_ERROR(Check());
+  std::vector<Vec> out(ws.size());
+  std::size_t off = 0;
+  for (std::size_t i = 0; i < ws.size(); ++i) {
+    out[i] = truncated.Slice(off, ws[i]->rows);
+    off += ws[i]->rows;
+  }
+  return out;
+}
+
+// x = one_hot . embedding: the selected row, exact (one-hot entries are 0/1 integers).
+template <typename P>
+Result<Shares<P>> SecureLlama<P>::Embed(const Vec& one_hot) {
+  const SecureLinear<P>& e = w_.embedding;
+  if (one_hot.size() != e.rows) return InvalidArgument("one-hot must have vocab entries");
+  if (!e.is_private()) return mpc::MatMulPublicRight<P>(arith(), one_hot, 1, e.rows, e.pub, e.cols);
+  FixedProductBatch<P> batch(arith());
+  batch.PrepareRight(one_hot, 1, e.fixed);
+  MPCACHE_RETURN_IF_ERROR(batch.Exchange());
+  return batch.Take(0);
+}
+
+// Rotates interleaved pairs of every head: (a, b) -> (a cos - b sin, a sin + b cos), with
+// public cos/sin at f bits (local); the caller truncates.
+template <typename P>
+Shares<P> SecureLlama<P>::Rope(const Vec& v, int pos) const {
+  const model::ModelConfig& c = w_.config;
+  const std::size_t hs = c.head_size(), n = v.size();
+  std::vector<float> cos_f(hs / 2), sin_f(hs / 2);
+  model::RopeTables(pos, c.head_size(), c.rope_theta, cos_f.data(), sin_f.data());
+  const FixedPoint fp{options_.math.frac_bits};
+  std::vector<std::uint64_t> same(n), cross(n);
+  Vec swapped(n);
+  for (std::size_t i = 0; i < n; i += 2) {
+    const std::size_t k = (i % hs) / 2;
+    const Ring64 cs = fp.Encode(cos_f[k]), sn = fp.Encode(sin_f[k]);
+    same[i] = same[i + 1] = cs;
+    cross[i] = fixed_detail::Neg(sn);  // a' = a cos + b (-sin)
+    cross[i + 1] = sn;                 // b' = b cos + a sin
+    swapped.v[i] = v.v[i + 1];
+    swapped.v[i + 1] = v.v[i];
+    if constexpr (P::kMalicious) {
+      swapped.m[i] = v.m[i + 1];
+      swapped.m[i + 1] = v.m[i];
+    }
+  }
+  return mpc::Add(mpc::MulPublic<P>(v, same), mpc::MulPublic<P>(swapped, cross));
+}
+
+template <typename P>
+Status SecureLlama<P>::Reveal(const std::string& name, const Vec& v) {
+  if (!options_.reveal_intermediates) return Status::Ok();
+  net::PhaseScope phase(arith().stats(), "debug_reveal");
+  MPCACHE_ASSIGN_OR_RETURN(std::vector<std::uint64_t> open, arith().Open(v));
+  const FixedPoint fp{options_.math.frac_bits};
+  auto& out = trace_[name];
+  out.resize(open.size());
+  for (std::size_t i = 0; i < open.size(); ++i) out[i] = fp.Decode(open[i]);
+  return Status::Ok();
+}
+
+template <typename P>
+Status SecureLlama<P>::Forward(const Vec& one_hot, int pos) {
+  const model::ModelConfig& c = w_.config;
+  const FixedMathParams& mp = options_.math;
+  const int f = mp.frac_bits;
+  const std::size_t d = c.dim, hd = c.hidden_dim, kv = c.kv_dim(), nh = c.n_heads;
+  const std::size_t hs = c.head_size();
+  if (pos < 0 || pos >= cache_.max_seq_len() || cache_.length(0) != pos) {
+    return InvalidArgument("position " + std::to_string(pos) + " is not the next position " +
+                           std::to_string(cache_.length(0)) + " of a context of " +
+                           std::to_string(cache_.max_seq_len()));
+  }
+  net::CommStats& stats = arith().stats();
+  const std::size_t cols = static_cast<std::size_t>(pos) + 1;
+  const Ring64 inv_sqrt_hs = FixedPoint{f}.Encode(1.0 / std::sqrt(static_cast<double>(hs)));
+
+  Vec x;  // residual stream (dim)
+  {
+    PhaseScope phase(stats, "embedding");
+    MPCACHE_ASSIGN_OR_RETURN(x, Embed(one_hot));
+  }
+  for (int l = 0; l < c.n_layers; ++l) {
+    const SecureLayer<P>& lw = w_.layers[static_cast<std::size_t>(l)];
+    const std::string prefix = "layer" + std::to_string(l) + ".";
+
+    // xb = rmsnorm(x, rms_att)
+    Vec xb;
+    {
+      PhaseScope phase(stats, "norms");
+      xb = RmsNorm(be_, mp, x, lw.rms_att, 1, d, c.norm_eps);
+      MPCACHE_RETURN_IF_ERROR(Check());
+    }
+    // q = wq xb (dim), k = wk xb (kv_dim), v = wv xb (kv_dim): one product, one truncation
+    Vec q, k, v;
+    {
+      PhaseScope phase(stats, "projections");
+      MPCACHE_ASSIGN_OR_RETURN(auto qkv, Linears({&lw.wqkv}, {&xb}));
+      q = qkv[0].Slice(0, d);
+      k = qkv[0].Slice(d, kv);
+      v = qkv[0].Slice(d + kv, kv);
+    }
+    Vec raw_scores;
+    {
+      PhaseScope phase(stats, "attention");
+      // RoPE on q and k (public rotation), one truncation for both
+      Vec qk = Rope(q, pos);
+      qk.Append(Rope(k, pos));
+      qk = be_.Trunc(qk, f);
+      MPCACHE_RETURN_IF_ERROR(Check());
+      q = qk.Slice(0, d);
+      k = qk.Slice(d, kv);
+      // key_cache[l][pos] = k, value_cache[l][pos] = v: masked once, here
+      MPCACHE_RETURN_IF_ERROR(cache_.Append(arith(), l, std::move(k), std::move(v)));
+      // s[h, t] = Trunc(Trunc(q_h . k_t) * 1/sqrt(head_size)) for t <= pos
+      MPCACHE_ASSIGN_OR_RETURN(raw_scores, cache_.Scores(arith(), l, q));
+    }
+    Vec probs;
+    {
+      PhaseScope phase(stats, "softmax");
+      Vec scores = be_.Trunc(be_.MulConst(be_.Trunc(raw_scores, f), inv_sqrt_hs), f);
+      probs = Softmax(be_, mp, scores, nh, cols);  // (n_heads, pos + 1)
+      MPCACHE_RETURN_IF_ERROR(Check());
+    }
+    Vec att;
+    {
+      PhaseScope phase(stats, "attention");
+      // att_h = sum_t p[h, t] v_t
+      MPCACHE_ASSIGN_OR_RETURN(Vec att_raw, cache_.Mix(arith(), l, probs));
+      att = be_.Trunc(att_raw, f);
+      MPCACHE_RETURN_IF_ERROR(Check());
+    }
+    Vec attn_out;
+    {
+      PhaseScope phase(stats, "projections");
+      MPCACHE_ASSIGN_OR_RETURN(auto o, Linears({&lw.wo}, {&att}));
+      attn_out = std::move(o[0]);
+    }
+    MPCACHE_RETURN_IF_ERROR(Reveal(prefix + "attn_out", attn_out));
+    mpc::AddInPlace(x, attn_out);  // residual
+
+    // FFN: xb = rmsnorm(x, rms_ffn); h1 = w1 xb; h3 = w3 xb; x += w2 (silu(h1) * h3)
+    {
+      PhaseScope phase(stats, "norms");
+      xb = RmsNorm(be_, mp, x, lw.rms_ffn, 1, d, c.norm_eps);
+      MPCACHE_RETURN_IF_ERROR(Check());
+    }
+    Vec h1, h3;
+    {
+      PhaseScope phase(stats, "projections");
+      MPCACHE_ASSIGN_OR_RETURN(auto h13, Linears({&lw.w13}, {&xb}));
+      h1 = h13[0].Slice(0, hd);
+      h3 = h13[0].Slice(hd, hd);
+    }
+    Vec gated;
+    {
+      PhaseScope phase(stats, "ffn");
+      gated = be_.MulTrunc(Silu(be_, mp, h1), h3, f);
+      MPCACHE_RETURN_IF_ERROR(Check());
+    }
+    Vec ffn_out;
+    {
+      PhaseScope phase(stats, "projections");
+      MPCACHE_ASSIGN_OR_RETURN(auto o, Linears({&lw.w2}, {&gated}));
+      ffn_out = std::move(o[0]);
+    }
+    MPCACHE_RETURN_IF_ERROR(Reveal(prefix + "ffn_out", ffn_out));
+    mpc::AddInPlace(x, ffn_out);
+    MPCACHE_RETURN_IF_ERROR(Reveal(prefix + "out", x));
+  }
+  x_ = std::move(x);
+  return Status::Ok();
+}
+
+template <typename P>
+Result<Shares<P>> SecureLlama<P>::Logits() {
+  if (x_.empty()) return InvalidArgument("Logits() needs a Forward() first");
+  const model::ModelConfig& c = w_.config;
+  net::CommStats& stats = arith().stats();
+  Vec xf;
+  {
+    PhaseScope phase(stats, "norms");
+    xf = RmsNorm(be_, options_.math, x_, w_.rms_final, 1, c.dim, c.norm_eps);
+    MPCACHE_RETURN_IF_ERROR(Check());
+  }
+  MPCACHE_RETURN_IF_ERROR(Reveal("final_norm", xf));
+  Vec logits;
+  {
+    PhaseScope phase(stats, "classifier_argmax");
+    MPCACHE_ASSIGN_OR_RETURN(auto out, Linears({&w_.classifier()}, {&xf}));
+    logits = std::move(out[0]);
+  }
+  MPCACHE_RETURN_IF_ERROR(Reveal("logits", logits));
+  return logits;
+}
+
+template <typename P>
+Result<Shares<P>> SecureLlama<P>::ArgmaxOneHot(const Vec& logits) {
+  PhaseScope phase(arith().stats(), "classifier_argmax");
+  MPCACHE_ASSIGN_OR_RETURN(mpc::ArgMaxResult<P> am,
+                           mpc::RowArgMax<P>(ctx_, logits, 1, logits.size()));
+  return std::move(am.one_hot);
+}
+
+template <typename P>
+Result<const DebugTrace*> SecureLlama<P>::Trace() const {
+  if (!options_.reveal_intermediates) {
+    return InvalidArgument(
+        "the trace of intermediates needs a debug session with "
+        "reveal_intermediates");
+  }
+  return &trace_;
+}
+
+template class SecureLlama<mpc::SemiHonest>;
+template class SecureLlama<mpc::Spdz2k>;
+
+}  // namespace mpcache::infer

@@ -1,0 +1,89 @@
+// SecureLlama<P>: the Llama-2 forward pass on secret shares, one party's side. It performs
+// exactly model::FixedEngine's arithmetic (model/fixed_engine.h), step by step, with the
+// nonlinear kernels of common/fixed_math.h run on mpc::SecureBackend; results differ from
+// the plaintext simulation only by the +-1 LSB of each probabilistic truncation.
+//
+// Input: the secret one-hot of the token (never opened). Output: secret logits, and the
+// secret one-hot of their argmax (the next token, never opened to any party).
+// Every communication is counted under a named phase of the context's CommStats:
+//   embedding, norms, projections, attention (RoPE, KV masking, scores, weighted values),
+//   softmax, ffn, classifier_argmax.
+// Debug: with SessionOptions::debug and reveal_intermediates, the named intermediates of
+// FixedEngine's Trace() ("layerL.attn_out", "layerL.ffn_out", "layerL.out", "final_norm",
+// "logits") are opened to every party and decoded (refused otherwise; never in production).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/fixed_math.h"
+#include "infer/kv_cache.h"
+#include "infer/secure_weights.h"
+#include "mpc/compare/secure_backend.h"
+
+namespace mpcache::infer {
+
+struct SessionOptions {
+  FixedMathParams math;  // frac_bits must match the weights' encoding
+  int max_seq_len = 0;   // KV cache length; 0 = the model's seq_len
+  // Debug builds/configs only: allows reveal_intermediates.
+  bool debug = false;
+  // Open every named intermediate to all parties (destroys privacy; refused without debug).
+  bool reveal_intermediates = false;
+
+  Status Validate() const;
+};
+
+using DebugTrace = std::map<std::string, std::vector<double>>;
+
+template <typename P>
+class SecureLlama {
+ public:
+  // `weights` must outlive the engine.
+  static Result<std::unique_ptr<SecureLlama>> Create(mpc::BinaryContext<P>& ctx,
+                                                     const SecureWeights<P>& weights,
+                                                     SessionOptions options);
+
+  // Runs the token whose secret one-hot (vocab entries) is `one_hot` at `pos` (positions in
+  // order 0, 1, ...): all layers, leaving the residual stream for Logits().
+  Status Forward(const mpc::Shares<P>& one_hot, int pos);
+  // Final RMSNorm and classifier of the last Forward: vocab secret logits at f bits.
+  Result<mpc::Shares<P>> Logits();
+  // Secret one-hot of the first maximum of `logits` (vocab entries; never opened).
+  Result<mpc::Shares<P>> ArgmaxOneHot(const mpc::Shares<P>& logits);
+
+  // Debug reveals of the last Forward/Logits (refused unless reveal_intermediates).
+  Result<const DebugTrace*> Trace() const;
+
+  const model::ModelConfig& config() const { return w_.config; }
+  const SessionOptions& options() const { return options_; }
+  int max_seq_len() const { return cache_.max_seq_len(); }
+  mpc::SecureBackend<P>& backend() { return be_; }
+  mpc::BinaryContext<P>& context() { return ctx_; }
+
+ private:
+  using Vec = mpc::Shares<P>;
+  SecureLlama(mpc::BinaryContext<P>& ctx, const SecureWeights<P>& weights, SessionOptions options,
+              int max_seq_len);
+  mpc::Context<P>& arith() { return ctx_.arith(); }
+  // Products W x of several linear layers with their inputs, one round (private weights)
+  // or local (public), then one batched truncation by f. Returns the outputs in order.
+  Result<std::vector<Vec>> Linears(const std::vector<const SecureLinear<P>*>& ws,
+                                   const std::vector<const Vec*>& xs);
+  Result<Vec> Embed(const Vec& one_hot);
+  Vec Rope(const Vec& v, int pos) const;
+  Status Check() const { return be_.status(); }
+  Status Reveal(const std::string& name, const Vec& v);
+
+  mpc::BinaryContext<P>& ctx_;
+  const SecureWeights<P>& w_;
+  SessionOptions options_;
+  mpc::SecureBackend<P> be_;
+  SecureKvCache<P> cache_;
+  Vec x_;  // residual stream after the last Forward
+  DebugTrace trace_;
+};
+
+}  // namespace mpcache::infer

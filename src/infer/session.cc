@@ -1,0 +1,102 @@
+#include "infer/session.h"
+
+#include <chrono>
+
+#include "mpc/io.h"
+#include "net/comm_stats.h"
+
+namespace mpcache::infer {
+
+using mpc::Shares;
+
+template <typename P>
+Result<std::unique_ptr<GenerationSession<P>>> GenerationSession<P>::Create(
+    mpc::BinaryContext<P>& ctx, const SecureWeights<P>& weights, SessionOptions options) {
+  MPCACHE_ASSIGN_OR_RETURN(auto engine, SecureLlama<P>::Create(ctx, weights, options));
+  return std::unique_ptr<GenerationSession>(new GenerationSession(std::move(engine)));
+}
+
+template <typename P>
+Result<Shares<P>> GenerationSession<P>::InputPromptToken(ClientLink& client, int pos) {
+  mpc::Context<P>& ctx = engine_->context().arith();
+  net::PhaseScope phase(ctx.stats(), "embedding");
+  const std::size_t n = static_cast<std::size_t>(engine_->config().vocab_size);
+  MPCACHE_ASSIGN_OR_RETURN(mpc::InputMasks<P> masks, ctx.prep().GetInputMasks(n, mpc::kClient));
+  const std::uint64_t seq = client_mask_seq_++;
+  MPCACHE_ASSIGN_OR_RETURN(std::vector<std::uint64_t> d, client.PromptInput(pos, seq, n));
+  return mpc::InputFromClient<P>(ctx, std::move(masks), d);
+}
+
+template <typename P>
+Result<bool> GenerationSession<P>::ReleaseToken(ClientLink& client, const Shares<P>& one_hot,
+                                                int pos) {
+  mpc::BinaryContext<P>& bctx = engine_->context();
+  mpc::Context<P>& ctx = bctx.arith();
+  std::vector<std::uint64_t> opened;
+  std::uint64_t seq = 0;
+  {
+    net::PhaseScope phase(ctx.stats(), "classifier_argmax");
+    // index = sum_i i * onehot_i (local), masked with a client mask and opened: the parties
+    // see index + r' with r' uniform and known only to the client.
+    std::vector<std::uint64_t> ids(one_hot.size());
+    for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = i;
+    Shares<P> index(1);
+    const Shares<P> weighted = mpc::MulPublic<P>(one_hot, ids);
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      index.v[0] += weighted.v[i];
+      if constexpr (P::kMalicious) index.m[0] += weighted.m[i];
+    }
+    MPCACHE_ASSIGN_OR_RETURN(mpc::InputMasks<P> masks, ctx.prep().GetInputMasks(1, mpc::kClient));
+    seq = client_mask_seq_++;
+    MPCACHE_ASSIGN_OR_RETURN(opened, ctx.OpenOwned(mpc::Add(std::move(masks.r), index)));
+  }
+  {
+    // Nothing leaves before every opening so far (binary and arithmetic) passed its check.
+    net::PhaseScope phase(ctx.stats(), "mac_check");
+    MPCACHE_RETURN_IF_ERROR(mpc::CheckAllMacs<P>(bctx));
+  }
+  return client.TokenOutput(pos, seq, opened[0]);
+}
+
+template <typename P>
+Result<SessionReport> GenerationSession<P>::Generate(ClientLink& client, int prompt_len, int steps,
+                                                     const PositionHook& after_position) {
+  if (prompt_len < 1) return InvalidArgument("the prompt needs at least BOS");
+  if (steps < 1) return InvalidArgument("steps must be >= 1");
+  if (steps > engine_->max_seq_len()) steps = engine_->max_seq_len();
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  auto decode_start = t0;
+  SessionReport report;
+  MPCACHE_ASSIGN_OR_RETURN(Shares<P> one_hot, InputPromptToken(client, 0));
+  for (int pos = 0; pos < steps; ++pos) {
+    if (pos == prompt_len - 1) decode_start = Clock::now();
+    if (Status s = engine_->Forward(one_hot, pos); !s.ok()) {
+      return s.error().WithContext("secure forward at position " + std::to_string(pos));
+    }
+    report.positions = pos + 1;
+    if (pos + 1 < prompt_len) {
+      if (after_position) MPCACHE_RETURN_IF_ERROR(after_position(pos, *engine_));
+      if (pos + 1 < steps) {
+        MPCACHE_ASSIGN_OR_RETURN(one_hot, InputPromptToken(client, pos + 1));
+      }
+      continue;
+    }
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> logits, engine_->Logits());
+    if (after_position) MPCACHE_RETURN_IF_ERROR(after_position(pos, *engine_));
+    MPCACHE_ASSIGN_OR_RETURN(one_hot, engine_->ArgmaxOneHot(logits));
+    report.decode_positions += 1;
+    MPCACHE_ASSIGN_OR_RETURN(bool more, ReleaseToken(client, one_hot, pos + 1));
+    report.released += 1;
+    if (!more) break;
+  }
+  const auto t1 = Clock::now();
+  report.seconds = std::chrono::duration<double>(t1 - t0).count();
+  report.decode_seconds = std::chrono::duration<double>(t1 - decode_start).count();
+  return report;
+}
+
+template class GenerationSession<mpc::SemiHonest>;
+template class GenerationSession<mpc::Spdz2k>;
+
+}  // namespace mpcache::infer

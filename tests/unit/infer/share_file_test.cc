@@ -1,0 +1,66 @@
+// Private-weight share files: the shares add up to the encoded model, single shares look
+// nothing like it, and the file round-trips and rejects corruption.
+#include "infer/share_file.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "model/synth.h"
+
+namespace mpcache::infer {
+namespace {
+
+std::shared_ptr<const RingModel> SmallModel() {
+  auto config = model::ParseDims("16x1x2x2x32x20x8");
+  EXPECT_TRUE(config.ok());
+  config->shared_classifier = false;
+  auto w = model::MakeSyntheticWeights(*config, 3);
+  EXPECT_TRUE(w.ok());
+  auto m = EncodeModel(*w, 18);
+  EXPECT_TRUE(m.ok());
+  return *m;
+}
+
+TEST(ShareFile, SharesAddUpAndRoundTrip) {
+  const auto model = SmallModel();
+  auto shares = SplitModel(*model, 3, TestSeed(5));
+  ASSERT_TRUE(shares.ok());
+  const auto dir = std::filesystem::temp_directory_path() / "mpcache_share_test";
+  std::filesystem::create_directories(dir);
+  std::vector<ShareFile> read;
+  for (int p = 0; p < 3; ++p) {
+    const std::string path = ShareFileName(dir.string(), p);
+    ASSERT_TRUE(WriteShareFile(path, (*shares)[static_cast<std::size_t>(p)], p, 3).ok());
+    auto f = ReadShareFile(path);
+    ASSERT_TRUE(f.ok()) << f.error().ToString();
+    EXPECT_EQ(f->party, p);
+    read.push_back(std::move(*f));
+  }
+  std::vector<const RingVec*> want, got[3];
+  model->ForEachTensor([&](const std::string&, const RingVec& t) { want.push_back(&t); });
+  for (int p = 0; p < 3; ++p) {
+    read[static_cast<std::size_t>(p)].share.ForEachTensor(
+        [&](const std::string&, const RingVec& t) { got[p].push_back(&t); });
+  }
+  std::size_t equal_to_clear = 0, total = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    for (std::size_t j = 0; j < want[i]->size(); ++j) {
+      EXPECT_EQ((*got[0][i])[j] + (*got[1][i])[j] + (*got[2][i])[j], (*want[i])[j]);
+      equal_to_clear += (*got[0][i])[j] == (*want[i])[j];
+      ++total;
+    }
+  }
+  EXPECT_LT(equal_to_clear, total / 100 + 1);
+  // Corruption: truncated file and bad magic.
+  const std::string path = ShareFileName(dir.string(), 0);
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) - 8);
+  EXPECT_FALSE(ReadShareFile(path).ok());
+  std::ofstream(path) << "NOTASHAREFILE";
+  EXPECT_FALSE(ReadShareFile(path).ok());
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace mpcache::infer
