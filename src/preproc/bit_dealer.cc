@@ -13,14 +13,32 @@ constexpr std::uint64_t kBitSeedLabel = 0xB1700000ull;
 constexpr std::uint64_t kBetaLabel = 0xB17BE7A0ull;
 
 // Unit layouts (words). Semi-honest: triple [a b c] (64 triples per unit, bitsliced),
-// edaBit [bits arith], daBit [bit(low) arith], random [64 bits]. Malicious: triple
-// [av am bv bm cv cm], edaBit [v0..v63 m0..m63 rv_lo rv_hi rm_lo rm_hi], daBit [v m rv_lo
-// rv_hi rm_lo rm_hi], random [v m].
-constexpr std::size_t kSemiWords[kNumBitItems] = {3, 2, 2, 1};
+// edaBit [bits prods(3 words) arith], daBit [bit(low) arith], random [64 bits]. Malicious:
+// triple [av am bv bm cv cm], edaBit [v0..v63 pv0..pv168 m0..m63 pm0..pm168 rv_lo rv_hi
+// rm_lo rm_hi], daBit [v m rv_lo rv_hi rm_lo rm_hi], random [v m].
+constexpr std::size_t kP = mpc::edabit::kProducts;
+constexpr std::size_t kLifts = 64 + kP;  // binary lifts of an edaBit (bits, then products)
+constexpr std::size_t kSemiWords[kNumBitItems] = {3, 5, 2, 1};
 constexpr std::size_t kSemiItems[kNumBitItems] = {64, 1, 1, 64};
-constexpr std::size_t kMalWords[kNumBitItems] = {6, 132, 6, 2};
-constexpr std::size_t kSemiDetermined[kNumBitItems] = {1, 1, 1, 0};
-constexpr std::size_t kMalDetermined[kNumBitItems] = {4, 68, 5, 1};
+constexpr std::size_t kMalWords[kNumBitItems] = {6, 2 * kLifts + 4, 6, 2};
+constexpr std::size_t kSemiDetermined[kNumBitItems] = {1, 4, 1, 0};
+constexpr std::size_t kMalDetermined[kNumBitItems] = {4, kP + kLifts + 4, 5, 1};
+
+// The group products of r's bits (edabit_layout.h), as bits 0..168 of a 3-word array.
+std::array<std::uint64_t, 3> GroupProducts(std::uint64_t r) {
+  std::array<std::uint64_t, 3> out{};
+  for (int g = 0; g < mpc::edabit::kGroups; ++g) {
+    const int base = mpc::edabit::GroupBase(g), size = mpc::edabit::GroupSize(g);
+    const unsigned bits = static_cast<unsigned>(r >> base) & ((1u << size) - 1);
+    for (unsigned mask = 0; mask < (1u << size); ++mask) {
+      const int idx = mpc::edabit::MaskIndex(mask);
+      if (idx < 0 || (bits & mask) != mask) continue;
+      const int k = mpc::edabit::GroupOffset(g) + idx;
+      out[static_cast<std::size_t>(k / 64)] |= std::uint64_t{1} << (k % 64);
+    }
+  }
+  return out;
+}
 
 inline u128 Join(std::uint64_t lo, std::uint64_t hi) {
   return (u128{hi} << 64) | lo;
@@ -74,14 +92,22 @@ Status InProcessBitDealer<P>::MakeLocked(BitItem item, std::size_t units) {
   const std::size_t uw = UnitWords(item), total = units * uw;
   const std::size_t np = seeds_.size(), last = np - 1;
   const std::uint64_t seq = seq_[static_cast<std::size_t>(it)]++;
-  // Every party's stream (free words are final; the last party's determined words are
-  // replaced by corrections below).
-  std::vector<std::vector<std::uint64_t>> part(np);
+  // Every party's stream, written straight into the tail of its pool (free words are
+  // final; the last party's determined words are replaced by corrections below).
+  std::vector<std::uint64_t*> part(np);
   for (std::size_t p = 0; p < np; ++p) {
-    part[p].resize(total);
+    Pool& pool = pools_[p][static_cast<std::size_t>(it)];
+    if (pool.head > 0 && pool.head * 2 >= pool.words.size()) {
+      pool.words.erase(pool.words.begin(),
+                       pool.words.begin() + static_cast<std::ptrdiff_t>(pool.head));
+      pool.head = 0;
+    }
+    const std::size_t old = pool.words.size();
+    pool.words.resize(old + total);
+    part[p] = pool.words.data() + old;
     Prg stream(DeriveSeed(
         DeriveSeed(seeds_[p], kBitSeedLabel + 16 + static_cast<std::uint64_t>(it)), seq));
-    stream.Fill(part[p].data(), total * sizeof(std::uint64_t));
+    stream.Fill(part[p], total * sizeof(std::uint64_t));
   }
   // Sum (malicious) or XOR (semi-honest) of word w of unit u over the parties before the
   // last one, and over all parties.
@@ -103,7 +129,7 @@ Status InProcessBitDealer<P>::MakeLocked(BitItem item, std::size_t units) {
       return others(u, w) ^ part[last][u * uw + w];
     }
   };
-  auto& lp = part[last];
+  std::uint64_t* lp = part[last];
   const std::uint64_t beta = beta_;
   // Set the last party's word so the shares sum to `value` (mod 2^64).
   auto fix = [&](std::size_t u, std::size_t w, std::uint64_t value) {
@@ -138,10 +164,16 @@ Status InProcessBitDealer<P>::MakeLocked(BitItem item, std::size_t units) {
           for (std::size_t j = 0; j < 64; ++j) {
             const std::uint64_t lift = all(u, j);
             r |= (lift & 1) << j;
-            fix(u, 64 + j, beta * lift);
+            fix(u, kLifts + j, beta * lift);
           }
-          fix128(u, 128, u128{r});
-          fix128(u, 130, alpha_ * u128{r});
+          const auto prods = GroupProducts(r);
+          for (std::size_t k = 0; k < kP; ++k) {
+            const std::uint64_t bit = (prods[k / 64] >> (k % 64)) & 1;
+            fix(u, 64 + k, bit);
+            fix(u, kLifts + 64 + k, beta * bit);
+          }
+          fix128(u, 2 * kLifts, u128{r});
+          fix128(u, 2 * kLifts + 2, alpha_ * u128{r});
           break;
         }
         case BitItem::kDaBit: {
@@ -162,11 +194,11 @@ Status InProcessBitDealer<P>::MakeLocked(BitItem item, std::size_t units) {
           break;
         case BitItem::kEdaBit: {
           const std::uint64_t r = all(u, 0);
-          lp[u * uw + 1] = r - [&] {
-            std::uint64_t s = 0;
-            for (std::size_t p = 0; p < last; ++p) s += part[p][u * uw + 1];
-            return s;
-          }();
+          const auto prods = GroupProducts(r);
+          for (std::size_t k = 0; k < 3; ++k) fix(u, 1 + k, prods[k]);
+          std::uint64_t s = 0;
+          for (std::size_t p = 0; p < last; ++p) s += part[p][u * uw + 4];
+          lp[u * uw + 4] = r - s;
           break;
         }
         case BitItem::kDaBit: {
@@ -184,15 +216,6 @@ Status InProcessBitDealer<P>::MakeLocked(BitItem item, std::size_t units) {
   const std::size_t det = P::kMalicious ? kMalDetermined[it] : kSemiDetermined[it];
   stats_.correction_bytes += units * det * sizeof(std::uint64_t);
   stats_.items[it] += units * UnitItems(item);
-  for (std::size_t p = 0; p < np; ++p) {
-    Pool& pool = pools_[p][static_cast<std::size_t>(it)];
-    if (pool.head > 0 && pool.head * 2 >= pool.words.size()) {
-      pool.words.erase(pool.words.begin(),
-                       pool.words.begin() + static_cast<std::ptrdiff_t>(pool.head));
-      pool.head = 0;
-    }
-    pool.words.insert(pool.words.end(), part[p].begin(), part[p].end());
-  }
   const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
   stats_.dealer_seconds += dt.count();
   return Status::Ok();
@@ -262,22 +285,30 @@ Result<mpc::EdaBits<P>> BitStore<P>::GetEdaBits(std::size_t n) {
   mpc::EdaBits<P> e;
   e.r = mpc::Shares<P>(n);
   for (auto& b : e.bits) b = mpc::BitShares<P>(n);
+  e.prods.assign(kP, mpc::BitShares<P>(n));
+  const std::size_t uw = InProcessBitDealer<P>::UnitWords(BitItem::kEdaBit);
   for (std::size_t i = 0; i < n; ++i) {
+    const std::uint64_t* x = w.data() + uw * i;
     if constexpr (P::kMalicious) {
-      const std::uint64_t* x = w.data() + 132 * i;
       for (std::size_t j = 0; j < 64; ++j) {
         e.bits[j].v[i] = x[j];
-        e.bits[j].m[i] = x[64 + j];
+        e.bits[j].m[i] = x[kLifts + j];
       }
-      e.r.v[i] = Join(x[128], x[129]);
-      e.r.m[i] = Join(x[130], x[131]);
+      for (std::size_t k = 0; k < kP; ++k) {
+        e.prods[k].v[i] = x[64 + k];
+        e.prods[k].m[i] = x[kLifts + 64 + k];
+      }
+      e.r.v[i] = Join(x[2 * kLifts], x[2 * kLifts + 1]);
+      e.r.m[i] = Join(x[2 * kLifts + 2], x[2 * kLifts + 3]);
     } else {
-      const std::uint64_t bits = w[2 * i];
       const std::uint64_t bit_in_word = std::uint64_t{1} << (i % 64);
       for (std::size_t j = 0; j < 64; ++j) {
-        if ((bits >> j) & 1) e.bits[j].v[i / 64] |= bit_in_word;
+        if ((x[0] >> j) & 1) e.bits[j].v[i / 64] |= bit_in_word;
       }
-      e.r.v[i] = w[2 * i + 1];
+      for (std::size_t k = 0; k < kP; ++k) {
+        if ((x[1 + k / 64] >> (k % 64)) & 1) e.prods[k].v[i / 64] |= bit_in_word;
+      }
+      e.r.v[i] = x[4];
     }
   }
   return e;

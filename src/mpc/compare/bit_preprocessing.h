@@ -3,7 +3,8 @@
 //
 //   BitTriples  [a], [b], [c = a AND b] in the binary domain
 //   EdaBits     [r] in Z_2^64 (arithmetic, shared as P says) and its 64 bits [r_j] in the
-//               binary domain; bits[j] holds bit j of every element (bit-major)
+//               binary domain; bits[j] holds bit j of every element (bit-major); plus the
+//               binary ANDs of bit groups listed in edabit_layout.h (prods, bit-major)
 //   DaBits      a uniform bit shared in both domains: [b] binary and [b] arithmetic
 //   BitRandoms  uniform lifts in the binary domain (the binary MAC check's mask)
 // The trusted dealer guarantees that the two halves of an edaBit / daBit are consistent
@@ -16,6 +17,7 @@
 
 #include "common/result.h"
 #include "mpc/compare/bit_share.h"
+#include "mpc/compare/edabit_layout.h"
 #include "mpc/preprocessing.h"
 
 namespace mpcache::mpc {
@@ -29,6 +31,7 @@ template <typename P>
 struct EdaBits : MoveOnly {
   Shares<P> r;
   std::array<BitShares<P>, 64> bits;
+  std::vector<BitShares<P>> prods;  // edabit::kProducts
 };
 
 template <typename P>

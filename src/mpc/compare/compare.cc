@@ -1,5 +1,7 @@
 #include "mpc/compare/compare.h"
 
+#include <array>
+#include <bit>
 #include <string>
 
 namespace mpcache::mpc {
@@ -19,6 +21,112 @@ struct Node {
   bool has_eq = false;
 };
 
+// A GF(2) polynomial in the r bits of one group, with public per-element coefficients:
+// coef[S] is the bit vector of the coefficient of the monomial prod_{t in S} r_{base+t}.
+struct Poly {
+  std::array<PublicBits, 16> coef;
+  std::array<bool, 16> nz{};
+};
+
+Poly Constant(const PublicBits& c, unsigned mask) {
+  Poly p;
+  p.coef[mask] = c;
+  p.nz[mask] = true;
+  return p;
+}
+
+void XorInto(Poly& a, const Poly& b) {
+  for (unsigned s = 0; s < 16; ++s) {
+    if (!b.nz[s]) continue;
+    if (!a.nz[s]) {
+      a.coef[s] = b.coef[s];
+      a.nz[s] = true;
+      continue;
+    }
+    for (std::size_t w = 0; w < a.coef[s].w.size(); ++w) a.coef[s].w[w] ^= b.coef[s].w[w];
+  }
+}
+
+// Product of polynomials over boolean variables: m_S m_T = m_{S | T}.
+Poly Times(const Poly& a, const Poly& b, std::size_t n) {
+  Poly out;
+  for (unsigned s = 0; s < 16; ++s) {
+    if (!a.nz[s]) continue;
+    for (unsigned t = 0; t < 16; ++t) {
+      if (!b.nz[t]) continue;
+      PublicBits& o = out.coef[s | t];
+      if (!out.nz[s | t]) {
+        o = PublicBits(n);
+        out.nz[s | t] = true;
+      }
+      for (std::size_t w = 0; w < o.w.size(); ++w) o.w[w] ^= a.coef[s].w[w] & b.coef[t].w[w];
+    }
+  }
+  return out;
+}
+
+// sum_S coef_S [m_S] with [m_{}] = 1, [m_{t}] = [r_{base+t}], larger S from the products.
+template <typename P>
+BitShares<P> Evaluate(const BitKey& key, const Poly& p, const EdaBits<P>& eda, int g,
+                      std::size_t n) {
+  BitShares<P> acc(n);
+  const int base = edabit::GroupBase(g);
+  for (unsigned s = 1; s < 16; ++s) {
+    if (!p.nz[s]) continue;
+    const int idx = edabit::MaskIndex(s);
+    const BitShares<P>& m = idx < 0
+                                ? eda.bits[static_cast<std::size_t>(base + std::countr_zero(s))]
+                                : eda.prods[static_cast<std::size_t>(edabit::GroupOffset(g) + idx)];
+    const auto& c = p.coef[s].w;
+    if constexpr (P::kMalicious) {
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::uint64_t mask = 0 - ((c[i / 64] >> (i % 64)) & 1);
+        acc.v[i] += m.v[i] & mask;
+        acc.m[i] += m.m[i] & mask;
+      }
+    } else {
+      for (std::size_t w = 0; w < acc.v.size(); ++w) acc.v[w] ^= m.v[w] & c[w];
+    }
+  }
+  if (p.nz[0]) XorPublicInPlace(key, acc, p.coef[0]);
+  return acc;
+}
+
+// The (lt, eq) of group g of the low 63 positions, from its edaBit products (local).
+template <typename P>
+Node<P> GroupNode(const BitKey& key, const EdaBits<P>& eda, const std::vector<PublicBits>& cb,
+                  int g, std::size_t n) {
+  PublicBits ones(n);
+  for (auto& w : ones.w) w = ~std::uint64_t{0};
+  const int base = edabit::GroupBase(g), size = edabit::GroupSize(g);
+  Poly lt, eq;
+  for (int t = 0; t < size; ++t) {
+    PublicBits nc = cb[static_cast<std::size_t>(base + t)];
+    for (auto& w : nc.w) w = ~w;
+    const unsigned bit = 1u << t;
+    Poly lt_t = Constant(nc, bit);  // r_t & ~c_t
+    Poly eq_t = Constant(nc, 0);    // r_t ^ ~c_t
+    XorInto(eq_t, Constant(ones, bit));
+    if (t == 0) {
+      lt = std::move(lt_t);
+      eq = std::move(eq_t);
+      continue;
+    }
+    // (lt, eq) <- (lt_t ^ eq_t lt, eq_t eq): position t is above the range so far.
+    Poly next_lt = Times(eq_t, lt, n);
+    XorInto(next_lt, lt_t);
+    if (g > 0) eq = Times(eq_t, eq, n);
+    lt = std::move(next_lt);
+  }
+  Node<P> node;
+  node.lt = Evaluate(key, lt, eda, g, n);
+  if (g > 0) {
+    node.eq = Evaluate(key, eq, eda, g, n);
+    node.has_eq = true;
+  }
+  return node;
+}
+
 }  // namespace
 
 template <typename P>
@@ -37,22 +145,10 @@ Result<BitShares<P>> MsbBits(BinaryContext<P>& ctx, const Shares<P>& x) {
     }
   }
   const BitKey& key = ctx.key();
-  // Leaves (local), lowest position first.
+  // Group nodes (local), lowest group first.
   std::vector<Node<P>> level;
-  level.reserve(63);
-  for (std::size_t j = 0; j < 63; ++j) {
-    Node<P> leaf;
-    PublicBits not_c = cb[j];
-    for (auto& w : not_c.w) w = ~w;
-    leaf.lt = eda.bits[j];
-    AndPublicInPlace(leaf.lt, not_c);
-    if (j > 0) {
-      leaf.eq = eda.bits[j];
-      XorPublicInPlace(key, leaf.eq, not_c);  // r ^ c ^ 1
-      leaf.has_eq = true;
-    }
-    level.push_back(std::move(leaf));
-  }
+  level.reserve(edabit::kGroups);
+  for (int g = 0; g < edabit::kGroups; ++g) level.push_back(GroupNode(key, eda, cb, g, n));
   // Tree levels: one AND batch each.
   while (level.size() > 1) {
     BitAndBatch<P> batch(ctx);
