@@ -126,15 +126,27 @@ void TlsMesh::OnFrame(PartyId peer, Result<Frame> frame) {
     return;
   }
   switch (frame->header.kind()) {
-    case proto::FRAME_DATA:
+    case proto::FRAME_DATA: {
+      bool overflow = false;
       if (!frame->payload.empty()) {
         std::lock_guard lock(mu_);
         auto& in = inbound_[idx];
-        in.available += frame->payload.size();
-        in.chunks.push_back(std::move(frame->payload));
+        overflow = in.available + frame->payload.size() > options_.max_buffered_bytes;
+        if (!overflow) {
+          in.available += frame->payload.size();
+          in.chunks.push_back(std::move(frame->payload));
+        }
+      }
+      if (overflow) {
+        PeerFailed(peer, ProtocolError(PeerLabel(peer) + " sent more than max_buffered_bytes " +
+                                       std::to_string(options_.max_buffered_bytes) +
+                                       " bytes that were not received yet"));
+        conns_[idx]->Close();
+        return;
       }
       cv_.notify_all();
       return ReadLoop(peer);
+    }
     case proto::FRAME_ABORT: {
       proto::Abort msg;
       std::string text = "session aborted by " + PeerLabel(peer);

@@ -60,7 +60,10 @@ struct TlsMeshOptions {
   std::chrono::milliseconds close_timeout{2000};        // graceful Close
   std::size_t max_frame_bytes = std::size_t{16} << 20;  // largest frame accepted
   std::size_t send_chunk_bytes = std::size_t{1} << 20;  // largest frame sent
-  std::shared_ptr<spdlog::logger> logger;               // optional
+  // Received but not yet Recv'd bytes allowed per peer; more is a protocol error (a peer
+  // cannot exhaust our memory).
+  std::size_t max_buffered_bytes = std::size_t{4} << 30;
+  std::shared_ptr<spdlog::logger> logger;  // optional
 };
 
 class TlsMesh final : public Channel {

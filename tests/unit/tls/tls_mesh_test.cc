@@ -164,6 +164,21 @@ TEST(TlsMesh, OversizedFrameIsAProtocolErrorNotACrash) {
   EXPECT_EQ(back.error().code(), ErrorCode::kIo) << back.error().ToString();
 }
 
+TEST(TlsMesh, FloodBeyondTheBufferLimitIsAProtocolError) {
+  auto o1 = Options(1, 2);
+  o1.max_buffered_bytes = std::size_t{1} << 20;
+  auto s = StartMeshes({Options(0, 2), o1});
+  ASSERT_TRUE(s.all_ok());
+  std::vector<std::uint8_t> flood(std::size_t{3} << 20, 1);
+  ASSERT_TRUE(s.meshes[0]->Send(1, flood).ok());
+  ASSERT_TRUE(s.meshes[0]->Flush().ok());
+  const Status st = s.meshes[1]->Recv(0, flood);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code(), ErrorCode::kProtocol);
+  EXPECT_NE(st.error().message().find("max_buffered_bytes"), std::string::npos)
+      << st.error().message();
+}
+
 TEST(TlsMesh, PeerLossFailsRecvFastNamingThePeer) {
   auto s = StartMeshes({Options(0, 2), Options(1, 2)});
   ASSERT_TRUE(s.all_ok());
