@@ -125,7 +125,11 @@ class Section {
       if (s == c) return i;
       ++i;
     }
-    return Fail(key, "'" + s + "' is not allowed", "write one of " + list);
+    std::string hint;
+    for (auto c : choices) {
+      if (EditDistance(s, c) <= 2) hint = " (did you mean '" + std::string(c) + "'?)";
+    }
+    return Fail(key, "'" + s + "' is not allowed" + hint, "write one of " + list);
   }
 
   Result<HostPort> Address(std::string_view key, bool required, std::string_view example) {

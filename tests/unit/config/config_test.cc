@@ -126,6 +126,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadField{"party_id: 0\n", "", "field 'party_id': missing", "fix:"},
         BadField{"security: malicious", "security: paranoid", "field 'security'",
                  "malicious | semi-honest"},
+        BadField{"security: malicious", "security: malicous", "did you mean 'malicious'",
+                 "malicious | semi-honest"},
         BadField{"weights: public", "weights: secret", "field 'weights'", "public | private"},
         BadField{"debug: false", "debug: maybe", "field 'debug'", "true or false"},
         BadField{"[127.0.0.1:7100, 127.0.0.1:7101, 127.0.0.1:7102]",
