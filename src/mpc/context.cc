@@ -199,6 +199,10 @@ Status Context<P>::CheckMacs() {
       bad = true;
     };
 
+    // The authenticated random [r] that masks the high half of z. Taken before any message
+    // is sent: if preprocessing is short, every party stops here, in step.
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> r, prep_.GetRandoms(1));
+
     // Round 1: reveal the committed coin share, commit to the next one, compare the
     // input-broadcast transcript hash.
     const Seed my_share = coin_share_;
@@ -252,7 +256,6 @@ Status Context<P>::CheckMacs() {
         }
       }
     }
-    MPCACHE_ASSIGN_OR_RETURN(Shares<P> r, prep_.GetRandoms(1));
 
     // Round 2: z_i = y_i + 2^64 r_i (party 0 subtracts y~): z reveals only (u + r) mod 2^64.
     u128 z = y + (r.v[0] << 64);
