@@ -65,6 +65,7 @@ class GgufParser {
       case GgufValueType::kInt8: {
         MPCACHE_ASSIGN_OR_RETURN(std::int8_t x, r_.ReadValue<std::int8_t>(what));
         v.i = x;
+        v.u = x >= 0 ? static_cast<std::uint64_t>(x) : 0;
         return v;
       }
       case GgufValueType::kUint16: {
@@ -76,6 +77,7 @@ class GgufParser {
       case GgufValueType::kInt16: {
         MPCACHE_ASSIGN_OR_RETURN(std::int16_t x, r_.ReadValue<std::int16_t>(what));
         v.i = x;
+        v.u = x >= 0 ? static_cast<std::uint64_t>(x) : 0;
         return v;
       }
       case GgufValueType::kUint32: {
@@ -87,6 +89,7 @@ class GgufParser {
       case GgufValueType::kInt32: {
         MPCACHE_ASSIGN_OR_RETURN(std::int32_t x, r_.ReadValue<std::int32_t>(what));
         v.i = x;
+        v.u = x >= 0 ? static_cast<std::uint64_t>(x) : 0;
         return v;
       }
       case GgufValueType::kUint64: {
@@ -98,6 +101,7 @@ class GgufParser {
       case GgufValueType::kInt64: {
         MPCACHE_ASSIGN_OR_RETURN(std::int64_t x, r_.ReadValue<std::int64_t>(what));
         v.i = x;
+        v.u = x >= 0 ? static_cast<std::uint64_t>(x) : 0;
         return v;
       }
       case GgufValueType::kFloat32: {
@@ -272,7 +276,7 @@ Result<GgufFile> ReadGgufHeader(FileReader& reader) {
     file.metadata.insert_or_assign(std::move(key), std::move(value));
   }
   if (const GgufValue* a = file.Find("general.alignment")) {
-    if (!a->IsInteger() || a->u == 0 || (a->u & (a->u - 1)) != 0 || a->u > (1u << 20)) {
+    if (!a->IsInteger() || a->i <= 0 || (a->u & (a->u - 1)) != 0 || a->u > (1u << 20)) {
       return CorruptData(path + ": general.alignment must be a power of two, got " +
                          std::to_string(a->i));
     }

@@ -41,7 +41,8 @@ std::string GgmlTypeName(std::uint32_t type);
 
 struct GgufValue {
   GgufValueType type = GgufValueType::kUint8;
-  // Scalars: integers in i or u (whichever is signed-correct), floats in f, bool in u.
+  // Scalars: integers in i and u (u = 0 for negative values; i wraps for u > INT64_MAX),
+  // floats in f, bool in u and i.
   std::int64_t i = 0;
   std::uint64_t u = 0;
   double f = 0.0;

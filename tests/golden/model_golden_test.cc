@@ -8,6 +8,7 @@
 #include "model/generate.h"
 #include "model/gguf.h"
 #include "model/tokenizer.h"
+#include "unit/model/test_util.h"
 
 namespace mpcache::model {
 namespace {
@@ -91,6 +92,29 @@ TEST(ModelGoldenTest, GgufTensorsAreBitIdenticalToLlama2c) {
     EXPECT_EQ(a.layers[l].w2, b.layers[l].w2);
     EXPECT_EQ(a.layers[l].w3, b.layers[l].w3);
   }
+}
+
+TEST(ModelGoldenTest, RewrittenCheckpointsReproduceGoldenText) {
+  // Real weights through each writer: legacy and ak42 v1 are exact, so is F32 GGUF.
+  const std::string dir = RequireModelDir();
+  if (dir.empty()) return;
+  auto ckpt = OpenCheckpoint(dir + "/stories260K.bin");
+  ASSERT_TRUE(ckpt.ok());
+  auto tok = Tokenizer::LoadLlama2c(dir + "/tok512.bin", 512);
+  ASSERT_TRUE(tok.ok());
+  testing::TempDir tmp;
+  ASSERT_TRUE(WriteLlama2c(ckpt->weights, tmp.File("legacy.bin")).ok());
+  ASSERT_TRUE(WriteLlama2cVersioned(ckpt->weights, tmp.File("v1.bin"), 1).ok());
+  ASSERT_TRUE(WriteGguf(ckpt->weights, &tok->vocabulary(), tmp.File("m.gguf")).ok());
+  const std::string tokfile = dir + "/tok512.bin";
+  EXPECT_EQ(RunGreedy(tmp.File("legacy.bin"), tokfile, "Once upon a time", 64), kOnceUponATime64);
+  EXPECT_EQ(RunGreedy(tmp.File("v1.bin"), tokfile, "Once upon a time", 64), kOnceUponATime64);
+  EXPECT_EQ(RunGreedy(tmp.File("m.gguf"), "", "Once upon a time", 64), kOnceUponATime64);
+  // Q8_0 (ak42 v2) changes the weights slightly: it must still load and generate text.
+  ASSERT_TRUE(WriteLlama2cVersioned(ckpt->weights, tmp.File("v2.bin"), 2).ok());
+  const std::string q8 = RunGreedy(tmp.File("v2.bin"), tokfile, "Once upon a time", 64);
+  EXPECT_EQ(q8.rfind("Once upon a time", 0), 0u) << q8;
+  EXPECT_GT(q8.size(), 100u) << q8;
 }
 
 TEST(ModelGoldenTest, GgufVocabularyEqualsTok512) {

@@ -33,8 +33,11 @@ Result<model::Tokenizer> OpenTokenizer(const RunArgs& args, const model::Checkpo
   const int vocab_size = ckpt.weights.config.vocab_size;
   if (!args.tokenizer.empty()) return model::Tokenizer::LoadLlama2c(args.tokenizer, vocab_size);
   if (!ckpt.vocabulary) {
+    const std::string why =
+        ckpt.vocabulary_problem.empty() ? "" : " (" + ckpt.vocabulary_problem + ")";
     return InvalidArgument(args.model + " (" + std::string(model::FormatName(ckpt.format)) +
-                           ") has no embedded vocabulary: pass --tokenizer <tokenizer.bin>");
+                           ") has no usable embedded vocabulary" + why +
+                           ": pass --tokenizer <tokenizer.bin>");
   }
   if (static_cast<int>(ckpt.vocabulary->tokens.size()) != vocab_size) {
     return CorruptData(args.model + ": embedded vocabulary has " +
