@@ -22,7 +22,7 @@ Shares<P> BeaverBatch<P>::Take(std::size_t handle) {
 }
 
 template <typename P>
-Status BeaverBatch<P>::Exchange() {
+Status BeaverBatch<P>::Exchange(OpenMode mode, PartyId king) {
   if (done_) return Internal("BeaverBatch::Exchange called twice");
   done_ = true;
   std::size_t n_mul = 0, n_sq = 0;
@@ -75,7 +75,8 @@ Status BeaverBatch<P>::Exchange() {
       }
     }
   }
-  MPCACHE_ASSIGN_OR_RETURN(std::vector<std::uint64_t> opened, ctx_.OpenOwned(std::move(masked)));
+  MPCACHE_ASSIGN_OR_RETURN(std::vector<std::uint64_t> opened,
+                           ctx_.OpenOwned(std::move(masked), mode, king));
 
   const bool p0 = ctx_.self() == 0;
   const u128 alpha = ctx_.key().alpha;

@@ -25,8 +25,9 @@ class BeaverBatch {
   std::size_t Prepare(const Shares<P>& x, const Shares<P>& y);
   std::size_t PrepareSquare(const Shares<P>& x);
 
-  // Fetch preprocessing, open everything in one round, compute every result.
-  Status Exchange();
+  // Fetch preprocessing, open everything in one round (or two through a king, chosen per
+  // batch by the caller), compute every result.
+  Status Exchange(OpenMode mode = OpenMode::kAllToAll, PartyId king = 0);
 
   // The result of a handle (moved out: call once per handle, after Exchange()).
   Shares<P> Take(std::size_t handle);

@@ -5,7 +5,8 @@
 namespace mpcache::mpc {
 
 template <typename P>
-Result<Shares<P>> Trunc(Context<P>& ctx, const Shares<P>& x, int frac_bits) {
+Result<Shares<P>> Trunc(Context<P>& ctx, const Shares<P>& x, int frac_bits, OpenMode mode,
+                        PartyId king) {
   if (frac_bits < 1 || frac_bits > 61) {
     return InvalidArgument("truncation by " + std::to_string(frac_bits) + " bits: need 1..61");
   }
@@ -15,7 +16,8 @@ Result<Shares<P>> Trunc(Context<P>& ctx, const Shares<P>& x, int frac_bits) {
   // [c] = [x] + 2^62 + [r]
   Shares<P> c = Add(std::move(pair.r), x);
   AddPublicInPlace<P>(ctx.key(), c, std::span<const std::uint64_t>(&kBias, 1));
-  MPCACHE_ASSIGN_OR_RETURN(std::vector<std::uint64_t> opened, ctx.OpenOwned(std::move(c)));
+  MPCACHE_ASSIGN_OR_RETURN(std::vector<std::uint64_t> opened,
+                           ctx.OpenOwned(std::move(c), mode, king));
 
   const bool p0 = ctx.self() == 0;
   const u128 alpha = ctx.key().alpha;
@@ -40,7 +42,9 @@ Result<Shares<P>> Trunc(Context<P>& ctx, const Shares<P>& x, int frac_bits) {
 }
 
 template Result<Shares<SemiHonest>> Trunc<SemiHonest>(Context<SemiHonest>&,
-                                                      const Shares<SemiHonest>&, int);
-template Result<Shares<Spdz2k>> Trunc<Spdz2k>(Context<Spdz2k>&, const Shares<Spdz2k>&, int);
+                                                      const Shares<SemiHonest>&, int, OpenMode,
+                                                      PartyId);
+template Result<Shares<Spdz2k>> Trunc<Spdz2k>(Context<Spdz2k>&, const Shares<Spdz2k>&, int,
+                                              OpenMode, PartyId);
 
 }  // namespace mpcache::mpc

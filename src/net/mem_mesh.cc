@@ -57,9 +57,14 @@ Status MemMesh::Push(PartyId from, PartyId to, std::span<const std::uint8_t> dat
                            std::to_string(to));
   }
   if (data.empty()) return Status::Ok();
-  // Copy outside the lock: a large message does not stall its reader.
-  std::vector<std::uint8_t> chunk(data.begin(), data.end());
   Queue& q = queue(from, to);
+  std::vector<std::uint8_t> chunk;
+  {
+    std::lock_guard<std::mutex> lock(q.mu);
+    if (q.spare.capacity() >= data.size()) chunk = std::move(q.spare);
+  }
+  // Copy outside the lock: a large message does not stall its reader.
+  chunk.assign(data.begin(), data.end());
   {
     std::lock_guard<std::mutex> lock(q.mu);
     q.chunks.push_back(std::move(chunk));
@@ -98,6 +103,7 @@ Status MemMesh::Pop(PartyId from, PartyId to, std::span<std::uint8_t> out) {
     done += take;
     q.head_offset += take;
     if (q.head_offset == front.size()) {
+      if (front.capacity() > q.spare.capacity()) q.spare = std::move(front);
       q.chunks.pop_front();
       q.head_offset = 0;
     }

@@ -50,6 +50,9 @@ class MemMesh {
     std::condition_variable cv;
     std::deque<std::vector<std::uint8_t>> chunks;
     std::size_t head_offset = 0;  // bytes of chunks.front() already consumed
+    // One consumed chunk kept for the next message on this link: protocols repeat message
+    // sizes round after round, so steady state allocates (and page-faults) nothing.
+    std::vector<std::uint8_t> spare;
   };
   MemMesh(int n, MemMeshOptions options);
   Status Push(PartyId from, PartyId to, std::span<const std::uint8_t> data);

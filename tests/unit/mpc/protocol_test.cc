@@ -156,6 +156,45 @@ TYPED_TEST(ProtocolTest, MulAndSquareMatchPlaintextInOneRound) {
   }
 }
 
+TYPED_TEST(ProtocolTest, ProductsAndTruncationThroughAKing) {
+  using P = TypeParam;
+  Harness<P> h(19);
+  const Vec x = EdgeAndRandom(100, 11), y = EdgeAndRandom(100, 12);
+  const std::size_t n = x.size();
+  auto res = h.Run([&](Context<P>& ctx) -> Result<Vec> {
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> a, Share(ctx, x));
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> b, Share(ctx, y));
+    ctx.stats().Reset();
+    BeaverBatch<P> batch(ctx);
+    const auto hz = batch.Prepare(a, b);
+    MPCACHE_RETURN_IF_ERROR(batch.Exchange(OpenMode::kKing, 1));
+    // King: 2 rounds; non-kings send 2n elements to the king, the king 2n to each peer.
+    auto c = ctx.stats().Total();
+    if (c.rounds != 2 || c.bytes_sent != (ctx.self() == 1 ? 2 * 8 * 2 * n : 8 * 2 * n)) {
+      return Internal("king product cost");
+    }
+    Shares<P> z = batch.Take(hz);
+    ctx.stats().Reset();
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> t, Trunc(ctx, a, 8, OpenMode::kKing, 2));
+    c = ctx.stats().Total();
+    if (c.rounds != 2 || c.bytes_sent != (ctx.self() == 2 ? 2 * 8 * n : 8 * n)) {
+      return Internal("king trunc cost");
+    }
+    z.Append(t);
+    return Reveal(ctx, z);
+  });
+  ExpectAllOk(res);
+  for (std::size_t i = 0; i < n; ++i) {
+    EXPECT_EQ(res[0]->at(i), x[i] * y[i]);
+    if (static_cast<std::int64_t>(x[i]) < (std::int64_t{1} << 62) &&
+        static_cast<std::int64_t>(x[i]) > -(std::int64_t{1} << 62)) {
+      const std::int64_t want = static_cast<std::int64_t>(x[i]) >> 8;
+      const std::int64_t got = static_cast<std::int64_t>(res[0]->at(n + i));
+      EXPECT_TRUE(got == want || got == want + 1) << i;
+    }
+  }
+}
+
 TYPED_TEST(ProtocolTest, TruncWithinOneUlp) {
   using P = TypeParam;
   Harness<P> h(14);
