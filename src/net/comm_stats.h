@@ -58,7 +58,9 @@ class CommStats {
 class PhaseScope {
  public:
   PhaseScope(CommStats& stats, std::string name)
-      : stats_(stats), previous_(stats.phase()), name_(std::move(name)),
+      : stats_(stats),
+        previous_(stats.phase()),
+        name_(std::move(name)),
         start_(std::chrono::steady_clock::now()) {
     stats_.set_phase(name_);
   }
