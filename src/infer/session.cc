@@ -68,9 +68,14 @@ Result<SessionReport> GenerationSession<P>::Generate(ClientLink& client, int pro
   const auto t0 = Clock::now();
   auto decode_start = t0;
   SessionReport report;
+  net::CommStats& stats = engine_->context().arith().stats();
+  std::map<std::string, net::PhaseCounters> at_decode_start;
   MPCACHE_ASSIGN_OR_RETURN(Shares<P> one_hot, InputPromptToken(client, 0));
   for (int pos = 0; pos < steps; ++pos) {
-    if (pos == prompt_len - 1) decode_start = Clock::now();
+    if (pos == prompt_len - 1) {
+      decode_start = Clock::now();
+      at_decode_start = stats.phases();
+    }
     if (Status s = engine_->Forward(one_hot, pos); !s.ok()) {
       return s.error().WithContext("secure forward at position " + std::to_string(pos));
     }
@@ -91,6 +96,18 @@ Result<SessionReport> GenerationSession<P>::Generate(ClientLink& client, int pro
     if (!more) break;
   }
   const auto t1 = Clock::now();
+  for (const auto& [name, c] : stats.phases()) {
+    net::PhaseCounters d = c;
+    if (auto it = at_decode_start.find(name); it != at_decode_start.end()) {
+      const net::PhaseCounters& b = it->second;
+      d.bytes_sent -= b.bytes_sent;
+      d.bytes_received -= b.bytes_received;
+      d.messages_sent -= b.messages_sent;
+      d.rounds -= b.rounds;
+      d.seconds -= b.seconds;
+    }
+    if (report.decode_positions > 0) report.decode_phases[name] = d;
+  }
   report.seconds = std::chrono::duration<double>(t1 - t0).count();
   report.decode_seconds = std::chrono::duration<double>(t1 - decode_start).count();
   return report;

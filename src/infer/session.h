@@ -13,10 +13,13 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
+#include <string>
 
 #include "infer/client_link.h"
 #include "infer/secure_llama.h"
+#include "net/comm_stats.h"
 
 namespace mpcache::infer {
 
@@ -26,6 +29,8 @@ struct SessionReport {
   double seconds = 0;         // wall time of the loop
   double decode_seconds = 0;  // wall time of the positions after the prompt
   int decode_positions = 0;   // positions whose forward ran after the prompt (>= prompt_len)
+  // Traffic, rounds and time of the decode positions alone (prefill excluded), per phase.
+  std::map<std::string, net::PhaseCounters> decode_phases;
 };
 
 template <typename P>

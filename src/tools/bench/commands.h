@@ -10,4 +10,7 @@ namespace mpcache::tools {
 // `ops`: per-operation microbenchmarks (mul, matmul, trunc), three parties in one process.
 void AddOpsCommand(CLI::App& app, int* exit_code);
 
+// `generate`: private greedy generation, three parties in one process (generate_command.cc).
+void AddGenerateCommand(CLI::App& app, int* exit_code);
+
 }  // namespace mpcache::tools
