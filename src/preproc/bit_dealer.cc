@@ -15,14 +15,21 @@ constexpr std::uint64_t kBetaLabel = 0xB17BE7A0ull;
 // Unit layouts (words). Semi-honest: triple [a b c] (64 triples per unit, bitsliced),
 // edaBit [bits prods(3 words) arith], daBit [bit(low) arith], random [64 bits]. Malicious:
 // triple [av am bv bm cv cm], edaBit [v0..v63 pv0..pv168 m0..m63 pm0..pm168 rv_lo rv_hi
-// rm_lo rm_hi], daBit [v m rv_lo rv_hi rm_lo rm_hi], random [v m].
+// rm_lo rm_hi], daBit [v m rv_lo rv_hi rm_lo rm_hi], random [v m]. Root tuple: semi-honest
+// [bits u v w in bits 0..2, then 7 arithmetic words]; malicious [uv vv wv um vm wm, then 7 x
+// (v_lo v_hi m_lo m_hi)].
 constexpr std::size_t kP = mpc::edabit::kProducts;
 constexpr std::size_t kLifts = 64 + kP;  // binary lifts of an edaBit (bits, then products)
-constexpr std::size_t kSemiWords[kNumBitItems] = {3, 5, 2, 1};
-constexpr std::size_t kSemiItems[kNumBitItems] = {64, 1, 1, 64};
-constexpr std::size_t kMalWords[kNumBitItems] = {6, 2 * kLifts + 4, 6, 2};
-constexpr std::size_t kSemiDetermined[kNumBitItems] = {1, 4, 1, 0};
-constexpr std::size_t kMalDetermined[kNumBitItems] = {4, kP + kLifts + 4, 5, 1};
+constexpr std::size_t kSemiWords[kNumBitItems] = {3, 5, 2, 1, 8};
+constexpr std::size_t kSemiItems[kNumBitItems] = {64, 1, 1, 64, 1};
+constexpr std::size_t kMalWords[kNumBitItems] = {6, 2 * kLifts + 4, 6, 2, 34};
+constexpr std::size_t kSemiDetermined[kNumBitItems] = {1, 4, 1, 0, 7};
+constexpr std::size_t kMalDetermined[kNumBitItems] = {4, kP + kLifts + 4, 5, 1, 31};
+
+// The arithmetic monomials of a root tuple (RootTuples::Mono order) from its bits.
+std::array<std::uint64_t, 7> RootMonomials(std::uint64_t u, std::uint64_t v, std::uint64_t w) {
+  return {u, v, w, v & w, u & w, u & v, u & v & w};
+}
 
 // The group products of r's bits (edabit_layout.h), as bits 0..168 of a 3-word array.
 std::array<std::uint64_t, 3> GroupProducts(std::uint64_t r) {
@@ -186,6 +193,18 @@ Status InProcessBitDealer<P>::MakeLocked(BitItem item, std::size_t units) {
         case BitItem::kBitRandom:
           fix(u, 1, beta * all(u, 0));
           break;
+        case BitItem::kRootTuple: {
+          const std::uint64_t lu = all(u, 0), lv = all(u, 1), lw = all(u, 2);
+          fix(u, 3, beta * lu);
+          fix(u, 4, beta * lv);
+          fix(u, 5, beta * lw);
+          const auto mono = RootMonomials(lu & 1, lv & 1, lw & 1);
+          for (std::size_t k = 0; k < 7; ++k) {
+            fix128(u, 6 + 4 * k, u128{mono[k]});
+            fix128(u, 6 + 4 * k + 2, alpha_ * u128{mono[k]});
+          }
+          break;
+        }
       }
     } else {
       switch (item) {
@@ -210,6 +229,16 @@ Status InProcessBitDealer<P>::MakeLocked(BitItem item, std::size_t units) {
         }
         case BitItem::kBitRandom:
           break;
+        case BitItem::kRootTuple: {
+          const std::uint64_t b = all(u, 0);
+          const auto mono = RootMonomials(b & 1, (b >> 1) & 1, (b >> 2) & 1);
+          for (std::size_t k = 0; k < 7; ++k) {
+            std::uint64_t s = 0;
+            for (std::size_t p = 0; p < last; ++p) s += part[p][u * uw + 1 + k];
+            lp[u * uw + 1 + k] = mono[k] - s;
+          }
+          break;
+        }
       }
     }
   }
@@ -242,6 +271,11 @@ Result<std::vector<std::uint64_t>> InProcessBitDealer<P>::Take(mpc::PartyId p, B
   Pool& pool = pools_[static_cast<std::size_t>(p)][static_cast<std::size_t>(item)];
   const std::size_t have = pool.units(uw);
   if (have < units) MPCACHE_RETURN_IF_ERROR(MakeLocked(item, units - have));
+  if (pool.head == 0 && pool.words.size() == units * uw) {
+    std::vector<std::uint64_t> whole = std::move(pool.words);  // the whole pool: no copy
+    pool.words = {};
+    return whole;
+  }
   std::vector<std::uint64_t> out(
       pool.words.begin() + static_cast<std::ptrdiff_t>(pool.head),
       pool.words.begin() + static_cast<std::ptrdiff_t>(pool.head + units * uw));
@@ -334,6 +368,36 @@ Result<mpc::DaBits<P>> BitStore<P>::GetDaBits(std::size_t n) {
     }
   }
   return d;
+}
+
+template <typename P>
+Result<mpc::RootTuples<P>> BitStore<P>::GetRootTuples(std::size_t n) {
+  MPCACHE_ASSIGN_OR_RETURN(auto w, dealer_.Take(party_, BitItem::kRootTuple, n));
+  consumed_[4] += n;
+  mpc::RootTuples<P> t;
+  t.u = mpc::BitShares<P>(n);
+  t.v = mpc::BitShares<P>(n);
+  t.w = mpc::BitShares<P>(n);
+  for (auto& m : t.mono) m = mpc::Shares<P>(n);
+  const std::size_t uw = InProcessBitDealer<P>::UnitWords(BitItem::kRootTuple);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint64_t* x = w.data() + uw * i;
+    if constexpr (P::kMalicious) {
+      t.u.v[i] = x[0], t.v.v[i] = x[1], t.w.v[i] = x[2];
+      t.u.m[i] = x[3], t.v.m[i] = x[4], t.w.m[i] = x[5];
+      for (std::size_t k = 0; k < 7; ++k) {
+        t.mono[k].v[i] = Join(x[6 + 4 * k], x[7 + 4 * k]);
+        t.mono[k].m[i] = Join(x[8 + 4 * k], x[9 + 4 * k]);
+      }
+    } else {
+      const std::size_t wi = i / 64, sh = i % 64;
+      t.u.v[wi] |= (x[0] & 1) << sh;
+      t.v.v[wi] |= ((x[0] >> 1) & 1) << sh;
+      t.w.v[wi] |= ((x[0] >> 2) & 1) << sh;
+      for (std::size_t k = 0; k < 7; ++k) t.mono[k].v[i] = x[1 + k];
+    }
+  }
+  return t;
 }
 
 template <typename P>

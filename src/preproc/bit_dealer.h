@@ -25,8 +25,14 @@
 
 namespace mpcache::preproc {
 
-enum class BitItem : std::uint8_t { kBitTriple = 0, kEdaBit = 1, kDaBit = 2, kBitRandom = 3 };
-inline constexpr int kNumBitItems = 4;
+enum class BitItem : std::uint8_t {
+  kBitTriple = 0,
+  kEdaBit = 1,
+  kDaBit = 2,
+  kBitRandom = 3,
+  kRootTuple = 4
+};
+inline constexpr int kNumBitItems = 5;
 
 struct BitOfflineStats {
   std::uint64_t correction_bytes = 0;  // sent to the last party (the others expand seeds)
@@ -46,6 +52,7 @@ class BitStore final : public mpc::BitPreprocessing<P> {
   Result<mpc::BitTriples<P>> GetBitTriples(std::size_t n) override;
   Result<mpc::EdaBits<P>> GetEdaBits(std::size_t n) override;
   Result<mpc::DaBits<P>> GetDaBits(std::size_t n) override;
+  Result<mpc::RootTuples<P>> GetRootTuples(std::size_t n) override;
   Result<mpc::BitShares<P>> GetBitRandoms(std::size_t n) override;
   // Items handed out so far (semi-honest triples/randoms: in units of 64).
   std::uint64_t consumed(BitItem t) const { return consumed_[static_cast<int>(t)]; }

@@ -6,6 +6,9 @@
 //               binary domain; bits[j] holds bit j of every element (bit-major); plus the
 //               binary ANDs of bit groups listed in edabit_layout.h (prods, bit-major)
 //   DaBits      a uniform bit shared in both domains: [b] binary and [b] arithmetic
+//   RootTuples  three uniform bits u, v, w shared in the binary domain, and arithmetic
+//               shares of u, v, w, vw, uw, uv, uvw (the comparison's last AND fused with
+//               the conversion to arithmetic: compare.h)
 //   BitRandoms  uniform lifts in the binary domain (the binary MAC check's mask)
 // The trusted dealer guarantees that the two halves of an edaBit / daBit are consistent
 // (the parties do not check it: see docs/comparison.md). In Spdz2k mode every part carries
@@ -41,6 +44,13 @@ struct DaBits : MoveOnly {
 };
 
 template <typename P>
+struct RootTuples : MoveOnly {
+  enum Mono { kU = 0, kV, kW, kVW, kUW, kUV, kUVW };
+  BitShares<P> u, v, w;
+  std::array<Shares<P>, 7> mono;  // indexed by Mono
+};
+
+template <typename P>
 class BitPreprocessing {
  public:
   virtual ~BitPreprocessing() = default;
@@ -52,6 +62,7 @@ class BitPreprocessing {
   virtual Result<BitTriples<P>> GetBitTriples(std::size_t n) = 0;
   virtual Result<EdaBits<P>> GetEdaBits(std::size_t n) = 0;
   virtual Result<DaBits<P>> GetDaBits(std::size_t n) = 0;
+  virtual Result<RootTuples<P>> GetRootTuples(std::size_t n) = 0;
   virtual Result<BitShares<P>> GetBitRandoms(std::size_t n) = 0;
 };
 

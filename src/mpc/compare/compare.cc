@@ -7,8 +7,10 @@
 namespace mpcache::mpc {
 
 std::uint64_t LtzBytesPerPeer(std::uint64_t n) {
-  std::uint64_t bytes = 8 * n + (n + 7) / 8;
-  for (int g : kCmpGates) bytes += (2 * static_cast<std::uint64_t>(g) * n + 7) / 8;
+  std::uint64_t bytes = 8 * n + (3 * n + 7) / 8;  // c, then the fused root's three bits
+  for (int l = 0; l + 1 < kCmpLevels; ++l) {
+    bytes += (2 * static_cast<std::uint64_t>(kCmpGates[l]) * n + 7) / 8;
+  }
   return bytes;
 }
 
@@ -127,30 +129,39 @@ Node<P> GroupNode(const BitKey& key, const EdaBits<P>& eda, const std::vector<Pu
   return node;
 }
 
-}  // namespace
+// Open c = x + r and build the 16 group nodes (round 1, then local work).
+template <typename P>
+struct Prepared {
+  EdaBits<P> eda;
+  std::vector<PublicBits> cb;  // bit j of c, for every element
+  std::vector<Node<P>> level;
+};
 
 template <typename P>
-Result<BitShares<P>> MsbBits(BinaryContext<P>& ctx, const Shares<P>& x) {
+Result<Prepared<P>> Prepare(BinaryContext<P>& ctx, const Shares<P>& x) {
   const std::size_t n = x.size();
-  Context<P>& arith = ctx.arith();
-  MPCACHE_ASSIGN_OR_RETURN(EdaBits<P> eda, ctx.prep().GetEdaBits(n));
-  // Round 1: c = x + r.
-  Shares<P> masked = Add(x, eda.r);
-  MPCACHE_ASSIGN_OR_RETURN(std::vector<std::uint64_t> c, arith.OpenOwned(std::move(masked)));
-  std::vector<PublicBits> cb(64, PublicBits(n));
+  Prepared<P> out;
+  MPCACHE_ASSIGN_OR_RETURN(out.eda, ctx.prep().GetEdaBits(n));
+  Shares<P> masked = Add(x, out.eda.r);
+  MPCACHE_ASSIGN_OR_RETURN(std::vector<std::uint64_t> c, ctx.arith().OpenOwned(std::move(masked)));
+  out.cb.assign(64, PublicBits(n));
   for (std::size_t i = 0; i < n; ++i) {
     const std::uint64_t ci = c[i], bit = std::uint64_t{1} << (i % 64);
     for (std::size_t j = 0; j < 64; ++j) {
-      if ((ci >> j) & 1) cb[j].w[i / 64] |= bit;
+      if ((ci >> j) & 1) out.cb[j].w[i / 64] |= bit;
     }
   }
-  const BitKey& key = ctx.key();
-  // Group nodes (local), lowest group first.
-  std::vector<Node<P>> level;
-  level.reserve(edabit::kGroups);
-  for (int g = 0; g < edabit::kGroups; ++g) level.push_back(GroupNode(key, eda, cb, g, n));
-  // Tree levels: one AND batch each.
-  while (level.size() > 1) {
+  out.level.reserve(edabit::kGroups);
+  for (int g = 0; g < edabit::kGroups; ++g) {
+    out.level.push_back(GroupNode(ctx.key(), out.eda, out.cb, g, n));
+  }
+  return out;
+}
+
+// Combine adjacent nodes, one AND batch per level, until `target` nodes are left.
+template <typename P>
+Status Reduce(BinaryContext<P>& ctx, std::vector<Node<P>>& level, std::size_t target) {
+  while (level.size() > target) {
     BitAndBatch<P> batch(ctx);
     const std::size_t pairs = level.size() / 2;
     std::vector<std::size_t> h_lt(pairs), h_eq(pairs, 0);
@@ -175,9 +186,18 @@ Result<BitShares<P>> MsbBits(BinaryContext<P>& ctx, const Shares<P>& x) {
     if (level.size() % 2 == 1) next.push_back(std::move(level.back()));
     level = std::move(next);
   }
-  BitShares<P> msb = std::move(level[0].lt);
-  XorInPlace(msb, eda.bits[63]);
-  XorPublicInPlace(key, msb, cb[63]);
+  return Status::Ok();
+}
+
+}  // namespace
+
+template <typename P>
+Result<BitShares<P>> MsbBits(BinaryContext<P>& ctx, const Shares<P>& x) {
+  MPCACHE_ASSIGN_OR_RETURN(Prepared<P> pre, Prepare(ctx, x));
+  MPCACHE_RETURN_IF_ERROR(Reduce(ctx, pre.level, 1));
+  BitShares<P> msb = std::move(pre.level[0].lt);
+  XorInPlace(msb, pre.eda.bits[63]);
+  XorPublicInPlace(ctx.key(), msb, pre.cb[63]);
   return msb;
 }
 
@@ -201,9 +221,50 @@ Result<Shares<P>> BitToArith(BinaryContext<P>& ctx, BitShares<P> b) {
 
 template <typename P>
 Result<Shares<P>> LessThanZero(BinaryContext<P>& ctx, const Shares<P>& x) {
-  if (x.empty()) return Shares<P>();
-  MPCACHE_ASSIGN_OR_RETURN(BitShares<P> msb, MsbBits(ctx, x));
-  return BitToArith(ctx, std::move(msb));
+  const std::size_t n = x.size();
+  if (n == 0) return Shares<P>();
+  MPCACHE_ASSIGN_OR_RETURN(Prepared<P> pre, Prepare(ctx, x));
+  MPCACHE_RETURN_IF_ERROR(Reduce(ctx, pre.level, 2));
+  // Fused root + conversion: MSB = c_63 ^ u ^ v w with u = lt_H ^ r_63, v = eq_H, w = lt_L.
+  MPCACHE_ASSIGN_OR_RETURN(RootTuples<P> t, ctx.prep().GetRootTuples(n));
+  BitShares<P> u = Xor(std::move(pre.level[1].lt), pre.eda.bits[63]);
+  std::vector<BitShares<P>> masked;
+  masked.push_back(Xor(std::move(u), t.u));
+  masked.push_back(Xor(std::move(pre.level[1].eq), t.v));
+  masked.push_back(Xor(std::move(pre.level[0].lt), t.w));
+  MPCACHE_ASSIGN_OR_RETURN(std::vector<PublicBits> e, ctx.OpenMany(std::move(masked)));
+  // Each bit is e + (1 - 2e) rho, affine in its mask rho; expand u + (1 - 2u) v w over the
+  // dealer's arithmetic monomials of the masks, then apply c_63 (t -> 1 - t).
+  using R = RootTuples<P>;
+  Shares<P> out(n);
+  std::vector<std::uint64_t> constant(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint64_t au = e[0].Get(i) ? 1 : 0, av = e[1].Get(i) ? 1 : 0,
+                        aw = e[2].Get(i) ? 1 : 0;
+    const std::uint64_t bu = 1 - 2 * au, bv = 1 - 2 * av, bw = 1 - 2 * aw;
+    const std::uint64_t k0 = av * aw, kv = bv * aw, kw = av * bw, kvw = bv * bw;
+    const std::uint64_t gamma = 1 - 2 * au, delta = 0 - 2 * bu;
+    std::array<std::uint64_t, 7> coef{};
+    coef[R::kU] = bu + delta * k0;
+    coef[R::kV] = gamma * kv;
+    coef[R::kW] = gamma * kw;
+    coef[R::kVW] = gamma * kvw;
+    coef[R::kUV] = delta * kv;
+    coef[R::kUW] = delta * kw;
+    coef[R::kUVW] = delta * kvw;
+    std::uint64_t k = au + gamma * k0;
+    if (pre.cb[63].Get(i)) {
+      for (auto& cf : coef) cf = 0 - cf;
+      k = 1 - k;
+    }
+    constant[i] = k;
+    for (std::size_t m = 0; m < 7; ++m) {
+      out.v[i] += t.mono[m].v[i] * coef[m];
+      if constexpr (P::kMalicious) out.m[i] += t.mono[m].m[i] * coef[m];
+    }
+  }
+  AddPublicInPlace(ctx.arith().key(), out, constant);
+  return out;
 }
 
 template <typename P>

@@ -114,6 +114,10 @@ class RecordingBits final : public mpc::BitPreprocessing<P> {
     Note(BitItem::kDaBit, n);
     return inner_.GetDaBits(n);
   }
+  Result<mpc::RootTuples<P>> GetRootTuples(std::size_t n) override {
+    Note(BitItem::kRootTuple, n);
+    return inner_.GetRootTuples(n);
+  }
   Result<mpc::BitShares<P>> GetBitRandoms(std::size_t n) override {
     Note(BitItem::kBitRandom, P::kMalicious ? n : 64 * mpc::WordsFor(n));
     return inner_.GetBitRandoms(n);

@@ -27,7 +27,18 @@ using testing::Vec;
 constexpr int kTrials = 12;
 constexpr std::size_t kN = 6;
 
-enum class Field { kTripleA, kTripleB, kTripleC, kEdaBit, kEdaProd, kEdaR, kDaBin, kDaArith };
+enum class Field {
+  kTripleA,
+  kTripleB,
+  kTripleC,
+  kEdaBit,
+  kEdaProd,
+  kEdaR,
+  kDaBin,
+  kDaArith,
+  kRootBin,
+  kRootArith
+};
 
 class TamperBitPrep final : public BitPreprocessing<P> {
  public:
@@ -55,6 +66,13 @@ class TamperBitPrep final : public BitPreprocessing<P> {
     if (!done_ && f_ == Field::kDaBin) Flip(d.b);
     if (!done_ && f_ == Field::kDaArith) Flip128(d.a);
     return d;
+  }
+  Result<RootTuples<P>> GetRootTuples(std::size_t n) override {
+    MPCACHE_ASSIGN_OR_RETURN(RootTuples<P> t, inner_.GetRootTuples(n));
+    BitShares<P>* bins[] = {&t.u, &t.v, &t.w};
+    if (!done_ && f_ == Field::kRootBin) Flip(*bins[bitpos_ % 3]);
+    if (!done_ && f_ == Field::kRootArith) Flip128(t.mono[bitpos_ % 7]);
+    return t;
   }
   Result<BitShares<P>> GetBitRandoms(std::size_t n) override { return inner_.GetBitRandoms(n); }
 
@@ -115,18 +133,22 @@ Vec Inputs() {
 
 enum class Outcome { kDetected, kHarmless, kAcceptedWrong };
 
-// One comparison + reveal. kDetected: every party's check failed and nothing was opened
+// One comparison by LessThanZero and one by MsbBits + BitToArith, then a reveal of both.
+// kDetected: every party's check failed and nothing was opened
 // after; kHarmless: every check passed and the result is right (the flipped share had a
 // zero coefficient for these inputs); kAcceptedWrong: a wrong result passed (a bug).
 Outcome Attack(CmpHarness<P>& h, std::vector<BitPreprocessing<P>*> bprep,
                std::vector<net::Channel*> channel = {}, TamperChannel* arm = nullptr) {
-  const Vec want = {0, 1, 0, 1, 0, 0};
+  const Vec want = {0, 1, 0, 1, 0, 0, 0, 1, 0, 1, 0, 0};
   auto res = h.Run(
       [&](BinaryContext<P>& ctx) -> Result<int> {
         MPCACHE_ASSIGN_OR_RETURN(Shares<P> xs, ShareVec(ctx.arith(), Inputs()));
         MPCACHE_RETURN_IF_ERROR(ctx.arith().CheckMacs());  // inputs are fine
         if (arm != nullptr && ctx.self() == arm->self()) arm->Arm();
         MPCACHE_ASSIGN_OR_RETURN(Shares<P> lt, LessThanZero(ctx, xs));
+        MPCACHE_ASSIGN_OR_RETURN(BitShares<P> msb, MsbBits(ctx, xs));
+        MPCACHE_ASSIGN_OR_RETURN(Shares<P> lt2, BitToArith(ctx, std::move(msb)));
+        lt.Append(lt2);
         auto revealed = RevealChecked(ctx, lt);
         if (revealed.ok()) return revealed.value() == want ? 1 : 2;
         if (revealed.error().code() != ErrorCode::kMacCheckFailed) return revealed.error();
@@ -171,7 +193,7 @@ TEST(CompareTamper, FlippedComparisonMaterialIsDetected) {
     int detected = 0;
     for (int t = 0; t < kTrials; ++t) {
       const bool mac = t % 2 == 1;
-      const bool arith = f == Field::kEdaR || f == Field::kDaArith;
+      const bool arith = f == Field::kEdaR || f == Field::kDaArith || f == Field::kRootArith;
       const int bit = mac ? static_cast<int>(prg.Uniform(arith ? 64 : 32))
                           : (arith ? static_cast<int>(prg.Uniform(64)) : 0);
       const std::size_t index = prg.Uniform(1000);
@@ -201,10 +223,10 @@ TEST(CompareTamper, FlippedOpenedBitOnTheWireIsDetected) {
   for (int t = 0; t < kTrials; ++t) {
     CmpHarness<P> h(60 + static_cast<std::uint64_t>(t));
     const auto party = static_cast<std::size_t>(prg.Uniform(3));
-    // Sends after arming: 2 x arithmetic open of c, then 2 per AND level (4 levels), then 2
-    // for the B2A opening: pick one binary message (index 2..11), any of the first 6 bits
-    // (n = 6 values: the last level has 12 bits, the B2A opening 6).
-    const int target = 2 + static_cast<int>(prg.Uniform(10));
+    // Sends after arming (LessThanZero): 2 x arithmetic open of c, then 2 per AND level (3
+    // levels), then 2 for the fused root's opening: pick one binary message (index 2..9),
+    // any of its first 6 bits (n = 6 values: the smallest message has 18 bits).
+    const int target = 2 + static_cast<int>(prg.Uniform(8));
     const std::size_t byte = 0;
     const int bit = static_cast<int>(prg.Uniform(6));
     TamperChannel ch(h.arith.mesh->party(static_cast<PartyId>(party)), target, byte, bit);
