@@ -10,5 +10,6 @@ namespace mpcache::tools {
 void AddInfoCommand(CLI::App& app, int* exit_code);
 void AddRunCommand(CLI::App& app, int* exit_code);
 void AddSynthCommand(CLI::App& app, int* exit_code);
+void AddShareCommand(CLI::App& app, int* exit_code);
 
 }  // namespace mpcache::tools
