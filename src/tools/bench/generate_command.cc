@@ -70,6 +70,10 @@ Result<nlohmann::json> RunGenerate(const GenerateOptions& o) {
                     {"bytes_per_token", static_cast<double>(c.bytes_sent) * per},
                     {"rounds_per_token", static_cast<double>(c.rounds) * per}};
   }
+  // Prefill (the positions before the last prompt token): party 0's totals minus decode.
+  net::PhaseCounters all0;
+  for (const auto& [name, c] : r.phases[0]) all0 += c;
+  const int prefill_positions = r.report.positions - r.report.decode_positions;
   // Bytes sent per party: the busiest party (the decode phases of every party).
   std::uint64_t max_bytes = 0;
   for (const auto& party : r.phases) {
@@ -94,6 +98,9 @@ Result<nlohmann::json> RunGenerate(const GenerateOptions& o) {
   j["rounds_per_token"] = static_cast<double>(total.rounds) * per;
   j["seconds"] = r.report.seconds;
   j["prefill_seconds"] = r.report.seconds - r.report.decode_seconds;
+  j["prefill_positions"] = prefill_positions;
+  j["prefill_bytes"] = all0.bytes_sent - total.bytes_sent;
+  j["prefill_rounds"] = all0.rounds - total.rounds;
   j["bytes_sent_busiest_party_all_positions"] = max_bytes;
   j["phases"] = phases;
   nlohmann::json off;
