@@ -13,17 +13,18 @@ constexpr std::uint64_t kBitSeedLabel = 0xB1700000ull;
 constexpr std::uint64_t kBetaLabel = 0xB17BE7A0ull;
 
 // Unit layouts (words). Semi-honest: triple [a b c] (64 triples per unit, bitsliced),
-// edaBit [bits prods(3 words) arith], daBit [bit(low) arith], random [64 bits]. Malicious:
+// edaBit: 64 edaBits per unit, bit-major [bit 0..63 words, product 0..168 words, 64 arith
+// words] (word j's bit i belongs to item i), daBit [bit(low) arith], random [64 bits]. Malicious:
 // triple [av am bv bm cv cm], edaBit [v0..v63 pv0..pv168 m0..m63 pm0..pm168 rv_lo rv_hi
 // rm_lo rm_hi], daBit [v m rv_lo rv_hi rm_lo rm_hi], random [v m]. Root tuple: semi-honest
 // [bits u v w in bits 0..2, then 7 arithmetic words]; malicious [uv vv wv um vm wm, then 7 x
 // (v_lo v_hi m_lo m_hi)].
 constexpr std::size_t kP = mpc::edabit::kProducts;
 constexpr std::size_t kLifts = 64 + kP;  // binary lifts of an edaBit (bits, then products)
-constexpr std::size_t kSemiWords[kNumBitItems] = {3, 5, 2, 1, 8};
-constexpr std::size_t kSemiItems[kNumBitItems] = {64, 1, 1, 64, 1};
+constexpr std::size_t kSemiWords[kNumBitItems] = {3, 64 + kP + 64, 2, 1, 8};
+constexpr std::size_t kSemiItems[kNumBitItems] = {64, 64, 1, 64, 1};
 constexpr std::size_t kMalWords[kNumBitItems] = {6, 2 * kLifts + 4, 6, 2, 34};
-constexpr std::size_t kSemiDetermined[kNumBitItems] = {1, 4, 1, 0, 7};
+constexpr std::size_t kSemiDetermined[kNumBitItems] = {1, kP + 64, 1, 0, 7};
 constexpr std::size_t kMalDetermined[kNumBitItems] = {4, kP + kLifts + 4, 5, 1, 31};
 
 // The arithmetic monomials of a root tuple (RootTuples::Mono order) from its bits.
@@ -212,12 +213,22 @@ Status InProcessBitDealer<P>::MakeLocked(BitItem item, std::size_t units) {
           fix(u, 2, all(u, 0) & all(u, 1));
           break;
         case BitItem::kEdaBit: {
-          const std::uint64_t r = all(u, 0);
-          const auto prods = GroupProducts(r);
-          for (std::size_t k = 0; k < 3; ++k) fix(u, 1 + k, prods[k]);
-          std::uint64_t s = 0;
-          for (std::size_t p = 0; p < last; ++p) s += part[p][u * uw + 4];
-          lp[u * uw + 4] = r - s;
+          std::array<std::uint64_t, 64> r{};  // bit-major, then transposed: r[i] of item i
+          for (std::size_t j = 0; j < 64; ++j) r[j] = all(u, j);
+          mpc::Transpose64(r.data());
+          std::array<std::uint64_t, kP> prod_words{};
+          for (std::size_t i = 0; i < 64; ++i) {
+            const auto prods = GroupProducts(r[i]);
+            for (std::size_t k = 0; k < kP; ++k)
+              prod_words[k] |= ((prods[k / 64] >> (k % 64)) & 1) << i;
+          }
+          for (std::size_t k = 0; k < kP; ++k) fix(u, 64 + k, prod_words[k]);
+          for (std::size_t i = 0; i < 64; ++i) {
+            const std::size_t w = 64 + kP + i;
+            std::uint64_t s = 0;
+            for (std::size_t p = 0; p < last; ++p) s += part[p][u * uw + w];
+            lp[u * uw + w] = r[i] - s;
+          }
           break;
         }
         case BitItem::kDaBit: {
@@ -314,16 +325,18 @@ Result<mpc::BitTriples<P>> BitStore<P>::GetBitTriples(std::size_t n) {
 
 template <typename P>
 Result<mpc::EdaBits<P>> BitStore<P>::GetEdaBits(std::size_t n) {
-  MPCACHE_ASSIGN_OR_RETURN(auto w, dealer_.Take(party_, BitItem::kEdaBit, n));
-  consumed_[1] += n;
+  const std::size_t per = InProcessBitDealer<P>::UnitItems(BitItem::kEdaBit);
+  const std::size_t units = (n + per - 1) / per;
+  MPCACHE_ASSIGN_OR_RETURN(auto w, dealer_.Take(party_, BitItem::kEdaBit, units));
+  consumed_[1] += units * per;
   mpc::EdaBits<P> e;
   e.r = mpc::Shares<P>(n);
   for (auto& b : e.bits) b = mpc::BitShares<P>(n);
   e.prods.assign(kP, mpc::BitShares<P>(n));
   const std::size_t uw = InProcessBitDealer<P>::UnitWords(BitItem::kEdaBit);
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::uint64_t* x = w.data() + uw * i;
-    if constexpr (P::kMalicious) {
+  if constexpr (P::kMalicious) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint64_t* x = w.data() + uw * i;
       for (std::size_t j = 0; j < 64; ++j) {
         e.bits[j].v[i] = x[j];
         e.bits[j].m[i] = x[kLifts + j];
@@ -334,15 +347,13 @@ Result<mpc::EdaBits<P>> BitStore<P>::GetEdaBits(std::size_t n) {
       }
       e.r.v[i] = Join(x[2 * kLifts], x[2 * kLifts + 1]);
       e.r.m[i] = Join(x[2 * kLifts + 2], x[2 * kLifts + 3]);
-    } else {
-      const std::uint64_t bit_in_word = std::uint64_t{1} << (i % 64);
-      for (std::size_t j = 0; j < 64; ++j) {
-        if ((x[0] >> j) & 1) e.bits[j].v[i / 64] |= bit_in_word;
-      }
-      for (std::size_t k = 0; k < kP; ++k) {
-        if ((x[1 + k / 64] >> (k % 64)) & 1) e.prods[k].v[i / 64] |= bit_in_word;
-      }
-      e.r.v[i] = x[4];
+    }
+  } else {
+    for (std::size_t u = 0; u < units; ++u) {
+      const std::uint64_t* x = w.data() + uw * u;
+      for (std::size_t j = 0; j < 64; ++j) e.bits[j].v[u] = x[j];
+      for (std::size_t k = 0; k < kP; ++k) e.prods[k].v[u] = x[64 + k];
+      for (std::size_t i = 0; i < 64 && 64 * u + i < n; ++i) e.r.v[64 * u + i] = x[64 + kP + i];
     }
   }
   return e;

@@ -119,6 +119,19 @@ void AndPublicInPlace(BitShares<P>& a, const PublicBits& c) {
   }
 }
 
+// In-place transpose of a 64 x 64 bit matrix: afterwards bit i of a[j] is what bit j of
+// a[i] was (recursive swap of off-diagonal blocks, 6 steps).
+inline void Transpose64(std::uint64_t* a) {
+  std::uint64_t m = 0x00000000FFFFFFFFull;
+  for (unsigned j = 32; j != 0; j >>= 1, m ^= (m << j)) {
+    for (unsigned k = 0; k < 64; k = ((k | j) + 1) & ~j) {
+      const std::uint64_t t = ((a[k] >> j) ^ a[k | j]) & m;
+      a[k] ^= t << j;
+      a[k | j] ^= t;
+    }
+  }
+}
+
 // The first `bits` bits of a packed word array as bytes (little-endian), for the wire.
 inline std::span<const std::uint8_t> PackedBytes(const std::vector<std::uint64_t>& words,
                                                  std::size_t bits) {

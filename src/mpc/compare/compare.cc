@@ -1,5 +1,6 @@
 #include "mpc/compare/compare.h"
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <string>
@@ -145,11 +146,14 @@ Result<Prepared<P>> Prepare(BinaryContext<P>& ctx, const Shares<P>& x) {
   Shares<P> masked = Add(x, out.eda.r);
   MPCACHE_ASSIGN_OR_RETURN(std::vector<std::uint64_t> c, ctx.arith().OpenOwned(std::move(masked)));
   out.cb.assign(64, PublicBits(n));
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::uint64_t ci = c[i], bit = std::uint64_t{1} << (i % 64);
-    for (std::size_t j = 0; j < 64; ++j) {
-      if ((ci >> j) & 1) out.cb[j].w[i / 64] |= bit;
-    }
+  std::array<std::uint64_t, 64> block{};
+  for (std::size_t b = 0; b < WordsFor(n); ++b) {
+    const std::size_t len = std::min<std::size_t>(64, n - 64 * b);
+    std::copy(c.begin() + static_cast<std::ptrdiff_t>(64 * b),
+              c.begin() + static_cast<std::ptrdiff_t>(64 * b + len), block.begin());
+    std::fill(block.begin() + static_cast<std::ptrdiff_t>(len), block.end(), 0);
+    Transpose64(block.data());
+    for (std::size_t j = 0; j < 64; ++j) out.cb[j].w[b] = block[j];
   }
   out.level.reserve(edabit::kGroups);
   for (int g = 0; g < edabit::kGroups; ++g) {

@@ -107,7 +107,7 @@ class RecordingBits final : public mpc::BitPreprocessing<P> {
     return inner_.GetBitTriples(n);
   }
   Result<mpc::EdaBits<P>> GetEdaBits(std::size_t n) override {
-    Note(BitItem::kEdaBit, n);
+    Note(BitItem::kEdaBit, P::kMalicious ? n : 64 * mpc::WordsFor(n));
     return inner_.GetEdaBits(n);
   }
   Result<mpc::DaBits<P>> GetDaBits(std::size_t n) override {

@@ -209,5 +209,48 @@ TEST(BitDealer, ItemsAreConsistentAndHandedOutOnce) {
   EXPECT_GT(d->stats().correction_bytes, 0u);
 }
 
+TEST(BitDealer, SemiHonestEdaBitsAndProductsAreConsistent) {
+  auto d = preproc::InProcessBitDealer<SemiHonest>::Create(TestSeed(2), 0).value();
+  const std::size_t n = 70;  // two units of 64, the second one partly used
+  std::vector<EdaBits<SemiHonest>> parts;
+  for (int p = 0; p < 3; ++p) parts.push_back(d->store(p).GetEdaBits(n).value());
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint64_t r = 0, bits = 0;
+    for (int p = 0; p < 3; ++p) r += parts[p].r.v[i];
+    auto bit = [&](const BitShares<SemiHonest>& (*get)(const EdaBits<SemiHonest>&, std::size_t),
+                   std::size_t j) {
+      std::uint64_t b = 0;
+      for (int p = 0; p < 3; ++p) b ^= (get(parts[p], j).v[i / 64] >> (i % 64)) & 1;
+      return b;
+    };
+    auto get_bit = +[](const EdaBits<SemiHonest>& e,
+                       std::size_t j) -> const BitShares<SemiHonest>& { return e.bits[j]; };
+    auto get_prod = +[](const EdaBits<SemiHonest>& e,
+                        std::size_t k) -> const BitShares<SemiHonest>& { return e.prods[k]; };
+    for (std::size_t j = 0; j < 64; ++j) bits |= bit(get_bit, j) << j;
+    EXPECT_EQ(r, bits);
+    for (int g = 0; g < edabit::kGroups; ++g) {
+      for (unsigned mask = 0; mask < (1u << edabit::GroupSize(g)); ++mask) {
+        const int idx = edabit::MaskIndex(mask);
+        if (idx < 0) continue;
+        const std::uint64_t sub = (r >> edabit::GroupBase(g)) & mask;
+        EXPECT_EQ(bit(get_prod, static_cast<std::size_t>(edabit::GroupOffset(g) + idx)),
+                  sub == mask ? 1u : 0u);
+      }
+    }
+  }
+}
+
+TEST(BitShare, Transpose64) {
+  Prg prg(TestSeed(3));
+  std::array<std::uint64_t, 64> a{}, t{};
+  for (auto& x : a) x = prg.NextU64();
+  t = a;
+  Transpose64(t.data());
+  for (std::size_t i = 0; i < 64; ++i) {
+    for (std::size_t j = 0; j < 64; ++j) EXPECT_EQ((t[j] >> i) & 1, (a[i] >> j) & 1);
+  }
+}
+
 }  // namespace
 }  // namespace mpcache::mpc
