@@ -6,7 +6,7 @@
 //   setup   — input sharing of the operands (and, for matmul, masking the fixed N x N
 //             operand once: D = W - A is opened and checked); not part of the figures;
 //   offline — the dealer makes the op's preprocessing and the parties expand it
-//             (offline_seconds, dealer_bytes_*);
+//             (offline_seconds, dealer_bytes_*; per run when --repeat > 1);
 //   online  — the op itself plus the MAC check of everything it opened (seconds, bytes,
 //             rounds; mac_check_seconds is the check's share of it).
 // The result is then revealed (after a MAC check) and compared with the plaintext twin:
@@ -273,7 +273,9 @@ Result<nlohmann::json> RunOps(const OpsOptions& o) {
   for (const auto& run : per_run) all_runs.push_back(run.online_seconds);
   std::uint64_t dealer_max = 0;
   for (std::size_t i = 0; i < off_after.bytes_to_party.size(); ++i) {
-    const std::uint64_t b = off_after.bytes_to_party[i] - off_before.bytes_to_party[i];
+    // Per run: the offline phase made `repeat` runs' worth of preprocessing.
+    const std::uint64_t b = (off_after.bytes_to_party[i] - off_before.bytes_to_party[i]) /
+                            static_cast<std::uint64_t>(o.repeat);
     dealer_list.push_back(b);
     dealer_max = std::max(dealer_max, b);
   }
@@ -288,7 +290,7 @@ Result<nlohmann::json> RunOps(const OpsOptions& o) {
   j["n"] = n;
   j["security"] = o.security;
   j["seconds"] = seconds;
-  j["offline_seconds"] = offline_seconds;
+  j["offline_seconds"] = offline_seconds / o.repeat;
   j["bytes_per_party"] = bytes;
   j["rounds"] = results[0]->online.rounds;
   j["max_abs_error"] = max_err;
@@ -300,8 +302,8 @@ Result<nlohmann::json> RunOps(const OpsOptions& o) {
   j["repeat"] = o.repeat;
   j["seconds_by_run"] = all_runs;
   j["setup_seconds"] = setup_seconds;
-  j["offline_dealer_seconds"] = off_after.dealer_seconds - off_before.dealer_seconds;
-  j["offline_expand_seconds"] = off_after.expand_seconds - off_before.expand_seconds;
+  j["offline_dealer_seconds"] = (off_after.dealer_seconds - off_before.dealer_seconds) / o.repeat;
+  j["offline_expand_seconds"] = (off_after.expand_seconds - off_before.expand_seconds) / o.repeat;
   j["threads"] = o.threads;
   j["frac_bits"] = f;
   j["ops_per_second"] = seconds > 0 ? static_cast<double>(o.op == "matmul" ? 1 : n) / seconds : 0;
