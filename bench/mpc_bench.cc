@@ -69,6 +69,30 @@ void BM_Online(benchmark::State& state) {
   state.counters["bytes_per_party"] = static_cast<double>(bytes);
 }
 
+// Latency of one communication round: 1000 openings of one value, back to back.
+template <typename P>
+void BM_RoundLatency(benchmark::State& state) {
+  auto mesh = net::MemMesh::Create(3).value();
+  auto dealer = preproc::InProcessDealer<P>::Create(TestSeed(3), 3, true).value();
+  constexpr int kRounds = 1000;
+  for (auto _ : state) {
+    auto res = net::RunParties(*mesh, [&](net::Channel& ch) -> Status {
+      MPCACHE_ASSIGN_OR_RETURN(auto ctx,
+                               mpc::Context<P>::Create(ch, dealer->store(ch.self()), TestSeed(4)));
+      mpc::Shares<P> one(1);
+      for (int i = 0; i < kRounds; ++i) {
+        MPCACHE_ASSIGN_OR_RETURN(auto v, ctx->Open(one));
+        benchmark::DoNotOptimize(v);
+      }
+      return ctx->CheckMacs();
+    });
+    for (auto& r : res) {
+      if (!r.ok()) state.SkipWithError(r.error().ToString().c_str());
+    }
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * kRounds);
+}
+
 void BM_DealerTriples(benchmark::State& state) {
   const std::size_t n = static_cast<std::size_t>(state.range(0));
   auto dealer = preproc::Dealer::Create(
@@ -95,6 +119,8 @@ BENCHMARK(BM_Online<mpc::SemiHonest, true>)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_Online<mpc::Spdz2k, true>)->Arg(1 << 16)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_RoundLatency<mpc::SemiHonest>)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_RoundLatency<mpc::Spdz2k>)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_DealerTriples)->Args({1 << 16, 0})->Args({1 << 16, 1})->Unit(benchmark::kMillisecond);
 
 }  // namespace
