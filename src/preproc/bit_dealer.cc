@@ -1,5 +1,6 @@
 #include "preproc/bit_dealer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 
@@ -93,28 +94,45 @@ Result<std::unique_ptr<InProcessBitDealer<P>>> InProcessBitDealer<P>::Create(con
   return d;
 }
 
+// Batches are cut into chunks of about 16 MB per party, so that a party's pool can hand
+// out and free them one at a time.
+constexpr std::size_t kChunkWords = std::size_t{1} << 21;
+
 template <typename P>
 Status InProcessBitDealer<P>::MakeLocked(BitItem item, std::size_t units) {
   const auto t0 = std::chrono::steady_clock::now();
   const int it = static_cast<int>(item);
+  const std::uint64_t seq = seq_[static_cast<std::size_t>(it)]++;
+  const std::size_t per_chunk = std::max<std::size_t>(1, kChunkWords / UnitWords(item));
+  std::uint64_t chunk = 0;
+  for (std::size_t done = 0; done < units; done += per_chunk, ++chunk) {
+    MakeChunkLocked(item, seq, chunk, std::min(per_chunk, units - done));
+  }
+  const std::size_t det = P::kMalicious ? kMalDetermined[it] : kSemiDetermined[it];
+  stats_.correction_bytes += units * det * sizeof(std::uint64_t);
+  stats_.items[it] += units * UnitItems(item);
+  const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
+  stats_.dealer_seconds += dt.count();
+  return Status::Ok();
+}
+
+template <typename P>
+void InProcessBitDealer<P>::MakeChunkLocked(BitItem item, std::uint64_t seq, std::uint64_t chunk,
+                                            std::size_t units) {
+  const int it = static_cast<int>(item);
   const std::size_t uw = UnitWords(item), total = units * uw;
   const std::size_t np = seeds_.size(), last = np - 1;
-  const std::uint64_t seq = seq_[static_cast<std::size_t>(it)]++;
-  // Every party's stream, written straight into the tail of its pool (free words are
+  // Every party's stream, written straight into a new chunk of its pool (free words are
   // final; the last party's determined words are replaced by corrections below).
   std::vector<std::uint64_t*> part(np);
   for (std::size_t p = 0; p < np; ++p) {
     Pool& pool = pools_[p][static_cast<std::size_t>(it)];
-    if (pool.head > 0 && pool.head * 2 >= pool.words.size()) {
-      pool.words.erase(pool.words.begin(),
-                       pool.words.begin() + static_cast<std::ptrdiff_t>(pool.head));
-      pool.head = 0;
-    }
-    const std::size_t old = pool.words.size();
-    pool.words.resize(old + total);
-    part[p] = pool.words.data() + old;
-    Prg stream(DeriveSeed(
-        DeriveSeed(seeds_[p], kBitSeedLabel + 16 + static_cast<std::uint64_t>(it)), seq));
+    pool.chunks.emplace_back(total);
+    pool.words += total;
+    part[p] = pool.chunks.back().data();
+    const Seed s =
+        DeriveSeed(DeriveSeed(seeds_[p], kBitSeedLabel + 16 + static_cast<std::uint64_t>(it)), seq);
+    Prg stream(DeriveSeed(s, chunk));
     stream.Fill(part[p], total * sizeof(std::uint64_t));
   }
   // Sum (malicious) or XOR (semi-honest) of word w of unit u over the parties before the
@@ -253,12 +271,6 @@ Status InProcessBitDealer<P>::MakeLocked(BitItem item, std::size_t units) {
       }
     }
   }
-  const std::size_t det = P::kMalicious ? kMalDetermined[it] : kSemiDetermined[it];
-  stats_.correction_bytes += units * det * sizeof(std::uint64_t);
-  stats_.items[it] += units * UnitItems(item);
-  const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
-  stats_.dealer_seconds += dt.count();
-  return Status::Ok();
 }
 
 template <typename P>
@@ -275,29 +287,54 @@ BitOfflineStats InProcessBitDealer<P>::stats() const {
 }
 
 template <typename P>
-Result<std::vector<std::uint64_t>> InProcessBitDealer<P>::Take(mpc::PartyId p, BitItem item,
-                                                               std::size_t units) {
+Result<typename InProcessBitDealer<P>::Units> InProcessBitDealer<P>::Take(mpc::PartyId p,
+                                                                          BitItem item,
+                                                                          std::size_t units) {
   std::lock_guard<std::mutex> lock(mu_);
   const std::size_t uw = UnitWords(item);
   Pool& pool = pools_[static_cast<std::size_t>(p)][static_cast<std::size_t>(item)];
-  const std::size_t have = pool.units(uw);
+  const std::size_t have = pool.words / uw;
   if (have < units) MPCACHE_RETURN_IF_ERROR(MakeLocked(item, units - have));
-  if (pool.head == 0 && pool.words.size() == units * uw) {
-    std::vector<std::uint64_t> whole = std::move(pool.words);  // the whole pool: no copy
-    pool.words = {};
-    return whole;
-  }
-  std::vector<std::uint64_t> out(
-      pool.words.begin() + static_cast<std::ptrdiff_t>(pool.head),
-      pool.words.begin() + static_cast<std::ptrdiff_t>(pool.head + units * uw));
-  pool.head += units * uw;
-  if (pool.head == pool.words.size()) {
-    pool.words.clear();
-    pool.words.shrink_to_fit();
-    pool.head = 0;
+  Units out;
+  std::size_t need = units * uw;
+  pool.words -= need;
+  while (need > 0) {
+    std::vector<std::uint64_t>& front = pool.chunks.front();
+    const std::size_t avail = front.size() - pool.head;
+    if (avail <= need) {  // the whole (rest of the) chunk: move it
+      if (out.chunks.empty()) out.first_offset = pool.head;
+      out.chunks.push_back(std::move(front));
+      pool.chunks.pop_front();
+      pool.head = 0;
+      need -= avail;
+    } else {  // part of it: copy
+      out.chunks.emplace_back(front.begin() + static_cast<std::ptrdiff_t>(pool.head),
+                              front.begin() + static_cast<std::ptrdiff_t>(pool.head + need));
+      pool.head += need;
+      need = 0;
+    }
   }
   return out;
 }
+
+namespace {
+
+// fn(unit index, words of the unit) for every unit, freeing each chunk once read.
+template <typename Units, typename F>
+void ForEachUnit(Units&& in, std::size_t uw, F&& fn) {
+  std::size_t u = 0;
+  bool first = true;
+  while (!in.chunks.empty()) {
+    const std::vector<std::uint64_t> c = std::move(in.chunks.front());
+    in.chunks.pop_front();
+    for (std::size_t off = first ? in.first_offset : 0; off + uw <= c.size(); off += uw) {
+      fn(u++, c.data() + off);
+    }
+    first = false;
+  }
+}
+
+}  // namespace
 
 // ---- party side: unpack units into items ----
 
@@ -311,21 +348,22 @@ Result<mpc::BitTriples<P>> BitStore<P>::GetBitTriples(std::size_t n) {
   t.a = mpc::BitShares<P>(n);
   t.b = mpc::BitShares<P>(n);
   t.c = mpc::BitShares<P>(n);
-  for (std::size_t u = 0; u < units; ++u) {
-    if constexpr (P::kMalicious) {
-      const std::uint64_t* x = w.data() + 6 * u;
-      t.a.v[u] = x[0], t.a.m[u] = x[1], t.b.v[u] = x[2], t.b.m[u] = x[3], t.c.v[u] = x[4],
-      t.c.m[u] = x[5];
-    } else {
-      t.a.v[u] = w[3 * u], t.b.v[u] = w[3 * u + 1], t.c.v[u] = w[3 * u + 2];
-    }
-  }
+  ForEachUnit(std::move(w), D::UnitWords(BitItem::kBitTriple),
+              [&](std::size_t u, const std::uint64_t* x) {
+                if constexpr (P::kMalicious) {
+                  t.a.v[u] = x[0], t.a.m[u] = x[1], t.b.v[u] = x[2], t.b.m[u] = x[3],
+                  t.c.v[u] = x[4], t.c.m[u] = x[5];
+                } else {
+                  t.a.v[u] = x[0], t.b.v[u] = x[1], t.c.v[u] = x[2];
+                }
+              });
   return t;
 }
 
 template <typename P>
 Result<mpc::EdaBits<P>> BitStore<P>::GetEdaBits(std::size_t n) {
-  const std::size_t per = InProcessBitDealer<P>::UnitItems(BitItem::kEdaBit);
+  using D = InProcessBitDealer<P>;
+  const std::size_t per = D::UnitItems(BitItem::kEdaBit);
   const std::size_t units = (n + per - 1) / per;
   MPCACHE_ASSIGN_OR_RETURN(auto w, dealer_.Take(party_, BitItem::kEdaBit, units));
   consumed_[1] += units * per;
@@ -333,56 +371,55 @@ Result<mpc::EdaBits<P>> BitStore<P>::GetEdaBits(std::size_t n) {
   e.r = mpc::Shares<P>(n);
   for (auto& b : e.bits) b = mpc::BitShares<P>(n);
   e.prods.assign(kP, mpc::BitShares<P>(n));
-  const std::size_t uw = InProcessBitDealer<P>::UnitWords(BitItem::kEdaBit);
-  if constexpr (P::kMalicious) {
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::uint64_t* x = w.data() + uw * i;
-      for (std::size_t j = 0; j < 64; ++j) {
-        e.bits[j].v[i] = x[j];
-        e.bits[j].m[i] = x[kLifts + j];
-      }
-      for (std::size_t k = 0; k < kP; ++k) {
-        e.prods[k].v[i] = x[64 + k];
-        e.prods[k].m[i] = x[kLifts + 64 + k];
-      }
-      e.r.v[i] = Join(x[2 * kLifts], x[2 * kLifts + 1]);
-      e.r.m[i] = Join(x[2 * kLifts + 2], x[2 * kLifts + 3]);
-    }
-  } else {
-    for (std::size_t u = 0; u < units; ++u) {
-      const std::uint64_t* x = w.data() + uw * u;
-      for (std::size_t j = 0; j < 64; ++j) e.bits[j].v[u] = x[j];
-      for (std::size_t k = 0; k < kP; ++k) e.prods[k].v[u] = x[64 + k];
-      for (std::size_t i = 0; i < 64 && 64 * u + i < n; ++i) e.r.v[64 * u + i] = x[64 + kP + i];
-    }
-  }
+  ForEachUnit(std::move(w), D::UnitWords(BitItem::kEdaBit),
+              [&](std::size_t u, const std::uint64_t* x) {
+                if constexpr (P::kMalicious) {
+                  for (std::size_t j = 0; j < 64; ++j) {
+                    e.bits[j].v[u] = x[j];
+                    e.bits[j].m[u] = x[kLifts + j];
+                  }
+                  for (std::size_t k = 0; k < kP; ++k) {
+                    e.prods[k].v[u] = x[64 + k];
+                    e.prods[k].m[u] = x[kLifts + 64 + k];
+                  }
+                  e.r.v[u] = Join(x[2 * kLifts], x[2 * kLifts + 1]);
+                  e.r.m[u] = Join(x[2 * kLifts + 2], x[2 * kLifts + 3]);
+                } else {
+                  for (std::size_t j = 0; j < 64; ++j) e.bits[j].v[u] = x[j];
+                  for (std::size_t k = 0; k < kP; ++k) e.prods[k].v[u] = x[64 + k];
+                  for (std::size_t i = 0; i < 64 && 64 * u + i < n; ++i)
+                    e.r.v[64 * u + i] = x[64 + kP + i];
+                }
+              });
   return e;
 }
 
 template <typename P>
 Result<mpc::DaBits<P>> BitStore<P>::GetDaBits(std::size_t n) {
+  using D = InProcessBitDealer<P>;
   MPCACHE_ASSIGN_OR_RETURN(auto w, dealer_.Take(party_, BitItem::kDaBit, n));
   consumed_[2] += n;
   mpc::DaBits<P> d;
   d.b = mpc::BitShares<P>(n);
   d.a = mpc::Shares<P>(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    if constexpr (P::kMalicious) {
-      const std::uint64_t* x = w.data() + 6 * i;
-      d.b.v[i] = x[0];
-      d.b.m[i] = x[1];
-      d.a.v[i] = Join(x[2], x[3]);
-      d.a.m[i] = Join(x[4], x[5]);
-    } else {
-      d.b.v[i / 64] |= (w[2 * i] & 1) << (i % 64);
-      d.a.v[i] = w[2 * i + 1];
-    }
-  }
+  ForEachUnit(std::move(w), D::UnitWords(BitItem::kDaBit),
+              [&](std::size_t i, const std::uint64_t* x) {
+                if constexpr (P::kMalicious) {
+                  d.b.v[i] = x[0];
+                  d.b.m[i] = x[1];
+                  d.a.v[i] = Join(x[2], x[3]);
+                  d.a.m[i] = Join(x[4], x[5]);
+                } else {
+                  d.b.v[i / 64] |= (x[0] & 1) << (i % 64);
+                  d.a.v[i] = x[1];
+                }
+              });
   return d;
 }
 
 template <typename P>
 Result<mpc::RootTuples<P>> BitStore<P>::GetRootTuples(std::size_t n) {
+  using D = InProcessBitDealer<P>;
   MPCACHE_ASSIGN_OR_RETURN(auto w, dealer_.Take(party_, BitItem::kRootTuple, n));
   consumed_[4] += n;
   mpc::RootTuples<P> t;
@@ -390,24 +427,23 @@ Result<mpc::RootTuples<P>> BitStore<P>::GetRootTuples(std::size_t n) {
   t.v = mpc::BitShares<P>(n);
   t.w = mpc::BitShares<P>(n);
   for (auto& m : t.mono) m = mpc::Shares<P>(n);
-  const std::size_t uw = InProcessBitDealer<P>::UnitWords(BitItem::kRootTuple);
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::uint64_t* x = w.data() + uw * i;
-    if constexpr (P::kMalicious) {
-      t.u.v[i] = x[0], t.v.v[i] = x[1], t.w.v[i] = x[2];
-      t.u.m[i] = x[3], t.v.m[i] = x[4], t.w.m[i] = x[5];
-      for (std::size_t k = 0; k < 7; ++k) {
-        t.mono[k].v[i] = Join(x[6 + 4 * k], x[7 + 4 * k]);
-        t.mono[k].m[i] = Join(x[8 + 4 * k], x[9 + 4 * k]);
-      }
-    } else {
-      const std::size_t wi = i / 64, sh = i % 64;
-      t.u.v[wi] |= (x[0] & 1) << sh;
-      t.v.v[wi] |= ((x[0] >> 1) & 1) << sh;
-      t.w.v[wi] |= ((x[0] >> 2) & 1) << sh;
-      for (std::size_t k = 0; k < 7; ++k) t.mono[k].v[i] = x[1 + k];
-    }
-  }
+  ForEachUnit(std::move(w), D::UnitWords(BitItem::kRootTuple),
+              [&](std::size_t i, const std::uint64_t* x) {
+                if constexpr (P::kMalicious) {
+                  t.u.v[i] = x[0], t.v.v[i] = x[1], t.w.v[i] = x[2];
+                  t.u.m[i] = x[3], t.v.m[i] = x[4], t.w.m[i] = x[5];
+                  for (std::size_t k = 0; k < 7; ++k) {
+                    t.mono[k].v[i] = Join(x[6 + 4 * k], x[7 + 4 * k]);
+                    t.mono[k].m[i] = Join(x[8 + 4 * k], x[9 + 4 * k]);
+                  }
+                } else {
+                  const std::size_t wi = i / 64, sh = i % 64;
+                  t.u.v[wi] |= (x[0] & 1) << sh;
+                  t.v.v[wi] |= ((x[0] >> 1) & 1) << sh;
+                  t.w.v[wi] |= ((x[0] >> 2) & 1) << sh;
+                  for (std::size_t k = 0; k < 7; ++k) t.mono[k].v[i] = x[1 + k];
+                }
+              });
   return t;
 }
 
@@ -418,14 +454,15 @@ Result<mpc::BitShares<P>> BitStore<P>::GetBitRandoms(std::size_t n) {
   MPCACHE_ASSIGN_OR_RETURN(auto w, dealer_.Take(party_, BitItem::kBitRandom, units));
   consumed_[3] += units;
   mpc::BitShares<P> r(n);
-  for (std::size_t u = 0; u < units; ++u) {
-    if constexpr (P::kMalicious) {
-      r.v[u] = w[2 * u];
-      r.m[u] = w[2 * u + 1];
-    } else {
-      r.v[u] = w[u];
-    }
-  }
+  ForEachUnit(std::move(w), D::UnitWords(BitItem::kBitRandom),
+              [&](std::size_t u, const std::uint64_t* x) {
+                if constexpr (P::kMalicious) {
+                  r.v[u] = x[0];
+                  r.m[u] = x[1];
+                } else {
+                  r.v[u] = x[0];
+                }
+              });
   return r;
 }
 

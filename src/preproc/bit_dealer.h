@@ -16,6 +16,7 @@
 #pragma once
 
 #include <array>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -88,14 +89,21 @@ class InProcessBitDealer {
  private:
   friend class BitStore<P>;
   InProcessBitDealer() = default;
+  // Units handed to a party: whole pool chunks moved out (no copy) and freed as they are
+  // read; only the first may start at an offset.
+  struct Units {
+    std::deque<std::vector<std::uint64_t>> chunks;
+    std::size_t first_offset = 0;
+  };
   // Take `units` units of `item` for party p, making what is missing (under mu_).
-  Result<std::vector<std::uint64_t>> Take(mpc::PartyId p, BitItem item, std::size_t units);
+  Result<Units> Take(mpc::PartyId p, BitItem item, std::size_t units);
   Status MakeLocked(BitItem item, std::size_t units);  // one batch for every party
+  void MakeChunkLocked(BitItem item, std::uint64_t seq, std::uint64_t chunk, std::size_t units);
 
   struct Pool {
-    std::vector<std::uint64_t> words;
-    std::size_t head = 0;  // words consumed
-    std::size_t units(std::size_t unit_words) const { return (words.size() - head) / unit_words; }
+    std::deque<std::vector<std::uint64_t>> chunks;  // at most kChunkWords words each
+    std::size_t head = 0;                           // words consumed in chunks.front()
+    std::size_t words = 0;                          // words available
   };
   mutable std::mutex mu_;
   std::vector<Seed> seeds_;
