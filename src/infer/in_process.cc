@@ -1,7 +1,10 @@
 #include "infer/in_process.h"
 
+#include <algorithm>
+#include <barrier>
 #include <chrono>
 
+#include "infer/scripted_prep.h"
 #include "infer/share_file.h"
 #include "net/mem_mesh.h"
 #include "net/run_parties.h"
@@ -94,11 +97,15 @@ Result<bool> InProcessClient::TokenOutput(int party, int pos, std::uint64_t seq,
   return static_cast<int>(token) != bos_id_;
 }
 
+namespace {
+
+enum class PrepMode { kDirect, kRecord, kReplay };
+
 template <typename P>
-Result<InProcessResult> RunInProcess(std::shared_ptr<const RingModel> model,
-                                     const std::vector<int>& prompt, int bos_id, int steps,
-                                     const InProcessOptions& options,
-                                     const InProcessHook<P>& hook) {
+Result<InProcessResult> RunOnce(std::shared_ptr<const RingModel> model,
+                                const std::vector<int>& prompt, int bos_id, int steps,
+                                const InProcessOptions& options, const InProcessHook<P>& hook,
+                                PrepMode mode, std::vector<std::vector<PrepRequest>>& scripts) {
   if (!model) return InvalidArgument("no model");
   if (prompt.empty()) return InvalidArgument("the prompt needs at least BOS");
   for (int t : prompt) {
@@ -126,16 +133,35 @@ Result<InProcessResult> RunInProcess(std::shared_ptr<const RingModel> model,
   result.phases.resize(parties);
   const int prompt_len = static_cast<int>(prompt.size());
 
+  scripts.resize(parties);
+  std::barrier<> prefetched(parties);
+  std::vector<double> prefetch_seconds(parties, 0);
   auto outcomes = net::RunParties(*mesh, [&](net::Channel& inner) -> Result<SessionReport> {
     const int self = inner.self();
+    const auto me = static_cast<std::size_t>(self);
     net::Channel& ch = options.wrap_channel ? options.wrap_channel(inner, self) : inner;
+    ScriptedPrep<P> scripted(dealer->store(self), bit_dealer->store(self));
+    mpc::Preprocessing<P>* prep = &dealer->store(self);
+    mpc::BitPreprocessing<P>* bit_prep = &bit_dealer->store(self);
+    if (mode != PrepMode::kDirect) {
+      prep = &scripted;
+      bit_prep = &scripted;
+    }
+    if (mode == PrepMode::kReplay) {
+      const auto t0 = std::chrono::steady_clock::now();
+      const Status s = scripted.Prefetch(scripts[me]);
+      prefetch_seconds[me] =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      prefetched.arrive_and_wait();
+      MPCACHE_RETURN_IF_ERROR(s);
+    }
     mpc::ContextOptions copts;
     copts.threads = options.threads;
     MPCACHE_ASSIGN_OR_RETURN(
-        auto ctx, mpc::Context<P>::Create(ch, dealer->store(self),
-                                          DeriveSeed(TestSeed(options.seed), 100 + self), copts));
+        auto ctx,
+        mpc::Context<P>::Create(ch, *prep, DeriveSeed(TestSeed(options.seed), 100 + self), copts));
     MPCACHE_ASSIGN_OR_RETURN(
-        auto bctx, mpc::BinaryContext<P>::Create(*ctx, bit_dealer->store(self),
+        auto bctx, mpc::BinaryContext<P>::Create(*ctx, *bit_prep,
                                                  DeriveSeed(TestSeed(options.seed), 200 + self)));
     SecureWeights<P> weights;
     if (options.private_weights) {
@@ -164,7 +190,8 @@ Result<InProcessResult> RunInProcess(std::shared_ptr<const RingModel> model,
     }
     MPCACHE_ASSIGN_OR_RETURN(SessionReport report, session->Generate(client.Link(self), prompt_len,
                                                                      steps, position_hook));
-    result.phases[static_cast<std::size_t>(self)] = ch.stats().phases();
+    result.phases[me] = ch.stats().phases();
+    if (mode == PrepMode::kRecord) scripts[me] = scripted.script();
     return report;
   });
   for (std::size_t p = 0; p < outcomes.size(); ++p) {
@@ -178,7 +205,24 @@ Result<InProcessResult> RunInProcess(std::shared_ptr<const RingModel> model,
   const preproc::BitOfflineStats bits = bit_dealer->stats();
   result.bit_dealer_bytes = bits.correction_bytes;
   result.bit_dealer_seconds = bits.dealer_seconds;
+  for (double t : prefetch_seconds) result.prefetch_seconds = std::max(result.prefetch_seconds, t);
   return result;
+}
+
+}  // namespace
+
+template <typename P>
+Result<InProcessResult> RunInProcess(std::shared_ptr<const RingModel> model,
+                                     const std::vector<int>& prompt, int bos_id, int steps,
+                                     const InProcessOptions& options,
+                                     const InProcessHook<P>& hook) {
+  std::vector<std::vector<PrepRequest>> scripts;
+  if (!options.preprocess_first) {
+    return RunOnce<P>(model, prompt, bos_id, steps, options, hook, PrepMode::kDirect, scripts);
+  }
+  MPCACHE_RETURN_IF_ERROR(
+      RunOnce<P>(model, prompt, bos_id, steps, options, {}, PrepMode::kRecord, scripts));
+  return RunOnce<P>(model, prompt, bos_id, steps, options, hook, PrepMode::kReplay, scripts);
 }
 
 template Result<InProcessResult> RunInProcess<mpc::SemiHonest>(

@@ -53,6 +53,10 @@ struct InProcessOptions {
   SessionOptions session;
   std::uint64_t seed = 1;  // dealer and local seeds (reproducible runs)
   int threads = 1;         // worker threads per party for local matrix products
+  // Offline first: run once recording every party's preprocessing requests, then run again
+  // with fresh dealers (same seeds) that produce ALL of it before the online phase starts,
+  // so the reported online figures contain no dealer work (twice the total run time).
+  bool preprocess_first = false;
   // Optional: wraps each party's channel (e.g. to record what it receives).
   std::function<net::Channel&(net::Channel& inner, int party)> wrap_channel;
 };
@@ -66,6 +70,7 @@ struct InProcessResult {
   preproc::OfflineStats offline;       // arithmetic dealer
   std::uint64_t bit_dealer_bytes = 0;  // binary dealer, all parties
   double bit_dealer_seconds = 0;
+  double prefetch_seconds = 0;  // preprocess_first: the slowest party's prefetch (offline)
 };
 
 template <typename P>

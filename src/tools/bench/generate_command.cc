@@ -32,6 +32,7 @@ struct GenerateOptions {
   int threads = 1;
   std::uint64_t seed = 1;
   int frac_bits = kRecommendedFracBits;
+  bool offline_first = false;
   bool json = false;
 };
 
@@ -52,6 +53,7 @@ Result<nlohmann::json> RunGenerate(const GenerateOptions& o) {
   io.private_weights = o.weights == "private";
   io.seed = o.seed;
   io.threads = o.threads;
+  io.preprocess_first = o.offline_first;
   io.session.math.frac_bits = o.frac_bits;
   io.session.max_seq_len = std::max(steps, 1);
   MPCACHE_ASSIGN_OR_RETURN(infer::InProcessResult r,
@@ -111,6 +113,8 @@ Result<nlohmann::json> RunGenerate(const GenerateOptions& o) {
   off["batches"] = r.offline.batches;
   off["bit_dealer_correction_bytes"] = r.bit_dealer_bytes;
   off["bit_dealer_seconds"] = r.bit_dealer_seconds;
+  off["offline_first"] = o.offline_first;
+  off["prefetch_seconds"] = r.prefetch_seconds;
   j["offline"] = off;
   if (io.private_weights) {
     j["load_weights"] = {
@@ -172,6 +176,9 @@ void AddGenerateCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--threads", opts->threads, "Worker threads per party for local products");
   cmd->add_option("--seed", opts->seed, "Dealer/party seeds (reproducible runs)");
   cmd->add_option("--frac-bits", opts->frac_bits, "Fixed-point fractional bits");
+  cmd->add_flag("--offline-first", opts->offline_first,
+                "Produce all preprocessing before the online phase (runs the generation twice: "
+                "once to learn the requests); online figures then exclude dealer work");
   cmd->add_flag("--json", opts->json, "Print one JSON object on stdout");
   cmd->callback([opts, exit_code] { *exit_code = RunGenerateCommand(*opts); });
 }

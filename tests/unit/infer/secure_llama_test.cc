@@ -131,3 +131,23 @@ TEST(SecureLlama, DebugRevealMatchesFixedEngineTrace) {
 
 }  // namespace
 }  // namespace mpcache::infer
+
+namespace mpcache::infer {
+namespace {
+
+// Offline first: all preprocessing fetched before the online phase, same tokens.
+TEST(SecureLlama, PreprocessFirstGivesSameTokens) {
+  const model::ModelWeights w = Synth("32x2x4x2x64x40x16", true);
+  auto ring = EncodeModel(w, kRecommendedFracBits);
+  ASSERT_TRUE(ring.ok());
+  const PlainRun plain = RunPlain(w, {1, 5, 9}, 8);
+  InProcessOptions o;
+  o.preprocess_first = true;
+  auto run = RunInProcess<mpc::Spdz2k>(*ring, {1, 5, 9}, 1, 8, o);
+  ASSERT_TRUE(run.ok()) << run.error().ToString();
+  EXPECT_EQ(run->tokens, plain.fixed_tokens);
+  EXPECT_GT(run->prefetch_seconds, 0);
+}
+
+}  // namespace
+}  // namespace mpcache::infer
