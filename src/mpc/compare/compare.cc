@@ -133,7 +133,8 @@ Node<P> GroupNode(const BitKey& key, const EdaBits<P>& eda, const std::vector<Pu
 // Open c = x + r and build the 16 group nodes (round 1, then local work).
 template <typename P>
 struct Prepared {
-  EdaBits<P> eda;
+  EdaBits<P> eda;              // released once the group nodes are built
+  BitShares<P> r63;            // bit 63 of r
   std::vector<PublicBits> cb;  // bit j of c, for every element
   std::vector<Node<P>> level;
 };
@@ -159,6 +160,10 @@ Result<Prepared<P>> Prepare(BinaryContext<P>& ctx, const Shares<P>& x) {
   for (int g = 0; g < edabit::kGroups; ++g) {
     out.level.push_back(GroupNode(ctx.key(), out.eda, out.cb, g, n));
   }
+  // Only r_63 is needed from here on: release the rest of the edaBits (most of the memory
+  // of a large batch) before the AND levels take their triples.
+  out.r63 = std::move(out.eda.bits[63]);
+  out.eda = EdaBits<P>();
   return out;
 }
 
@@ -200,7 +205,7 @@ Result<BitShares<P>> MsbBits(BinaryContext<P>& ctx, const Shares<P>& x) {
   MPCACHE_ASSIGN_OR_RETURN(Prepared<P> pre, Prepare(ctx, x));
   MPCACHE_RETURN_IF_ERROR(Reduce(ctx, pre.level, 1));
   BitShares<P> msb = std::move(pre.level[0].lt);
-  XorInPlace(msb, pre.eda.bits[63]);
+  XorInPlace(msb, pre.r63);
   XorPublicInPlace(ctx.key(), msb, pre.cb[63]);
   return msb;
 }
@@ -231,7 +236,7 @@ Result<Shares<P>> LessThanZero(BinaryContext<P>& ctx, const Shares<P>& x) {
   MPCACHE_RETURN_IF_ERROR(Reduce(ctx, pre.level, 2));
   // Fused root + conversion: MSB = c_63 ^ u ^ v w with u = lt_H ^ r_63, v = eq_H, w = lt_L.
   MPCACHE_ASSIGN_OR_RETURN(RootTuples<P> t, ctx.prep().GetRootTuples(n));
-  BitShares<P> u = Xor(std::move(pre.level[1].lt), pre.eda.bits[63]);
+  BitShares<P> u = Xor(std::move(pre.level[1].lt), pre.r63);
   std::vector<BitShares<P>> masked;
   masked.push_back(Xor(std::move(u), t.u));
   masked.push_back(Xor(std::move(pre.level[1].eq), t.v));
