@@ -1,0 +1,371 @@
+#include "client/private_generation.h"
+
+#include <openssl/sha.h>
+#include <spdlog/spdlog.h>
+
+#include <array>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "daemon/client_protocol.h"
+#include "daemon/sync_link.h"
+#include "model/tokenizer.h"
+#include "net/tls/mesh_config.h"
+#include "net/tls/tls_context.h"
+#include "preproc/in_process_dealer.h"
+
+namespace mpcache::client {
+
+namespace cp = daemon::client_proto;
+namespace asio = net::asio;
+using std::chrono::milliseconds;
+
+namespace {
+
+// The parties' messages, merged into one queue by one reader thread per party.
+class Inbox {
+ public:
+  struct Event {
+    int party = 0;
+    Result<std::vector<std::uint8_t>> payload{std::vector<std::uint8_t>{}};
+  };
+  void Push(Event e) {
+    std::lock_guard<std::mutex> lock(mu_);
+    events_.push_back(std::move(e));
+    cv_.notify_all();
+  }
+  std::optional<Event> Pop(milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!cv_.wait_for(lock, timeout, [this] { return !events_.empty(); })) return std::nullopt;
+    Event e = std::move(events_.front());
+    events_.pop_front();
+    return e;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Event> events_;
+};
+
+struct Party {
+  std::string where;  // "party 1 (127.0.0.1:7111)"
+  std::unique_ptr<daemon::SyncLink> link;
+  std::optional<cp::SeedShare> seed;
+  std::optional<cp::Done> done;
+  std::optional<cp::ErrorMsg> error;
+  std::optional<Error> lost;
+  bool finished() const { return done || error || lost; }
+};
+
+class Run {
+ public:
+  Run(const config::ClientConfig& cfg, const model::Tokenizer& tok, const TextSink& on_text,
+      std::shared_ptr<spdlog::logger> log)
+      : cfg_(cfg), tok_(tok), on_text_(on_text), log_(std::move(log)) {}
+
+  ~Run() {
+    for (auto& p : parties_) {
+      if (p.link) p.link->CloseNow();
+    }
+    for (auto& t : readers_) t.join();
+    work_.reset();
+    io_.stop();
+    if (io_thread_.joinable()) io_thread_.join();
+  }
+
+  Result<GenerateResult> Go(std::vector<int> prompt, int max_tokens);
+
+ private:
+  Status Connect(std::uint64_t session);
+  Error Failure() const;
+  Status OnToken(const cp::Token& t);
+  void Emit();
+
+  const config::ClientConfig& cfg_;
+  const model::Tokenizer& tok_;
+  const TextSink& on_text_;
+  std::shared_ptr<spdlog::logger> log_;
+  asio::io_context io_;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
+  std::thread io_thread_;
+  std::unique_ptr<asio::ssl::context> tls_;
+  std::array<Party, 3> parties_;
+  std::vector<std::thread> readers_;
+  Inbox inbox_;
+
+  std::uint64_t session_ = 0;
+  int prompt_len_ = 0;
+  std::vector<std::uint64_t> out_masks_;
+  std::map<std::uint32_t, std::array<std::optional<cp::Token>, 3>> tokens_in_;
+  GenerateResult result_;
+  std::size_t printed_ = 0;
+};
+
+Status Run::Connect(std::uint64_t session) {
+  MPCACHE_ASSIGN_OR_RETURN(tls_, net::MakeTlsContext(net::TlsFilesFromConfig(cfg_.tls)));
+  work_.emplace(asio::make_work_guard(io_));
+  io_thread_ = std::thread([this] { io_.run(); });
+  std::array<std::optional<Result<std::unique_ptr<daemon::SyncLink>>>, 3> links;
+  std::vector<std::thread> connectors;
+  for (int p = 0; p < 3; ++p) {
+    parties_[static_cast<std::size_t>(p)].where =
+        "party " + std::to_string(p) + " (" + cfg_.parties[static_cast<std::size_t>(p)].ToString() +
+        ")";
+    connectors.emplace_back([this, p, &links] {
+      links[static_cast<std::size_t>(p)] = daemon::SyncLink::Connect(
+          io_, *tls_, net::ToEndpoint(cfg_.parties[static_cast<std::size_t>(p)]), net::PartyName(p),
+          0, std::size_t{64} << 20, milliseconds(cfg_.timeouts.connect_ms),
+          "party " + std::to_string(p));
+    });
+  }
+  for (auto& t : connectors) t.join();
+  for (int p = 0; p < 3; ++p) {
+    auto& r = *links[static_cast<std::size_t>(p)];
+    if (!r.ok()) return r.error();
+    parties_[static_cast<std::size_t>(p)].link = std::move(r).value();
+  }
+  cp::Generate g;
+  g.session = session;
+  g.prompt_len = static_cast<std::uint32_t>(prompt_len_);
+  g.vocab = static_cast<std::uint32_t>(tok_.vocab_size());
+  g.steps = static_cast<std::uint32_t>(out_masks_.size());
+  for (int p = 0; p < 3; ++p) {
+    MPCACHE_RETURN_IF_ERROR(parties_[static_cast<std::size_t>(p)].link->Send(cp::Encode(g)));
+  }
+  const milliseconds recv(cfg_.timeouts.recv_ms);
+  for (int p = 0; p < 3; ++p) {
+    daemon::SyncLink* link = parties_[static_cast<std::size_t>(p)].link.get();
+    readers_.emplace_back([this, p, link, recv] {
+      for (;;) {
+        auto r = link->Recv(recv);
+        const std::uint8_t type = r.ok() ? cp::TypeOf(*r) : 0;
+        inbox_.Push({p, std::move(r)});
+        if (type == 0 || type == cp::kDone || type == cp::kError) return;
+      }
+    });
+  }
+  return Status::Ok();
+}
+
+Error Run::Failure() const {
+  // Prefer what the parties say (the one blamed), then a lost connection.
+  for (const Party& p : parties_) {
+    if (p.error && p.error->blamed >= 0) {
+      return Aborted("party " + std::to_string(p.error->blamed) + " failed (reported by party " +
+                     std::to_string(p.error->reporter) + "): " + p.error->message);
+    }
+  }
+  for (const Party& p : parties_) {
+    if (p.lost) return Aborted(p.where + " failed: " + p.lost->message());
+  }
+  for (const Party& p : parties_) {
+    if (p.error)
+      return Aborted("party " + std::to_string(p.error->reporter) + ": " + p.error->message);
+  }
+  return Internal("the request failed for no stated reason");
+}
+
+void Run::Emit() {
+  std::vector<int> text_tokens(result_.tokens.begin() + 1, result_.tokens.end());
+  if (!text_tokens.empty() && text_tokens.back() == tok_.bos_id()) text_tokens.pop_back();
+  result_.text = tok_.DecodeAll(text_tokens, true);
+  if (on_text_ && result_.text.size() > printed_) {
+    on_text_(std::string_view(result_.text).substr(printed_));
+  }
+  printed_ = result_.text.size();
+}
+
+Status Run::OnToken(const cp::Token& t) {
+  auto& slot = tokens_in_[t.pos];
+  bool all = true;
+  for (std::size_t p = 0; p < 3; ++p) all = all && slot[p].has_value();
+  if (!all) return Status::Ok();
+  for (std::size_t p = 1; p < 3; ++p) {
+    if (slot[p]->masked != slot[0]->masked || slot[p]->mask_seq != slot[0]->mask_seq) {
+      return ProtocolError("the parties released different values for position " +
+                           std::to_string(t.pos) + " (party 0 vs party " + std::to_string(p) +
+                           "): refusing the output");
+    }
+  }
+  const std::uint64_t seq = slot[0]->mask_seq;
+  if (seq < static_cast<std::uint64_t>(prompt_len_) ||
+      seq - static_cast<std::uint64_t>(prompt_len_) >= out_masks_.size()) {
+    return ProtocolError("the parties used output mask " + std::to_string(seq) +
+                         ", which this request does not have");
+  }
+  const std::uint64_t token =
+      slot[0]->masked - out_masks_[seq - static_cast<std::uint64_t>(prompt_len_)];
+  if (token >= static_cast<std::uint64_t>(tok_.vocab_size())) {
+    return ProtocolError("released token " + std::to_string(token) + " is outside the vocabulary");
+  }
+  tokens_in_.erase(t.pos);
+  result_.tokens.push_back(static_cast<int>(token));
+  result_.generated += 1;
+  Emit();
+  cp::Continue c{session_, t.pos, static_cast<int>(token) != tok_.bos_id()};
+  for (auto& p : parties_) MPCACHE_RETURN_IF_ERROR(p.link->Send(cp::Encode(c)));
+  return Status::Ok();
+}
+
+Result<GenerateResult> Run::Go(std::vector<int> prompt, int max_tokens) {
+  const auto t0 = std::chrono::steady_clock::now();
+  MPCACHE_ASSIGN_OR_RETURN(Seed rnd, OsSeed());
+  std::memcpy(&session_, rnd.data(), 8);
+  result_.session_id = session_;
+  prompt_len_ = static_cast<int>(prompt.size());
+  result_.prompt_tokens = prompt_len_;
+  result_.tokens = prompt;
+  out_masks_.resize(static_cast<std::size_t>(std::max(max_tokens, prompt_len_)));
+  if (Status s = Connect(session_); !s.ok()) return s.error();
+  log_->info("session {:016x}: connected to the three parties", session_);
+
+  const milliseconds wait(cfg_.timeouts.recv_ms + 2000);
+  const auto deadline = t0 + milliseconds(cfg_.timeouts.request_ms);
+  const int vocab = tok_.vocab_size();
+  bool prompt_sent = false;
+  std::optional<Error> failure;
+  for (;;) {
+    int finished = 0;
+    for (const Party& p : parties_) finished += p.finished() ? 1 : 0;
+    if (finished == 3) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      failure = Timeout("the request took longer than timeouts.request_ms");
+      break;
+    }
+    auto ev = inbox_.Pop(wait);
+    if (!ev) {
+      failure = Timeout("no party answered within " + std::to_string(wait.count()) + " ms");
+      break;
+    }
+    Party& party = parties_[static_cast<std::size_t>(ev->party)];
+    if (!ev->payload.ok()) {
+      party.lost = ev->payload.error();
+      failure = Failure();
+      continue;  // let the others report (they abort within their timeout)
+    }
+    const auto& payload = *ev->payload;
+    const auto bad = [&](const Error& e) {
+      party.lost = e;
+      failure = Failure();
+    };
+    switch (cp::TypeOf(payload)) {
+      case cp::kSeedShare: {
+        auto m = cp::Decode<cp::SeedShare>(payload);
+        if (!m.ok()) {
+          bad(m.error());
+          break;
+        }
+        party.seed = *m;
+        if (prompt_sent || !parties_[0].seed || !parties_[1].seed || !parties_[2].seed) break;
+        Seed seed{};
+        for (const Party& p : parties_) {
+          for (std::size_t i = 0; i < 16; ++i) seed[i] ^= p.seed->share[i];
+        }
+        std::array<std::uint8_t, 32> h{};
+        SHA256(seed.data(), seed.size(), h.data());
+        for (int p = 0; p < 3; ++p) {
+          if (parties_[static_cast<std::size_t>(p)].seed->hash != h) {
+            return ProtocolError("party " + std::to_string(p) +
+                                 " relayed a mask seed share that does not match the dealer's "
+                                 "hash: refusing to continue");
+          }
+        }
+        preproc::Batch pb;
+        pb.party = mpc::kClient;
+        pb.seq = 0;
+        pb.request.type = preproc::ItemType::kInputMask;
+        pb.request.owner = mpc::kClient;
+        pb.request.count =
+            static_cast<std::uint64_t>(prompt_len_) * static_cast<std::uint64_t>(vocab);
+        MPCACHE_ASSIGN_OR_RETURN(auto r, preproc::ExpandClientMasks(seed, pb));
+        cp::Prompt msg;
+        msg.session = session_;
+        msg.d.resize(r.size());
+        for (std::size_t i = 0; i < r.size(); ++i) msg.d[i] = 0 - r[i];
+        for (int pos = 0; pos < prompt_len_; ++pos) {
+          msg.d[static_cast<std::size_t>(pos) * static_cast<std::size_t>(vocab) +
+                static_cast<std::size_t>(prompt[static_cast<std::size_t>(pos)])] += 1;
+        }
+        preproc::Batch ob = pb;
+        ob.seq = 1;
+        ob.request.count = out_masks_.size();
+        MPCACHE_ASSIGN_OR_RETURN(out_masks_, preproc::ExpandClientMasks(seed, ob));
+        const auto bytes = cp::Encode(msg);
+        for (auto& p : parties_) MPCACHE_RETURN_IF_ERROR(p.link->Send(bytes));
+        prompt_sent = true;
+        Emit();  // the prompt, as llama2.c prints it
+        break;
+      }
+      case cp::kToken: {
+        auto m = cp::Decode<cp::Token>(payload);
+        if (!m.ok() || m->session != session_) {
+          bad(m.ok() ? ProtocolError("token for another session") : m.error());
+          break;
+        }
+        tokens_in_[m->pos][static_cast<std::size_t>(ev->party)] = *m;
+        if (Status s = OnToken(*m); !s.ok()) return s.error().WithContext(party.where);
+        break;
+      }
+      case cp::kDone: {
+        auto m = cp::Decode<cp::Done>(payload);
+        if (!m.ok()) {
+          bad(m.error());
+          break;
+        }
+        party.done = *m;
+        break;
+      }
+      case cp::kError: {
+        auto m = cp::Decode<cp::ErrorMsg>(payload);
+        if (!m.ok()) {
+          bad(m.error());
+          break;
+        }
+        party.error = *m;
+        failure = Failure();
+        break;
+      }
+      default:
+        bad(ProtocolError("unexpected message type " + std::to_string(cp::TypeOf(payload))));
+    }
+  }
+  if (failure) return Failure();
+  for (int p = 0; p < 3; ++p) {
+    const cp::Done& d = *parties_[static_cast<std::size_t>(p)].done;
+    PartyReport r;
+    r.party = p;
+    r.positions = static_cast<int>(d.positions);
+    r.released = static_cast<int>(d.released);
+    r.decode_positions = static_cast<int>(d.decode_positions);
+    r.seconds = d.seconds;
+    r.decode_seconds = d.decode_seconds;
+    r.decode_bytes_sent = d.decode_bytes_sent;
+    r.decode_rounds = d.decode_rounds;
+    result_.parties.push_back(r);
+  }
+  for (auto& p : parties_) p.link->Close();
+  result_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return result_;
+}
+
+}  // namespace
+
+Result<GenerateResult> GeneratePrivately(const config::ClientConfig& cfg,
+                                         const GenerateOptions& options, const TextSink& on_text,
+                                         std::shared_ptr<spdlog::logger> log) {
+  if (options.max_tokens < 1) return InvalidArgument("--max-tokens must be at least 1");
+  if (cfg.parties.size() != 3) return InvalidArgument(cfg.file + ": needs three parties");
+  MPCACHE_ASSIGN_OR_RETURN(model::Tokenizer tok, model::Tokenizer::LoadLlama2c(cfg.tokenizer, 0));
+  MPCACHE_ASSIGN_OR_RETURN(std::vector<int> prompt, tok.Encode(options.prompt, true, false));
+  Run run(cfg, tok, on_text, std::move(log));
+  return run.Go(std::move(prompt), options.max_tokens);
+}
+
+}  // namespace mpcache::client

@@ -1,0 +1,90 @@
+// The dealer <-> party protocol (DATA payloads over a FramedConnection whose session id
+// is the request's): one connection per party per request.
+//
+//   party  -> dealer   Join {party, security, prompt_len, steps, vocab}
+//   dealer -> party    Setup {party seed, binary MAC key share, XOR share of the client's
+//                      seed and its SHA-256, the session's two client mask batches}
+//   party  -> dealer   BatchRequest {request, seq}   -> Batch (seed-compressed: parties 0
+//                      and 1 get a header, the last party the corrections; batch.h)
+//   party  -> dealer   BitRequest {item, n}          -> Bits (the party's comparison
+//                      material, mpc/compare/bit_preprocessing.h)
+//   dealer -> party    Error {message} instead of any answer
+// Requests are answered in order; a party may send several before reading the answers
+// (the prefetcher does), so the dealer never waits for one round trip per item.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "daemon/wire.h"
+#include "mpc/compare/bit_preprocessing.h"
+#include "preproc/batch.h"
+#include "preproc/bit_dealer.h"
+
+namespace mpcache::daemon::dealer_proto {
+
+enum Type : std::uint8_t {
+  kJoin = 1,
+  kSetup = 2,
+  kBatchRequest = 3,
+  kBatch = 4,
+  kBitRequest = 5,
+  kBits = 6,
+  kError = 7,
+};
+
+struct Join {
+  std::uint64_t session = 0;  // links use frame session id 0; the request's id is here
+  std::uint32_t party = 0;
+  preproc::Security security = preproc::Security::kMalicious;
+  std::uint32_t prompt_len = 0, steps = 0, vocab = 0;
+};
+struct Setup {
+  Seed party_seed{};
+  std::uint64_t bit_key_share = 0;
+  std::array<std::uint8_t, 16> client_seed_share{};
+  std::array<std::uint8_t, 32> client_seed_hash{};
+  std::vector<preproc::Batch> client_batches;  // this party's part of batches 0 and 1
+};
+struct BatchRequest {
+  preproc::BatchRequest request;
+  std::uint64_t seq = 0;
+};
+struct BitRequest {
+  preproc::BitItem item = preproc::BitItem::kBitTriple;
+  std::uint64_t n = 0;
+};
+
+std::vector<std::uint8_t> Encode(const Join& m);
+std::vector<std::uint8_t> Encode(const Setup& m);
+std::vector<std::uint8_t> Encode(const BatchRequest& m);
+std::vector<std::uint8_t> EncodeBatch(const preproc::Batch& b);
+std::vector<std::uint8_t> Encode(const BitRequest& m);
+std::vector<std::uint8_t> EncodeError(const std::string& message);
+
+Result<Join> DecodeJoin(const std::vector<std::uint8_t>& p);
+Result<Setup> DecodeSetup(const std::vector<std::uint8_t>& p);
+Result<BatchRequest> DecodeBatchRequest(const std::vector<std::uint8_t>& p);
+Result<preproc::Batch> DecodeBatch(const std::vector<std::uint8_t>& p);
+Result<BitRequest> DecodeBitRequest(const std::vector<std::uint8_t>& p);
+// The dealer's Error message as an error (kProtocol), or kProtocol for an unexpected type.
+Error UnexpectedMessage(const std::vector<std::uint8_t>& p, const char* wanted);
+
+// Comparison material <-> bytes (type kBits).
+template <typename P>
+std::vector<std::uint8_t> EncodeBits(const mpc::BitTriples<P>& x);
+template <typename P>
+std::vector<std::uint8_t> EncodeBits(const mpc::EdaBits<P>& x);
+template <typename P>
+std::vector<std::uint8_t> EncodeBits(const mpc::DaBits<P>& x);
+template <typename P>
+std::vector<std::uint8_t> EncodeBits(const mpc::RootTuples<P>& x);
+template <typename P>
+std::vector<std::uint8_t> EncodeBits(const mpc::BitShares<P>& x);
+
+template <typename T>
+Result<T> DecodeBits(const std::vector<std::uint8_t>& p);
+
+}  // namespace mpcache::daemon::dealer_proto

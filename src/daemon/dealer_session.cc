@@ -1,0 +1,203 @@
+#include "daemon/dealer_session.h"
+
+#include <openssl/sha.h>
+
+#include <chrono>
+#include <string>
+
+#include "preproc/bit_dealer.h"
+
+namespace mpcache::daemon {
+
+std::array<std::uint8_t, 32> SeedHash(const Seed& seed) {
+  std::array<std::uint8_t, 32> out{};
+  SHA256(seed.data(), seed.size(), out.data());
+  return out;
+}
+
+namespace {
+
+using preproc::Batch;
+using preproc::BitItem;
+
+template <typename P>
+class DealerSessionImpl final : public DealerSession {
+ public:
+  explicit DealerSessionImpl(const dealer_proto::Join& join) : DealerSession(join) {}
+
+  Status Init() {
+    const preproc::Security sec =
+        P::kMalicious ? preproc::Security::kMalicious : preproc::Security::kSemiHonest;
+    MPCACHE_ASSIGN_OR_RETURN(Seed master, OsSeed());
+    MPCACHE_ASSIGN_OR_RETURN(dealer_, preproc::Dealer::Create(sec, master, 3));
+    MPCACHE_ASSIGN_OR_RETURN(bits_, preproc::InProcessBitDealer<P>::Create(
+                                        DeriveSeed(master, 0xB17), dealer_->mac_key(), 3));
+    // Client seed: XOR-shared over the parties (each sees one share).
+    const Seed client = dealer_->party_seed(mpc::kClient);
+    MPCACHE_ASSIGN_OR_RETURN(Seed s0, OsSeed());
+    MPCACHE_ASSIGN_OR_RETURN(Seed s1, OsSeed());
+    shares_[0] = s0;
+    shares_[1] = s1;
+    for (std::size_t i = 0; i < 16; ++i) shares_[2][i] = client[i] ^ s0[i] ^ s1[i];
+    hash_ = SeedHash(client);
+    const std::uint64_t n_prompt = std::uint64_t{join_.prompt_len} * join_.vocab;
+    for (std::uint64_t count : {n_prompt, std::uint64_t{join_.steps}}) {
+      preproc::BatchRequest req;
+      req.type = preproc::ItemType::kInputMask;
+      req.count = count;
+      req.owner = mpc::kClient;
+      MPCACHE_ASSIGN_OR_RETURN(preproc::Dealer::Output out, dealer_->Make(req));
+      for (int p = 0; p < 3; ++p) {
+        stats_.bytes_to_party[static_cast<std::size_t>(p)] +=
+            out.parties[static_cast<std::size_t>(p)].WireSize();
+        client_batches_[static_cast<std::size_t>(p)].push_back(
+            std::move(out.parties[static_cast<std::size_t>(p)]));
+      }
+      stats_.batches += 1;
+    }
+    return Status::Ok();
+  }
+
+  Result<dealer_proto::Setup> SetupFor(int party) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto i = static_cast<std::size_t>(party);
+    if (setup_done_[i]) return ProtocolError("party " + std::to_string(party) + " joined twice");
+    setup_done_[i] = true;
+    dealer_proto::Setup s;
+    s.party_seed = dealer_->party_seed(party);
+    s.bit_key_share = bits_->store(party).bit_mac_key_share();
+    s.client_seed_share = shares_[i];
+    s.client_seed_hash = hash_;
+    s.client_batches = std::move(client_batches_[i]);
+    return s;
+  }
+
+  Result<Batch> Fetch(int p, const preproc::BatchRequest& req, std::uint64_t seq) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto key = std::make_pair(req.type, seq);
+    const std::uint64_t next = dealer_->next_seq(req.type);
+    if (seq == next) {
+      const auto t0 = std::chrono::steady_clock::now();
+      MPCACHE_ASSIGN_OR_RETURN(preproc::Dealer::Output out, dealer_->Make(req));
+      stats_.dealer_seconds +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      stats_.batches += 1;
+      Pending pend;
+      pend.request = out.parties[0].request;
+      pend.left = 3;
+      for (auto& b : out.parties) pend.parts.emplace_back(std::move(b));
+      pending_[key] = std::move(pend);
+    } else if (seq > next) {
+      return ProtocolError("party " + std::to_string(p) + " asked for a future batch");
+    }
+    auto it = pending_.find(key);
+    if (it == pending_.end()) {
+      return ProtocolError("party " + std::to_string(p) + " asked for " +
+                           preproc::ItemTypeName(req.type) + " batch #" + std::to_string(seq) +
+                           " twice");
+    }
+    Pending& pend = it->second;
+    preproc::BatchRequest canonical = req;
+    if (req.type != preproc::ItemType::kMatrixMask) {
+      canonical.rows = pend.request.rows;
+      canonical.cols = pend.request.cols;
+    }
+    if (!(canonical == pend.request)) {
+      return ProtocolError(std::string("parties asked for different preprocessing under ") +
+                           preproc::ItemTypeName(req.type) + " #" + std::to_string(seq));
+    }
+    auto& slot = pend.parts[static_cast<std::size_t>(p)];
+    if (!slot) return ProtocolError("party " + std::to_string(p) + " took its part twice");
+    Batch b = std::move(*slot);
+    slot.reset();
+    stats_.bytes_to_party[static_cast<std::size_t>(p)] += b.WireSize();
+    if (--pend.left == 0) pending_.erase(it);
+    return b;
+  }
+
+  Result<std::vector<std::uint8_t>> Bits(int party, BitItem item, std::uint64_t n) override {
+    if (n == 0 || n > (std::uint64_t{1} << 24)) {
+      return ProtocolError("binary request of " + std::to_string(n) + " items");
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    preproc::BitStore<P>& store = bits_->store(party);  // thread-safe (dealer mutex)
+    std::vector<std::uint8_t> out;
+    const std::size_t k = static_cast<std::size_t>(n);
+    switch (item) {
+      case BitItem::kBitTriple: {
+        MPCACHE_ASSIGN_OR_RETURN(auto x, store.GetBitTriples(k));
+        out = dealer_proto::EncodeBits<P>(x);
+        break;
+      }
+      case BitItem::kEdaBit: {
+        MPCACHE_ASSIGN_OR_RETURN(auto x, store.GetEdaBits(k));
+        out = dealer_proto::EncodeBits<P>(x);
+        break;
+      }
+      case BitItem::kDaBit: {
+        MPCACHE_ASSIGN_OR_RETURN(auto x, store.GetDaBits(k));
+        out = dealer_proto::EncodeBits<P>(x);
+        break;
+      }
+      case BitItem::kRootTuple: {
+        MPCACHE_ASSIGN_OR_RETURN(auto x, store.GetRootTuples(k));
+        out = dealer_proto::EncodeBits<P>(x);
+        break;
+      }
+      case BitItem::kBitRandom: {
+        MPCACHE_ASSIGN_OR_RETURN(auto x, store.GetBitRandoms(k));
+        out = dealer_proto::EncodeBits<P>(x);
+        break;
+      }
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.bit_requests += 1;
+    stats_.bytes_to_party[static_cast<std::size_t>(party)] += out.size();
+    stats_.dealer_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return out;
+  }
+
+  DealerSessionStats stats() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stats_;
+  }
+
+ private:
+  struct Pending {
+    preproc::BatchRequest request;
+    std::vector<std::optional<Batch>> parts;
+    int left = 0;
+  };
+  mutable std::mutex mu_;
+  std::unique_ptr<preproc::Dealer> dealer_;
+  std::unique_ptr<preproc::InProcessBitDealer<P>> bits_;
+  std::array<Seed, 3> shares_{};
+  std::array<std::uint8_t, 32> hash_{};
+  std::array<std::vector<Batch>, 3> client_batches_;
+  std::array<bool, 3> setup_done_{};
+  std::map<std::pair<preproc::ItemType, std::uint64_t>, Pending> pending_;
+  DealerSessionStats stats_;
+};
+
+}  // namespace
+
+Result<std::shared_ptr<DealerSession>> DealerSession::Create(const dealer_proto::Join& join) {
+  if (join.prompt_len < 1 || join.prompt_len > 65536 || join.vocab < 2 || join.vocab > (1u << 20) ||
+      std::uint64_t{join.prompt_len} * join.vocab > (1u << 26) || join.steps < 1 ||
+      join.steps > (1u << 20)) {
+    return ProtocolError("session parameters out of range (prompt " +
+                         std::to_string(join.prompt_len) + ", vocab " + std::to_string(join.vocab) +
+                         ", steps " + std::to_string(join.steps) + ")");
+  }
+  if (join.security == preproc::Security::kMalicious) {
+    auto s = std::make_shared<DealerSessionImpl<mpc::Spdz2k>>(join);
+    MPCACHE_RETURN_IF_ERROR(s->Init());
+    return std::shared_ptr<DealerSession>(std::move(s));
+  }
+  auto s = std::make_shared<DealerSessionImpl<mpc::SemiHonest>>(join);
+  MPCACHE_RETURN_IF_ERROR(s->Init());
+  return std::shared_ptr<DealerSession>(std::move(s));
+}
+
+}  // namespace mpcache::daemon

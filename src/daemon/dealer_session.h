@@ -1,0 +1,53 @@
+// The dealer's state for one request: the arithmetic dealer (seed-compressed batches,
+// preproc/dealer.h) and the comparison-material dealer, shared by the three parties'
+// connections. A party asks for (request, seq); the first party to ask makes the batch
+// for all three, the others pick up their part (parties asking for different things
+// under one sequence number are refused). Thread-safe.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "daemon/dealer_protocol.h"
+#include "preproc/dealer.h"
+
+namespace mpcache::daemon {
+
+struct DealerSessionStats {
+  std::array<std::uint64_t, 3> bytes_to_party{};
+  std::uint64_t batches = 0;
+  std::uint64_t bit_requests = 0;
+  double dealer_seconds = 0;
+};
+
+class DealerSession {
+ public:
+  virtual ~DealerSession() = default;
+  // Makes the session for the first Join (fresh OS seeds; the client's two mask batches,
+  // prompt then outputs, are made first so they are batches 0 and 1 of their type).
+  static Result<std::shared_ptr<DealerSession>> Create(const dealer_proto::Join& join);
+
+  const dealer_proto::Join& join() const { return join_; }
+  // The Setup message of `party` (once per party).
+  virtual Result<dealer_proto::Setup> SetupFor(int party) = 0;
+  virtual Result<preproc::Batch> Fetch(int party, const preproc::BatchRequest& req,
+                                       std::uint64_t seq) = 0;
+  // A Bits message: `party`'s next n items of `item`.
+  virtual Result<std::vector<std::uint8_t>> Bits(int party, preproc::BitItem item,
+                                                 std::uint64_t n) = 0;
+  virtual DealerSessionStats stats() const = 0;
+
+ protected:
+  explicit DealerSession(const dealer_proto::Join& join) : join_(join) {}
+  dealer_proto::Join join_;
+};
+
+// SHA-256 of a seed (what the client checks its reconstructed seed against).
+std::array<std::uint8_t, 32> SeedHash(const Seed& seed);
+
+}  // namespace mpcache::daemon

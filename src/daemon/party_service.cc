@@ -1,0 +1,254 @@
+#include "daemon/party_service.h"
+
+#include <spdlog/spdlog.h>
+
+#include <condition_variable>
+#include <deque>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "daemon/http_server.h"
+#include "daemon/party_session.h"
+#include "infer/share_file.h"
+#include "model/checkpoint.h"
+#include "net/tls/mesh_config.h"
+#include "net/tls/tls_context.h"
+#include "net/tls/tls_mesh.h"
+
+namespace mpcache::daemon {
+
+namespace asio = net::asio;
+
+struct PartyService::Impl {
+  config::PartyConfig cfg;
+  std::shared_ptr<spdlog::logger> log;
+  std::shared_ptr<const infer::RingModel> model;
+  Metrics metrics;
+
+  asio::io_context io;
+  std::unique_ptr<asio::ssl::context> tls;
+  std::unique_ptr<net::TlsListener> listener;
+  std::unique_ptr<HttpServer> http;
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<net::AcceptedTls> pending;  // accepted clients waiting for their turn
+  bool stopping = false;
+  bool busy = false;
+  net::TlsMesh* active_mesh = nullptr;
+  SyncLink* active_client = nullptr;
+
+  Status LoadModel();
+  void DescribeMetrics();
+  HttpReply Http(std::string_view target);
+  void Serve(net::AcceptedTls accepted);
+  void Shutdown();
+};
+
+Status PartyService::Impl::LoadModel() {
+  if (cfg.weights == config::Weights::kPrivate) {
+    MPCACHE_ASSIGN_OR_RETURN(infer::ShareFile f, infer::ReadShareFile(cfg.model.checkpoint));
+    if (f.party != cfg.party_id) {
+      return InvalidArgument(cfg.file + ": field 'model.checkpoint': " + cfg.model.checkpoint +
+                             " is the share of party " + std::to_string(f.party) +
+                             "; fix: point it at party" + std::to_string(cfg.party_id) + ".mpcw");
+    }
+    model = std::make_shared<const infer::RingModel>(std::move(f.share));
+    return Status::Ok();
+  }
+  MPCACHE_ASSIGN_OR_RETURN(model::ModelWeights w, model::LoadCheckpoint(cfg.model.checkpoint));
+  MPCACHE_ASSIGN_OR_RETURN(model, infer::EncodeModel(w, cfg.model.frac_bits));
+  return Status::Ok();
+}
+
+void PartyService::Impl::DescribeMetrics() {
+  auto& m = metrics;
+  m.Describe("mpcache_requests_total", "counter", "Client requests received");
+  m.Describe("mpcache_requests_failed_total", "counter", "Client requests that failed");
+  m.Describe("mpcache_active_sessions", "gauge", "Requests being served now");
+  m.Describe("mpcache_tokens_generated_total", "counter", "Tokens released to clients");
+  m.Describe("mpcache_tokens_per_second", "gauge", "Decoding speed of the last request");
+  m.Describe("mpcache_decode_seconds_total", "counter", "Wall time of decode positions");
+  m.Describe("mpcache_phase_bytes_sent_total", "counter", "Bytes sent to peers per phase (decode)");
+  m.Describe("mpcache_phase_rounds_total", "counter", "Communication rounds per phase (decode)");
+  m.Describe("mpcache_phase_seconds_total", "counter", "Wall time per phase (decode)");
+  m.Describe("mpcache_mac_check_failures_total", "counter", "Requests aborted by a MAC check");
+  m.Describe("mpcache_dealer_requests_total", "counter", "Preprocessing requests to the dealer");
+  m.Describe("mpcache_dealer_bytes_received_total", "counter", "Preprocessing bytes received");
+  m.Describe("mpcache_dealer_wait_seconds_total", "counter", "Time spent waiting for the dealer");
+  m.Describe("mpcache_preprocessing_pool_items", "gauge",
+             "Preprocessing items left in the pool after the last request");
+  m.Set("mpcache_active_sessions", 0);
+  m.Add("mpcache_requests_total", 0);
+  m.Add("mpcache_requests_failed_total", 0);
+  m.Add("mpcache_mac_check_failures_total", 0);
+  m.Add("mpcache_tokens_generated_total", 0);
+}
+
+HttpReply PartyService::Impl::Http(std::string_view target) {
+  if (target == "/metrics")
+    return {200, "text/plain; version=0.0.4; charset=utf-8", metrics.Render()};
+  if (target == "/healthz" || target == "/health") {
+    std::lock_guard<std::mutex> lock(mu);
+    if (stopping) return {503, "text/plain", "stopping\n"};
+    return {200, "text/plain", busy ? "ok busy\n" : "ok idle\n"};
+  }
+  return {404, "text/plain", "not found: try /metrics or /healthz\n"};
+}
+
+void PartyService::Impl::Serve(net::AcceptedTls accepted) {
+  const int self = cfg.party_id;
+  SyncLink client(io, std::move(accepted.stream), 0, cfg.max_frame_bytes,
+                  "the client at " + accepted.remote);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (stopping) return;
+    active_client = &client;
+  }
+  metrics.Add("mpcache_requests_total", 1);
+  metrics.Add("mpcache_active_sessions", 1);
+  auto payload = client.Recv(std::chrono::milliseconds(cfg.timeouts.recv_ms));
+  Result<client_proto::Generate> req = payload.ok()
+                                           ? client_proto::Decode<client_proto::Generate>(*payload)
+                                           : Result<client_proto::Generate>(payload.error());
+  std::optional<int> blamed;
+  Result<client_proto::Done> done = req.ok() ? Result<client_proto::Done>(InvalidArgument(""))
+                                             : Result<client_proto::Done>(req.error());
+  if (req.ok()) {
+    log->info("[session {:016x}] request from {}: {} prompt tokens, {} steps", req->session,
+              accepted.remote, req->prompt_len, req->steps);
+    PartyRuntime rt;
+    rt.cfg = &cfg;
+    rt.io = &io;
+    rt.tls = tls.get();
+    rt.model = model;
+    rt.log = log;
+    rt.metrics = &metrics;
+    rt.on_mesh = [this](net::TlsMesh* m) {
+      std::lock_guard<std::mutex> lock(mu);
+      active_mesh = m;
+      if (m && stopping) m->Abort("party " + std::to_string(cfg.party_id) + " is shutting down");
+    };
+    done = RunPartySession(rt, client, *req, &blamed);
+  }
+  const std::uint64_t session = req.ok() ? req->session : 0;
+  if (done.ok()) {
+    (void)client.Send(client_proto::Encode(*done));
+  } else {
+    metrics.Add("mpcache_requests_failed_total", 1);
+    client_proto::ErrorMsg e;
+    e.session = session;
+    e.reporter = static_cast<std::uint32_t>(self);
+    e.blamed = blamed ? *blamed : -1;
+    e.message = done.error().ToString();
+    log->error("[session {:016x}] failed{}: {}", session,
+               blamed ? " (blames party " + std::to_string(*blamed) + ")" : "", e.message);
+    (void)client.Send(client_proto::Encode(e));
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    active_client = nullptr;
+  }
+  metrics.Add("mpcache_active_sessions", -1);
+  client.Close();
+}
+
+void PartyService::Impl::Shutdown() {
+  std::lock_guard<std::mutex> lock(mu);
+  if (stopping) return;
+  stopping = true;
+  log->info("shutting down: {} request running", busy ? "aborting the" : "no");
+  if (active_mesh)
+    active_mesh->Abort("party " + std::to_string(cfg.party_id) + " is shutting down");
+  if (active_client)
+    active_client->SendAbort("party " + std::to_string(cfg.party_id) + " is shutting down");
+  for (auto& p : pending) {
+    boost::system::error_code ignored;
+    p.stream->lowest_layer().close(ignored);
+  }
+  pending.clear();
+  cv.notify_all();
+}
+
+PartyService::PartyService(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+PartyService::~PartyService() = default;
+
+Result<std::unique_ptr<PartyService>> PartyService::Create(config::PartyConfig cfg,
+                                                           std::shared_ptr<spdlog::logger> log) {
+  auto impl = std::make_unique<Impl>();
+  impl->cfg = std::move(cfg);
+  impl->log = std::move(log);
+  MPCACHE_RETURN_IF_ERROR(impl->LoadModel());
+  MPCACHE_ASSIGN_OR_RETURN(impl->tls, net::MakeTlsContext(net::TlsFilesFromConfig(impl->cfg.tls)));
+  impl->DescribeMetrics();
+  return std::unique_ptr<PartyService>(new PartyService(std::move(impl)));
+}
+
+Status PartyService::Run() {
+  Impl& s = *impl_;
+  MPCACHE_ASSIGN_OR_RETURN(
+      s.listener, net::TlsListener::Bind(s.io, *s.tls, net::ToEndpoint(s.cfg.client_listen)));
+  s.listener->Start({std::string(net::kClientName)},
+                    std::chrono::milliseconds(s.cfg.timeouts.handshake_ms),
+                    [&s](Result<net::AcceptedTls> a) {
+                      if (!a.ok()) {
+                        s.log->warn("refused a client connection: {}", a.error().message());
+                        return;
+                      }
+                      std::lock_guard<std::mutex> lock(s.mu);
+                      if (s.stopping) return;
+                      s.pending.push_back(std::move(a).value());
+                      s.cv.notify_all();
+                    });
+  if (s.cfg.metrics_port > 0) {
+    MPCACHE_ASSIGN_OR_RETURN(s.http,
+                             HttpServer::Start(s.io, s.cfg.client_listen.host,
+                                               static_cast<std::uint16_t>(s.cfg.metrics_port),
+                                               [&s](std::string_view t) { return s.Http(t); }));
+  }
+  asio::signal_set signals(s.io, SIGTERM, SIGINT);
+  signals.async_wait([&s](const boost::system::error_code& ec, int sig) {
+    if (ec) return;
+    s.log->info("signal {} received", sig);
+    s.Shutdown();
+  });
+  auto work = asio::make_work_guard(s.io);
+  std::thread io_thread([&s] { s.io.run(); });
+  s.log->info(
+      "party {} ready: clients on {}, mesh on {}, dealer at {}, metrics on port {} ({}, {} "
+      "weights)",
+      s.cfg.party_id, s.cfg.client_listen.ToString(),
+      s.cfg.parties[static_cast<std::size_t>(s.cfg.party_id)].ToString(), s.cfg.dealer.ToString(),
+      s.cfg.metrics_port, config::ToString(s.cfg.security), config::ToString(s.cfg.weights));
+  for (;;) {
+    net::AcceptedTls next;
+    {
+      std::unique_lock<std::mutex> lock(s.mu);
+      s.cv.wait(lock, [&s] { return s.stopping || !s.pending.empty(); });
+      if (s.stopping) break;
+      next = std::move(s.pending.front());
+      s.pending.pop_front();
+      s.busy = true;
+    }
+    s.Serve(std::move(next));
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.busy = false;
+  }
+  std::promise<void> closed;
+  asio::post(s.io, [&s, &signals, &closed] {
+    s.listener->Close();
+    if (s.http) s.http->Stop();
+    boost::system::error_code ignored;
+    signals.cancel(ignored);
+    closed.set_value();
+  });
+  closed.get_future().wait_for(std::chrono::seconds(2));
+  work.reset();
+  s.io.stop();
+  io_thread.join();
+  s.log->info("party {} stopped", s.cfg.party_id);
+  return Status::Ok();
+}
+
+}  // namespace mpcache::daemon

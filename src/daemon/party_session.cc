@@ -1,0 +1,187 @@
+#include "daemon/party_session.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "daemon/remote_preprocessing.h"
+#include "daemon/tls_client_link.h"
+#include "infer/secure_weights.h"
+#include "infer/session.h"
+#include "mpc/compare/binary_context.h"
+#include "net/tls/mesh_config.h"
+#include "net/tls/tls_context.h"
+
+namespace mpcache::daemon {
+
+std::optional<int> BlamedParty(const std::string& message, int self) {
+  for (const char* key : {"blames party ", "mpcache-party-", "party "}) {
+    std::size_t at = 0;
+    const std::string k(key);
+    while ((at = message.find(k, at)) != std::string::npos) {
+      at += k.size();
+      if (at < message.size() && message[at] >= '0' && message[at] <= '2') {
+        const int p = message[at] - '0';
+        if (p != self) return p;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using ms = std::chrono::milliseconds;
+
+template <typename P>
+Result<client_proto::Done> Run(const PartyRuntime& rt, SyncLink& client,
+                               const client_proto::Generate& req, int steps,
+                               std::unique_ptr<net::TlsMesh>& mesh) {
+  const config::PartyConfig& cfg = *rt.cfg;
+  const int self = cfg.party_id;
+  const ms recv(cfg.timeouts.recv_ms);
+  const auto tag = fmt::format("[session {:016x}]", req.session);
+
+  // 1. The request's preprocessing session at the dealer.
+  dealer_proto::Join join;
+  join.session = req.session;
+  join.party = static_cast<std::uint32_t>(self);
+  join.security = P::kMalicious ? preproc::Security::kMalicious : preproc::Security::kSemiHonest;
+  join.prompt_len = req.prompt_len;
+  join.steps = static_cast<std::uint32_t>(steps);
+  join.vocab = req.vocab;
+  MPCACHE_ASSIGN_OR_RETURN(
+      auto dealer_link,
+      SyncLink::Connect(*rt.io, *rt.tls, net::ToEndpoint(cfg.dealer), std::string(net::kDealerName),
+                        0, cfg.max_frame_bytes, ms(cfg.timeouts.connect_ms), "the dealer"));
+  MPCACHE_ASSIGN_OR_RETURN(auto prep,
+                           RemotePreprocessing<P>::Open(std::move(dealer_link), join, recv));
+  rt.log->debug("{} dealer session joined", tag);
+
+  // 2. The client's share of its mask seed.
+  client_proto::SeedShare share{req.session, prep->setup().client_seed_share,
+                                prep->setup().client_seed_hash};
+  MPCACHE_RETURN_IF_ERROR(client.Send(client_proto::Encode(share)));
+
+  // 3. The mesh of this request.
+  MPCACHE_ASSIGN_OR_RETURN(
+      mesh, net::TlsMesh::Create(net::MeshOptionsFromConfig(cfg, req.session, rt.log)));
+  if (rt.on_mesh) rt.on_mesh(mesh.get());
+  rt.log->debug("{} mesh up", tag);
+
+  // 4. The masked prompt.
+  MPCACHE_ASSIGN_OR_RETURN(auto payload, client.Recv(recv));
+  MPCACHE_ASSIGN_OR_RETURN(client_proto::Prompt prompt,
+                           client_proto::Decode<client_proto::Prompt>(payload));
+  if (prompt.session != req.session || prompt.d.size() != std::size_t{req.prompt_len} * req.vocab) {
+    return ProtocolError("the client's masked prompt has the wrong session or size");
+  }
+
+  // 5. Contexts, weights, generation (as infer/in_process.cc, one party).
+  MPCACHE_ASSIGN_OR_RETURN(Seed local, OsSeed());
+  MPCACHE_ASSIGN_OR_RETURN(auto ctx,
+                           mpc::Context<P>::Create(*mesh, prep->store(), DeriveSeed(local, 1)));
+  MPCACHE_ASSIGN_OR_RETURN(auto bctx,
+                           mpc::BinaryContext<P>::Create(*ctx, prep->bits(), DeriveSeed(local, 2)));
+  infer::SecureWeights<P> weights;
+  if (cfg.weights == config::Weights::kPrivate) {
+    net::PhaseScope phase(mesh->stats(), "load_weights");
+    MPCACHE_ASSIGN_OR_RETURN(weights, infer::PrivateWeights<P>(*ctx, infer::RingModel(*rt.model)));
+    MPCACHE_RETURN_IF_ERROR(ctx->CheckMacs());
+  } else {
+    MPCACHE_ASSIGN_OR_RETURN(weights, infer::PublicWeights<P>(*ctx, rt.model));
+  }
+  mesh->stats().Reset();
+  infer::SessionOptions options;
+  options.math.frac_bits = cfg.model.frac_bits;
+  options.max_seq_len = steps;
+  options.debug = cfg.debug;
+  MPCACHE_ASSIGN_OR_RETURN(auto session,
+                           infer::GenerationSession<P>::Create(*bctx, weights, options));
+  TlsClientLink link(client, req.session, static_cast<int>(req.prompt_len),
+                     static_cast<int>(req.vocab), std::move(prompt.d), recv);
+  MPCACHE_ASSIGN_OR_RETURN(infer::SessionReport report,
+                           session->Generate(link, static_cast<int>(req.prompt_len), steps));
+
+  client_proto::Done done;
+  done.session = req.session;
+  done.party = static_cast<std::uint32_t>(self);
+  done.positions = static_cast<std::uint32_t>(report.positions);
+  done.released = static_cast<std::uint32_t>(report.released);
+  done.decode_positions = static_cast<std::uint32_t>(report.decode_positions);
+  done.seconds = report.seconds;
+  done.decode_seconds = report.decode_seconds;
+  Metrics& m = *rt.metrics;
+  for (const auto& [name, c] : report.decode_phases) {
+    done.decode_bytes_sent += c.bytes_sent;
+    done.decode_rounds += c.rounds;
+    const std::string l = Label("phase", name);
+    m.Add("mpcache_phase_bytes_sent_total", static_cast<double>(c.bytes_sent), l);
+    m.Add("mpcache_phase_rounds_total", static_cast<double>(c.rounds), l);
+    m.Add("mpcache_phase_seconds_total", c.seconds, l);
+  }
+  m.Add("mpcache_tokens_generated_total", report.released);
+  m.Add("mpcache_decode_seconds_total", report.decode_seconds);
+  if (report.decode_seconds > 0) {
+    m.Set("mpcache_tokens_per_second", report.decode_positions / report.decode_seconds);
+  }
+  const DealerTraffic& t = prep->traffic();
+  m.Add("mpcache_dealer_requests_total", static_cast<double>(t.requests));
+  m.Add("mpcache_dealer_bytes_received_total", static_cast<double>(t.bytes_received));
+  m.Add("mpcache_dealer_wait_seconds_total", t.wait_seconds);
+  for (auto type : {preproc::ItemType::kTriple, preproc::ItemType::kTrunc,
+                    preproc::ItemType::kInputMask, preproc::ItemType::kRandom}) {
+    m.Set("mpcache_preprocessing_pool_items",
+          static_cast<double>(prep->store().available(
+              type, type == preproc::ItemType::kTrunc ? cfg.model.frac_bits : 0)),
+          Label("type", preproc::ItemTypeName(type)));
+  }
+  rt.log->info(
+      "{} done: {} positions, {} tokens released, {:.3f} s/token, {} dealer requests "
+      "({:.2f} s waiting)",
+      tag, report.positions, report.released,
+      report.decode_positions ? report.decode_seconds / report.decode_positions : 0.0, t.requests,
+      t.wait_seconds);
+  MPCACHE_RETURN_IF_ERROR(mesh->Close());
+  return done;
+}
+
+}  // namespace
+
+Result<client_proto::Done> RunPartySession(const PartyRuntime& rt, SyncLink& client,
+                                           const client_proto::Generate& req,
+                                           std::optional<int>* blamed) {
+  const config::PartyConfig& cfg = *rt.cfg;
+  const int vocab = rt.model->config.vocab_size;
+  const int seq_len = rt.model->config.seq_len;
+  if (static_cast<int>(req.vocab) != vocab) {
+    return InvalidArgument("the client's tokenizer has " + std::to_string(req.vocab) +
+                           " tokens, the model " + std::to_string(vocab));
+  }
+  if (req.prompt_len < 1 || static_cast<int>(req.prompt_len) > seq_len) {
+    return InvalidArgument("prompt of " + std::to_string(req.prompt_len) +
+                           " tokens; the model's context holds " + std::to_string(seq_len));
+  }
+  if (req.steps < 1) return InvalidArgument("max tokens must be at least 1");
+  const int steps =
+      std::clamp(static_cast<int>(req.steps), static_cast<int>(req.prompt_len), seq_len);
+  std::unique_ptr<net::TlsMesh> mesh;
+  Result<client_proto::Done> r = cfg.security == config::Security::kMalicious
+                                     ? Run<mpc::Spdz2k>(rt, client, req, steps, mesh)
+                                     : Run<mpc::SemiHonest>(rt, client, req, steps, mesh);
+  if (!r.ok()) {
+    *blamed = BlamedParty(r.error().message(), cfg.party_id);
+    if (mesh)
+      mesh->Abort(r.error().message(),
+                  blamed->has_value() ? std::optional<net::PartyId>(**blamed) : std::nullopt);
+    if (r.error().code() == ErrorCode::kMacCheckFailed) {
+      rt.metrics->Add("mpcache_mac_check_failures_total", 1);
+    }
+  }
+  if (rt.on_mesh) rt.on_mesh(nullptr);
+  return r;
+}
+
+}  // namespace mpcache::daemon

@@ -1,0 +1,83 @@
+#include "daemon/remote_preprocessing.h"
+
+#include <string>
+
+namespace mpcache::daemon {
+
+template <typename P>
+class RemotePreprocessing<P>::Bits final : public mpc::BitPreprocessing<P> {
+ public:
+  Bits(RemotePreprocessing& owner, mpc::PartyId party, std::uint64_t key)
+      : owner_(owner), party_(party), key_(key) {}
+  mpc::PartyId party() const override { return party_; }
+  std::uint64_t bit_mac_key_share() const override { return key_; }
+  Result<mpc::BitTriples<P>> GetBitTriples(std::size_t n) override {
+    return Get<mpc::BitTriples<P>>(preproc::BitItem::kBitTriple, n);
+  }
+  Result<mpc::EdaBits<P>> GetEdaBits(std::size_t n) override {
+    return Get<mpc::EdaBits<P>>(preproc::BitItem::kEdaBit, n);
+  }
+  Result<mpc::DaBits<P>> GetDaBits(std::size_t n) override {
+    return Get<mpc::DaBits<P>>(preproc::BitItem::kDaBit, n);
+  }
+  Result<mpc::RootTuples<P>> GetRootTuples(std::size_t n) override {
+    return Get<mpc::RootTuples<P>>(preproc::BitItem::kRootTuple, n);
+  }
+  Result<mpc::BitShares<P>> GetBitRandoms(std::size_t n) override {
+    return Get<mpc::BitShares<P>>(preproc::BitItem::kBitRandom, n);
+  }
+
+ private:
+  template <typename T>
+  Result<T> Get(preproc::BitItem item, std::size_t n) {
+    MPCACHE_ASSIGN_OR_RETURN(auto answer,
+                             owner_.Ask(dealer_proto::Encode(dealer_proto::BitRequest{item, n})));
+    return dealer_proto::DecodeBits<T>(answer);
+  }
+  RemotePreprocessing& owner_;
+  mpc::PartyId party_;
+  std::uint64_t key_;
+};
+
+template <typename P>
+Result<std::vector<std::uint8_t>> RemotePreprocessing<P>::Ask(std::vector<std::uint8_t> request) {
+  const auto t0 = std::chrono::steady_clock::now();
+  MPCACHE_RETURN_IF_ERROR(link_->Send(std::move(request)));
+  MPCACHE_ASSIGN_OR_RETURN(auto answer, link_->Recv(timeout_));
+  traffic_.requests += 1;
+  traffic_.bytes_received += answer.size();
+  traffic_.wait_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return answer;
+}
+
+template <typename P>
+Result<std::unique_ptr<RemotePreprocessing<P>>> RemotePreprocessing<P>::Open(
+    std::unique_ptr<SyncLink> link, const dealer_proto::Join& join,
+    std::chrono::milliseconds timeout) {
+  std::unique_ptr<RemotePreprocessing> r(new RemotePreprocessing());
+  r->link_ = std::move(link);
+  r->timeout_ = timeout;
+  MPCACHE_ASSIGN_OR_RETURN(auto answer, r->Ask(dealer_proto::Encode(join)));
+  MPCACHE_ASSIGN_OR_RETURN(r->setup_, dealer_proto::DecodeSetup(answer));
+  const int party = static_cast<int>(join.party);
+  r->store_ = std::make_unique<preproc::PartyStore<P>>(party, 3, r->setup_.party_seed);
+  for (const preproc::Batch& b : r->setup_.client_batches) {
+    MPCACHE_RETURN_IF_ERROR(r->store_->Accept(b));
+  }
+  r->setup_.client_batches.clear();
+  RemotePreprocessing* self = r.get();
+  r->store_->set_refill(
+      [self](const preproc::BatchRequest& req, std::uint64_t seq) -> Result<preproc::Batch> {
+        MPCACHE_ASSIGN_OR_RETURN(
+            auto answer, self->Ask(dealer_proto::Encode(dealer_proto::BatchRequest{req, seq})));
+        return dealer_proto::DecodeBatch(answer);
+      });
+  r->bits_ = std::make_unique<Bits>(*r, party, r->setup_.bit_key_share);
+  return r;
+}
+
+template class RemotePreprocessing<mpc::SemiHonest>;
+template class RemotePreprocessing<mpc::Spdz2k>;
+
+}  // namespace mpcache::daemon

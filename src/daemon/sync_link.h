@@ -1,0 +1,171 @@
+// SyncLink: a blocking view of one FramedConnection (dealer and client links), for code
+// that runs on its own thread (a session worker, the client CLI) while the connection
+// lives on an io_context run by another thread. Every call posts to that io thread and
+// waits for the answer with a deadline, so a dead io thread cannot hang the caller.
+// Header-only: the client CLI uses it without linking the daemon.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "net/tls/framed_connection.h"
+#include "net/tls/tls_connector.h"
+
+namespace mpcache::daemon {
+
+class SyncLink {
+ public:
+  SyncLink(net::asio::io_context& io, std::unique_ptr<net::TlsStream> stream,
+           std::uint64_t session_id, std::size_t max_frame_bytes, std::string label)
+      : io_(io),
+        conn_(std::make_shared<net::FramedConnection>(std::move(stream), session_id,
+                                                      max_frame_bytes, label)),
+        label_(std::move(label)),
+        write_error_(std::make_shared<Shared>()) {
+    auto shared = write_error_;
+    conn_->set_write_error_handler([shared](const Error& e) {
+      std::lock_guard<std::mutex> lock(shared->mu);
+      if (!shared->error) shared->error = e;
+    });
+  }
+  ~SyncLink() { Close(); }
+  SyncLink(const SyncLink&) = delete;
+  SyncLink& operator=(const SyncLink&) = delete;
+
+  // Connects (TLS, the peer's certificate must name `expected_name`) within `timeout`.
+  static Result<std::unique_ptr<SyncLink>> Connect(
+      net::asio::io_context& io, net::asio::ssl::context& ctx, const net::Endpoint& endpoint,
+      const std::string& expected_name, std::uint64_t session_id, std::size_t max_frame_bytes,
+      std::chrono::milliseconds timeout, const std::string& label) {
+    auto promise = std::make_shared<std::promise<Result<std::unique_ptr<net::TlsStream>>>>();
+    auto future = promise->get_future();
+    net::AsyncConnectTls(
+        io, ctx, endpoint, expected_name, net::Clock::now() + timeout,
+        [promise](Result<std::unique_ptr<net::TlsStream>> r) { promise->set_value(std::move(r)); });
+    if (future.wait_for(timeout + std::chrono::seconds(2)) != std::future_status::ready) {
+      return Timeout("cannot reach " + label + " at " + endpoint.ToString() + " within " +
+                     std::to_string(timeout.count()) + " ms");
+    }
+    auto stream = future.get();
+    if (!stream.ok()) {
+      return stream.error().WithContext("cannot reach " + label + " at " + endpoint.ToString());
+    }
+    return std::make_unique<SyncLink>(io, std::move(stream).value(), session_id, max_frame_bytes,
+                                      label);
+  }
+
+  const std::string& label() const { return label_; }
+
+  // Queues one DATA frame (never waits for the peer).
+  Status Send(std::vector<std::uint8_t> payload) {
+    {
+      std::lock_guard<std::mutex> lock(write_error_->mu);
+      if (write_error_->error) return *write_error_->error;
+    }
+    net::asio::post(io_, [conn = conn_, p = std::move(payload)]() mutable {
+      if (!conn->closed()) conn->Send(proto::FRAME_DATA, std::move(p));
+    });
+    return Status::Ok();
+  }
+
+  // Tells the peer the request is aborted (ahead of queued data).
+  void SendAbort(const std::string& reason) {
+    proto::Abort a;
+    a.set_reason(reason);
+    std::string bytes = a.SerializeAsString();
+    net::asio::post(
+        io_, [conn = conn_, b = std::vector<std::uint8_t>(bytes.begin(), bytes.end())]() mutable {
+          if (!conn->closed()) conn->Send(proto::FRAME_ABORT, std::move(b), true);
+        });
+  }
+
+  // The next DATA payload, or kTimeout / kIo (connection lost or closed) / kAborted /
+  // kProtocol, each naming the peer.
+  Result<std::vector<std::uint8_t>> Recv(std::chrono::milliseconds timeout) {
+    for (;;) {
+      auto promise = std::make_shared<std::promise<Result<net::Frame>>>();
+      auto future = promise->get_future();
+      const auto deadline = net::Clock::now() + timeout;
+      net::asio::post(io_, [conn = conn_, promise, deadline] {
+        if (conn->closed()) {
+          promise->set_value(IoError(conn->peer_label() + ": connection closed"));
+          return;
+        }
+        conn->ReadFrame([promise](Result<net::Frame> f) { promise->set_value(std::move(f)); },
+                        deadline);
+      });
+      if (future.wait_for(timeout + std::chrono::seconds(2)) != std::future_status::ready) {
+        return Timeout(label_ + " did not answer within " + std::to_string(timeout.count()) +
+                       " ms");
+      }
+      Result<net::Frame> frame = future.get();
+      if (!frame.ok()) {
+        if (frame.error().code() == ErrorCode::kTimeout) {
+          return Timeout(label_ + " did not answer within " + std::to_string(timeout.count()) +
+                         " ms");
+        }
+        return frame.error();
+      }
+      switch (frame->header.kind()) {
+        case proto::FRAME_DATA:
+          return std::move(frame->payload);
+        case proto::FRAME_ABORT: {
+          proto::Abort a;
+          a.ParseFromArray(frame->payload.data(), static_cast<int>(frame->payload.size()));
+          return Aborted(label_ + " aborted the request: " + a.reason());
+        }
+        case proto::FRAME_CLOSE:
+          return IoError(label_ + " closed the connection");
+        default:
+          continue;  // HELLO: nothing to do
+      }
+    }
+  }
+
+  // Sends what is queued (at most ~2 s) and closes. Idempotent.
+  void Close() {
+    if (closed_) return;
+    closed_ = true;
+    auto promise = std::make_shared<std::promise<void>>();
+    auto future = promise->get_future();
+    net::asio::post(io_, [conn = conn_, promise] {
+      if (conn->closed()) {
+        promise->set_value();
+        return;
+      }
+      conn->WhenDrained([conn, promise] {
+        conn->Close();
+        promise->set_value();
+      });
+    });
+    if (future.wait_for(std::chrono::seconds(2)) != std::future_status::ready) {
+      net::asio::post(io_, [conn = conn_] { conn->Close(); });
+    }
+  }
+
+  // Closes at once (shutdown, a dead peer): pending operations fail.
+  void CloseNow() {
+    closed_ = true;
+    net::asio::post(io_, [conn = conn_] { conn->Close(); });
+  }
+
+ private:
+  struct Shared {
+    std::mutex mu;
+    std::optional<Error> error;
+  };
+  net::asio::io_context& io_;
+  std::shared_ptr<net::FramedConnection> conn_;
+  std::string label_;
+  std::shared_ptr<Shared> write_error_;
+  bool closed_ = false;
+};
+
+}  // namespace mpcache::daemon

@@ -1,0 +1,35 @@
+#include "daemon/tls_client_link.h"
+
+#include <string>
+
+#include "daemon/client_protocol.h"
+
+namespace mpcache::daemon {
+
+Result<std::vector<std::uint64_t>> TlsClientLink::PromptInput(int pos, std::uint64_t mask_seq,
+                                                              std::size_t n) {
+  if (pos < 0 || pos >= prompt_len_) {
+    return InvalidArgument("no prompt token at position " + std::to_string(pos));
+  }
+  // The client's prompt masks are one batch of prompt_len x vocab values, used in order.
+  if (mask_seq != static_cast<std::uint64_t>(pos) || n != static_cast<std::size_t>(vocab_)) {
+    return Internal("prompt input " + std::to_string(pos) + " does not use client mask batch " +
+                    std::to_string(pos) + " of " + std::to_string(vocab_) + " values");
+  }
+  const auto begin = d_.begin() + static_cast<std::ptrdiff_t>(n * static_cast<std::size_t>(pos));
+  return std::vector<std::uint64_t>(begin, begin + static_cast<std::ptrdiff_t>(n));
+}
+
+Result<bool> TlsClientLink::TokenOutput(int pos, std::uint64_t mask_seq, std::uint64_t masked) {
+  client_proto::Token t{session_, static_cast<std::uint32_t>(pos), mask_seq, masked};
+  MPCACHE_RETURN_IF_ERROR(link_.Send(client_proto::Encode(t)));
+  MPCACHE_ASSIGN_OR_RETURN(auto payload, link_.Recv(timeout_));
+  MPCACHE_ASSIGN_OR_RETURN(client_proto::Continue c,
+                           client_proto::Decode<client_proto::Continue>(payload));
+  if (c.session != session_ || c.pos != static_cast<std::uint32_t>(pos)) {
+    return ProtocolError("the client answered for another session or position");
+  }
+  return c.more;
+}
+
+}  // namespace mpcache::daemon

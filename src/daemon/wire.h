@@ -1,0 +1,100 @@
+// Byte-level encoding of the daemon messages carried in DATA frames (little-endian,
+// bounds-checked reads). Header-only so the client CLI can speak the client protocol
+// (daemon/client_protocol.h) without linking the daemon.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+
+namespace mpcache::daemon::wire {
+
+class Writer {
+ public:
+  explicit Writer(std::uint8_t type) { out_.push_back(type); }
+  Writer& U8(std::uint8_t v) {
+    out_.push_back(v);
+    return *this;
+  }
+  Writer& U32(std::uint32_t v) { return Raw(&v, 4); }
+  Writer& U64(std::uint64_t v) { return Raw(&v, 8); }
+  Writer& I32(std::int32_t v) { return Raw(&v, 4); }
+  Writer& F64(double v) { return Raw(&v, 8); }
+  Writer& Bytes(std::span<const std::uint8_t> b) {
+    U64(b.size());
+    out_.insert(out_.end(), b.begin(), b.end());
+    return *this;
+  }
+  Writer& Str(std::string_view s) {
+    return Bytes({reinterpret_cast<const std::uint8_t*>(s.data()), s.size()});
+  }
+  template <typename T>
+  Writer& Vec(const std::vector<T>& v) {
+    U64(v.size());
+    return Raw(v.data(), v.size() * sizeof(T));
+  }
+  Writer& Raw(const void* p, std::size_t n) {
+    const auto* b = static_cast<const std::uint8_t*>(p);
+    out_.insert(out_.end(), b, b + n);
+    return *this;
+  }
+  std::vector<std::uint8_t> Take() { return std::move(out_); }
+
+ private:
+  std::vector<std::uint8_t> out_;
+};
+
+class Reader {
+ public:
+  explicit Reader(std::span<const std::uint8_t> in) : in_(in) {}
+  Result<std::uint8_t> U8() {
+    std::uint8_t v = 0;
+    MPCACHE_RETURN_IF_ERROR(Raw(&v, 1));
+    return v;
+  }
+  Result<std::uint32_t> U32() { return Pod<std::uint32_t>(); }
+  Result<std::uint64_t> U64() { return Pod<std::uint64_t>(); }
+  Result<std::int32_t> I32() { return Pod<std::int32_t>(); }
+  Result<double> F64() { return Pod<double>(); }
+  Result<std::vector<std::uint8_t>> Bytes() { return Vec<std::uint8_t>(); }
+  Result<std::string> Str() {
+    MPCACHE_ASSIGN_OR_RETURN(auto b, Bytes());
+    return std::string(b.begin(), b.end());
+  }
+  template <typename T>
+  Result<std::vector<T>> Vec() {
+    MPCACHE_ASSIGN_OR_RETURN(std::uint64_t n, U64());
+    if (n > (in_.size() - pos_) / sizeof(T))
+      return CorruptData("message: vector runs past the end");
+    std::vector<T> v(static_cast<std::size_t>(n));
+    MPCACHE_RETURN_IF_ERROR(Raw(v.data(), v.size() * sizeof(T)));
+    return v;
+  }
+  Status Raw(void* p, std::size_t n) {
+    if (n > in_.size() - pos_) return CorruptData("message: truncated");
+    if (n) std::memcpy(p, in_.data() + pos_, n);
+    pos_ += n;
+    return Status::Ok();
+  }
+  Status End() const {
+    if (pos_ != in_.size()) return CorruptData("message: trailing bytes");
+    return Status::Ok();
+  }
+
+ private:
+  template <typename T>
+  Result<T> Pod() {
+    T v{};
+    MPCACHE_RETURN_IF_ERROR(Raw(&v, sizeof(T)));
+    return v;
+  }
+  std::span<const std::uint8_t> in_;
+  std::size_t pos_ = 0;
+};
+
+}  // namespace mpcache::daemon::wire
