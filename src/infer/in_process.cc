@@ -122,7 +122,23 @@ Result<InProcessResult> RunOnce(std::shared_ptr<const RingModel> model,
       auto bit_dealer, preproc::InProcessBitDealer<P>::Create(DeriveSeed(TestSeed(options.seed), 2),
                                                               dealer->dealer().mac_key(), parties));
   std::vector<RingModel> shares;
-  if (options.private_weights) {
+  if (options.private_weights && !options.share_dir.empty()) {
+    for (int p = 0; p < parties; ++p) {
+      MPCACHE_ASSIGN_OR_RETURN(ShareFile f, ReadShareFile(ShareFileName(options.share_dir, p)));
+      if (f.party != p || f.parties != parties) {
+        return InvalidArgument(ShareFileName(options.share_dir, p) + " is share " +
+                               std::to_string(f.party) + " of " + std::to_string(f.parties) +
+                               ", expected " + std::to_string(p) + " of " +
+                               std::to_string(parties));
+      }
+      if (f.share.frac_bits != model->frac_bits ||
+          f.share.config.Describe() != model->config.Describe()) {
+        return InvalidArgument(ShareFileName(options.share_dir, p) +
+                               " was made from a different model or precision");
+      }
+      shares.push_back(std::move(f.share));
+    }
+  } else if (options.private_weights) {
     MPCACHE_ASSIGN_OR_RETURN(shares,
                              SplitModel(*model, parties, DeriveSeed(TestSeed(options.seed), 3)));
   }

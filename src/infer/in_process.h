@@ -50,6 +50,9 @@ class InProcessClient {
 
 struct InProcessOptions {
   bool private_weights = false;
+  // Private weights from `mpcache-model share` files (DIR/party<i>.mpcw) instead of
+  // splitting `model` in memory (then `model` only gives the config check).
+  std::string share_dir;
   SessionOptions session;
   std::uint64_t seed = 1;  // dealer and local seeds (reproducible runs)
   int threads = 1;         // worker threads per party for local matrix products

@@ -32,6 +32,7 @@ struct GenerateOptions {
   int threads = 1;
   std::uint64_t seed = 1;
   int frac_bits = kRecommendedFracBits;
+  std::string shares;  // private weights from share files
   bool offline_first = false;
   bool json = false;
 };
@@ -51,6 +52,7 @@ Result<nlohmann::json> RunGenerate(const GenerateOptions& o) {
   const int steps = std::min(o.steps, config.seq_len);
   infer::InProcessOptions io;
   io.private_weights = o.weights == "private";
+  io.share_dir = o.shares;
   io.seed = o.seed;
   io.threads = o.threads;
   io.preprocess_first = o.offline_first;
@@ -171,6 +173,9 @@ void AddGenerateCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::IsMember({"malicious", "semi-honest"}));
   cmd->add_option("--weights", opts->weights, "public or private (secret-shared) weights")
       ->check(CLI::IsMember({"public", "private"}));
+  cmd->add_option("--shares", opts->shares,
+                  "With --weights private: folder of `mpcache-model share` files (default: split "
+                  "the model in memory)");
   cmd->add_option("--cache", opts->cache, "KV cache: full (mpcache: not yet)")
       ->check(CLI::IsMember({"full", "mpcache"}));
   cmd->add_option("--threads", opts->threads, "Worker threads per party for local products");
