@@ -1,5 +1,6 @@
 #include "mpc/compare/select.h"
 
+#include <algorithm>
 #include <string>
 
 namespace mpcache::mpc {
@@ -31,6 +32,27 @@ Status CheckShape(std::size_t size, std::size_t rows, std::size_t cols) {
 }
 
 }  // namespace
+
+std::uint64_t ArgMaxRounds(std::size_t cols) {
+  std::uint64_t levels = 0;
+  for (std::size_t w = cols; w > 1; w -= w / 2) ++levels;
+  return levels * (kLtzRounds + 1);
+}
+
+std::uint64_t ArgMaxBytesPerPeer(std::size_t rows, std::size_t cols) {
+  std::uint64_t bytes = 0;
+  std::size_t span = 1;
+  for (std::size_t w = cols; w > 1; w -= w / 2, span *= 2) {
+    const std::size_t pairs = w / 2;
+    std::size_t paired_cols = 0;  // columns covered by the pairs of one row
+    for (std::size_t i = 0; i < pairs; ++i) {
+      paired_cols += std::min((2 * i + 2) * span, cols) - 2 * i * span;
+    }
+    bytes += LtzBytesPerPeer(rows * pairs);
+    bytes += 16 * rows * (pairs + paired_cols);  // one Beaver batch: d and e per product
+  }
+  return bytes;
+}
 
 template <typename P>
 Result<Shares<P>> RowMax(BinaryContext<P>& ctx, const Shares<P>& x, std::size_t rows,

@@ -231,15 +231,15 @@ Result<Shares<P>> RunOp(BinaryContext<P>& ctx, const std::string& op, const Prob
   }
   if (op == "argmax") {
     MPCACHE_ASSIGN_OR_RETURN(auto am, mpc::RowArgMax(ctx, x, pr.rows, pr.cols));
-    theory->rounds =
-        static_cast<std::uint64_t>(fixed_detail::CeilLog2(pr.cols)) * (mpc::kLtzRounds + 1);
+    theory->rounds = mpc::ArgMaxRounds(pr.cols);
+    theory->bytes = 2 * mpc::ArgMaxBytesPerPeer(pr.rows, pr.cols);
     return std::move(am.one_hot);
   }
   if (op == "topk") {
     const std::size_t k = std::min(kTopK, pr.cols);
     MPCACHE_ASSIGN_OR_RETURN(auto t, mpc::RowTopK(ctx, x, pr.rows, pr.cols, k));
-    theory->rounds =
-        k * static_cast<std::uint64_t>(fixed_detail::CeilLog2(pr.cols)) * (mpc::kLtzRounds + 1);
+    theory->rounds = k * mpc::ArgMaxRounds(pr.cols);
+    theory->bytes = k * 2 * mpc::ArgMaxBytesPerPeer(pr.rows, pr.cols);
     return std::move(t.selection);
   }
   mpc::SecureBackend<P> be(ctx);

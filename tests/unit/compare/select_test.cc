@@ -50,14 +50,15 @@ TYPED_TEST(SelectTest, MaxAndArgMaxExact) {
     CmpHarness<P> h(30);
     struct Out {
       Vec max, max2, onehot;
-      std::uint64_t rounds = 0;
+      std::uint64_t rounds = 0, bytes = 0;
     };
     auto res = h.Run([&](BinaryContext<P>& ctx) -> Result<Out> {
       MPCACHE_ASSIGN_OR_RETURN(Shares<P> xs, ShareVec(ctx.arith(), x));
       Out out;
-      const auto before = ctx.arith().stats().Total().rounds;
+      const auto before = ctx.arith().stats().Total();
       MPCACHE_ASSIGN_OR_RETURN(ArgMaxResult<P> am, RowArgMax(ctx, xs, rows, cols));
-      out.rounds = ctx.arith().stats().Total().rounds - before;
+      out.rounds = ctx.arith().stats().Total().rounds - before.rounds;
+      out.bytes = ctx.arith().stats().Total().bytes_sent - before.bytes_sent;
       MPCACHE_ASSIGN_OR_RETURN(Shares<P> mx, RowMax(ctx, xs, rows, cols));
       MPCACHE_ASSIGN_OR_RETURN(out.max, RevealChecked(ctx, am.max));
       MPCACHE_ASSIGN_OR_RETURN(out.max2, RevealChecked(ctx, mx));
@@ -68,6 +69,8 @@ TYPED_TEST(SelectTest, MaxAndArgMaxExact) {
     const Out& o = res[0].value();
     EXPECT_EQ(o.rounds,
               static_cast<std::uint64_t>(fixed_detail::CeilLog2(cols)) * (kLtzRounds + 1));
+    EXPECT_EQ(o.rounds, ArgMaxRounds(cols));
+    for (const auto& r : res) EXPECT_EQ(r->bytes, 2 * ArgMaxBytesPerPeer(rows, cols));
     for (std::size_t r = 0; r < rows; ++r) {
       std::size_t best = 0;
       for (std::size_t c = 1; c < cols; ++c) {
@@ -90,17 +93,26 @@ TYPED_TEST(SelectTest, TopKWithTies) {
   CmpHarness<P> h(31);
   struct Out {
     Vec values, sel;
+    net::PhaseCounters cost;
   };
   auto res = h.Run([&](BinaryContext<P>& ctx) -> Result<Out> {
     MPCACHE_ASSIGN_OR_RETURN(Shares<P> xs, ShareVec(ctx.arith(), x));
+    const auto before = ctx.arith().stats().Total();
     MPCACHE_ASSIGN_OR_RETURN(TopKResult<P> t, RowTopK(ctx, xs, rows, cols, k));
     Out out;
+    out.cost = ctx.arith().stats().Total();
+    out.cost.rounds -= before.rounds;
+    out.cost.bytes_sent -= before.bytes_sent;
     MPCACHE_ASSIGN_OR_RETURN(out.values, RevealChecked(ctx, t.values));
     MPCACHE_ASSIGN_OR_RETURN(out.sel, RevealChecked(ctx, t.selection));
     return out;
   });
   ExpectAllOk(res);
   const Out& o = res[0].value();
+  for (const auto& r : res) {
+    EXPECT_EQ(r->cost.rounds, k * ArgMaxRounds(cols));
+    EXPECT_EQ(r->cost.bytes_sent, k * 2 * ArgMaxBytesPerPeer(rows, cols));
+  }
   for (std::size_t r = 0; r < rows; ++r) {
     std::vector<std::size_t> idx(cols);
     std::iota(idx.begin(), idx.end(), 0);
