@@ -1,7 +1,6 @@
 // Private-weight share files: the shares add up to the encoded model, single shares look
 // nothing like it, the file round-trips and rejects corruption, and a private session
 // loaded from the files gives the same tokens as one split in memory.
-#include "infer/in_process.h"
 #include "infer/share_file.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "infer/in_process.h"
 #include "model/synth.h"
 
 namespace mpcache::infer {
