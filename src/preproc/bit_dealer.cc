@@ -70,8 +70,7 @@ Result<std::unique_ptr<InProcessBitDealer<P>>> InProcessBitDealer<P>::Create(con
                                                                              u128 alpha,
                                                                              int num_parties) {
   if (num_parties < 2) return InvalidArgument("the bit dealer needs at least 2 parties");
-  std::unique_ptr<InProcessBitDealer> d(new InProcessBitDealer());
-  d->prg_ = Prg(DeriveSeed(master, kBitSeedLabel));
+  std::unique_ptr<InProcessBitDealer> d(new InProcessBitDealer(DeriveSeed(master, kBitSeedLabel)));
   d->alpha_ = P::kMalicious ? alpha : 0;
   d->pools_.resize(static_cast<std::size_t>(num_parties));
   std::uint64_t beta_sum = 0;

@@ -88,7 +88,7 @@ class InProcessBitDealer {
 
  private:
   friend class BitStore<P>;
-  InProcessBitDealer() = default;
+  explicit InProcessBitDealer(const Seed& prg_seed) : prg_(prg_seed) {}
   // Units handed to a party: whole pool chunks moved out (no copy) and freed as they are
   // read; only the first may start at an offset.
   struct Units {
@@ -107,7 +107,7 @@ class InProcessBitDealer {
   };
   mutable std::mutex mu_;
   std::vector<Seed> seeds_;
-  Prg prg_{Seed{}};
+  Prg prg_;  // the dealer's own randomness (constructed once: Prg's move-assignment leaks)
   mpc::u128 alpha_ = 0;
   std::uint64_t beta_ = 0;
   std::array<std::uint64_t, kNumBitItems> seq_{};
