@@ -33,6 +33,13 @@ struct Prg::Impl {
   std::vector<std::uint8_t> buf = std::vector<std::uint8_t>(kBufferBytes, 0);
   std::size_t pos = kBufferBytes;
 
+  Impl() = default;
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+  ~Impl() {
+    if (ctx != nullptr) EVP_CIPHER_CTX_free(ctx);
+  }
+
   void Refill() {
     int len = 0;
     EVP_EncryptUpdate(ctx, buf.data(), &len, zeros.data(), static_cast<int>(kBufferBytes));
@@ -46,11 +53,9 @@ Prg::Prg(const Seed& seed) : impl_(std::make_unique<Impl>()) {
   EVP_EncryptInit_ex(impl_->ctx, EVP_aes_128_ctr(), nullptr, seed.data(), iv.data());
 }
 
-Prg::~Prg() {
-  if (impl_ && impl_->ctx) {
-    EVP_CIPHER_CTX_free(impl_->ctx);
-  }
-}
+// The cipher context is owned by Impl, so destruction and move-assignment (which destroys
+// the previous Impl) both free it.
+Prg::~Prg() = default;
 Prg::Prg(Prg&&) noexcept = default;
 Prg& Prg::operator=(Prg&&) noexcept = default;
 
