@@ -1,8 +1,16 @@
 #include "daemon/remote_preprocessing.h"
 
+#include <algorithm>
 #include <string>
+#include <tuple>
+
+#include "daemon/bit_pool.h"
 
 namespace mpcache::daemon {
+
+namespace {
+constexpr std::uint64_t kBatchItems = 32768;  // elementwise items per dealer request
+}  // namespace
 
 template <typename P>
 class RemotePreprocessing<P>::Bits final : public mpc::BitPreprocessing<P> {
@@ -29,11 +37,27 @@ class RemotePreprocessing<P>::Bits final : public mpc::BitPreprocessing<P> {
 
  private:
   template <typename T>
-  Result<T> Get(preproc::BitItem item, std::size_t n) {
+  Result<T> Exact(preproc::BitItem item, std::size_t n) {
     MPCACHE_ASSIGN_OR_RETURN(auto answer,
                              owner_.Ask(dealer_proto::Encode(dealer_proto::BitRequest{item, n})));
     return dealer_proto::DecodeBits<T>(answer);
   }
+  template <typename T>
+  Result<T> Get(preproc::BitItem item, std::size_t n) {
+    if constexpr (!P::kMalicious) {
+      return Exact<T>(item, n);
+    } else {
+      if (n == 0) return Exact<T>(item, n);
+      auto fetch = [this, item](std::size_t k) { return Exact<T>(item, k); };
+      return std::get<BitReserve<P, T>>(reserves_).Take(n, kChunk[static_cast<int>(item)], fetch);
+    }
+  }
+  // Items fetched at least per dealer request (about 1-4 MB each).
+  static constexpr std::size_t kChunk[preproc::kNumBitItems] = {32768, 512, 8192, 2048, 32768};
+  std::tuple<BitReserve<P, mpc::BitTriples<P>>, BitReserve<P, mpc::EdaBits<P>>,
+             BitReserve<P, mpc::DaBits<P>>, BitReserve<P, mpc::RootTuples<P>>,
+             BitReserve<P, mpc::BitShares<P>>>
+      reserves_;
   RemotePreprocessing& owner_;
   mpc::PartyId party_;
   std::uint64_t key_;
@@ -68,7 +92,16 @@ Result<std::unique_ptr<RemotePreprocessing<P>>> RemotePreprocessing<P>::Open(
   r->setup_.client_batches.clear();
   RemotePreprocessing* self = r.get();
   r->store_->set_refill(
-      [self](const preproc::BatchRequest& req, std::uint64_t seq) -> Result<preproc::Batch> {
+      [self](const preproc::BatchRequest& asked, std::uint64_t seq) -> Result<preproc::Batch> {
+        // Elementwise items: ask for a whole batch ahead of need (every party does the same,
+        // so the pools stay aligned); the store keeps the rest for later calls.
+        preproc::BatchRequest req = asked;
+        using preproc::ItemType;
+        if (req.type == ItemType::kTriple || req.type == ItemType::kSquare ||
+            req.type == ItemType::kTrunc || req.type == ItemType::kBit ||
+            req.type == ItemType::kRandom) {
+          req.count = std::max<std::uint64_t>(req.count, kBatchItems);
+        }
         MPCACHE_ASSIGN_OR_RETURN(
             auto answer, self->Ask(dealer_proto::Encode(dealer_proto::BatchRequest{req, seq})));
         return dealer_proto::DecodeBatch(answer);

@@ -5,6 +5,7 @@
 // Header-only: the client CLI uses it without linking the daemon.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <future>
@@ -63,14 +64,28 @@ class SyncLink {
 
   const std::string& label() const { return label_; }
 
-  // Queues one DATA frame (never waits for the peer).
+  // Queues one message (never waits for the peer). Messages travel as DATA frames of at
+  // most kFragmentBytes, each led by one byte: 1 = more of this message follows, 0 = last.
   Status Send(std::vector<std::uint8_t> payload) {
     {
       std::lock_guard<std::mutex> lock(write_error_->mu);
       if (write_error_->error) return *write_error_->error;
     }
-    net::asio::post(io_, [conn = conn_, p = std::move(payload)]() mutable {
-      if (!conn->closed()) conn->Send(proto::FRAME_DATA, std::move(p));
+    std::vector<std::vector<std::uint8_t>> frames;
+    std::size_t at = 0;
+    do {
+      const std::size_t n = std::min(kFragmentBytes, payload.size() - at);
+      std::vector<std::uint8_t> f;
+      f.reserve(n + 1);
+      f.push_back(at + n < payload.size() ? 1 : 0);
+      f.insert(f.end(), payload.begin() + static_cast<std::ptrdiff_t>(at),
+               payload.begin() + static_cast<std::ptrdiff_t>(at + n));
+      frames.push_back(std::move(f));
+      at += n;
+    } while (at < payload.size());
+    net::asio::post(io_, [conn = conn_, fs = std::move(frames)]() mutable {
+      if (conn->closed()) return;
+      for (auto& f : fs) conn->Send(proto::FRAME_DATA, std::move(f));
     });
     return Status::Ok();
   }
@@ -89,6 +104,24 @@ class SyncLink {
   // The next DATA payload, or kTimeout / kIo (connection lost or closed) / kAborted /
   // kProtocol, each naming the peer.
   Result<std::vector<std::uint8_t>> Recv(std::chrono::milliseconds timeout) {
+    std::vector<std::uint8_t> message;
+    for (;;) {
+      MPCACHE_ASSIGN_OR_RETURN(auto part, RecvFrame(timeout));
+      if (part.empty()) return ProtocolError(label_ + " sent an empty frame");
+      if (message.size() + part.size() > kMaxMessageBytes) {
+        return ProtocolError(label_ + " sent a message of more than " +
+                             std::to_string(kMaxMessageBytes) + " bytes");
+      }
+      message.insert(message.end(), part.begin() + 1, part.end());
+      if (part[0] == 0) return message;
+    }
+  }
+
+  static constexpr std::size_t kFragmentBytes = std::size_t{4} << 20;
+  static constexpr std::size_t kMaxMessageBytes = std::size_t{1} << 30;
+
+ private:
+  Result<std::vector<std::uint8_t>> RecvFrame(std::chrono::milliseconds timeout) {
     for (;;) {
       auto promise = std::make_shared<std::promise<Result<net::Frame>>>();
       auto future = promise->get_future();
@@ -129,6 +162,7 @@ class SyncLink {
     }
   }
 
+ public:
   // Sends what is queued (at most ~2 s) and closes. Idempotent.
   void Close() {
     if (closed_) return;
