@@ -1,0 +1,215 @@
+#include "e2e/cluster.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace mpcache::e2e {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+Process::Process(std::vector<std::string> argv, const std::string& stdout_path,
+                 const std::string& stderr_path) {
+  std::vector<char*> args;
+  for (auto& a : argv) args.push_back(a.data());
+  args.push_back(nullptr);
+  pid_ = fork();
+  if (pid_ == 0) {
+    const int out = open(stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int err = open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (out >= 0) dup2(out, 1);
+    if (err >= 0) dup2(err, 2);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+}
+
+Process::~Process() {
+  if (running()) {
+    kill(pid_, SIGKILL);
+    Wait(5s);
+  }
+}
+
+bool Process::running() {
+  if (pid_ <= 0 || status_) return false;
+  int st = 0;
+  const pid_t r = waitpid(pid_, &st, WNOHANG);
+  if (r == pid_) {
+    status_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return false;
+  }
+  return r == 0;
+}
+
+void Process::Signal(int sig) {
+  if (running()) kill(pid_, sig);
+}
+
+std::optional<int> Process::Wait(std::chrono::milliseconds timeout) {
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  while (running()) {
+    if (std::chrono::steady_clock::now() > end) return std::nullopt;
+    std::this_thread::sleep_for(20ms);
+  }
+  return status_;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+int FreePort() {
+  const int s = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  socklen_t len = sizeof(a);
+  getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+  close(s);
+  return ntohs(a.sin_port);
+}
+
+std::string HttpGet(int port, const std::string& path) {
+  const int s = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  if (connect(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+    close(s);
+    return "";
+  }
+  const std::string req = "GET " + path + " HTTP/1.1\r\nHost: localhost\r\n\r\n";
+  (void)!write(s, req.data(), req.size());
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = read(s, buf, sizeof(buf));
+    if (n <= 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  close(s);
+  return out;
+}
+
+Cluster::Cluster(ClusterOptions options) {
+  char tmpl[] = "/tmp/mpcache-e2e-XXXXXX";
+  if (!mkdtemp(tmpl)) return;
+  dir_ = tmpl;
+  const std::string certs = dir_ + "/certs";
+  if (std::system((std::string(MPCACHE_GEN_CERTS) + " " + certs + " >/dev/null 2>&1").c_str()) !=
+      0) {
+    return;
+  }
+  const char* env = std::getenv("MPCACHE_MODEL_DIR");
+  const std::string models = env ? env : "../shared/models";
+  for (int i = 0; i < 3; ++i) {
+    mesh_.push_back(FreePort());
+    client_.push_back(FreePort());
+    metrics_.push_back(FreePort());
+  }
+  dealer_port_ = FreePort();
+  metrics_.push_back(FreePort());
+  const auto addr = [](int p) { return "127.0.0.1:" + std::to_string(p); };
+  const std::string timeouts = "timeouts:\n  connect_ms: 15000\n  handshake_ms: 5000\n  recv_ms: " +
+                               std::to_string(options.recv_ms) + "\n";
+  for (int i = 0; i < 3; ++i) {
+    std::ofstream f(dir_ + "/party" + std::to_string(i) + ".yaml");
+    f << "party_id: " << i << "\nsecurity: malicious\nweights: public\n"
+      << "network:\n  parties: [" << addr(mesh_[0]) << ", " << addr(mesh_[1]) << ", "
+      << addr(mesh_[2]) << "]\n  dealer: " << addr(dealer_port_)
+      << "\n  client_listen: " << addr(client_[static_cast<std::size_t>(i)]) << "\n"
+      << timeouts << "tls:\n  cert: certs/party" << i << ".crt\n  key: certs/party" << i
+      << ".key\n  ca: certs/ca.crt\n"
+      << "model:\n  checkpoint: " << models << "/stories260K.bin\n  tokenizer: " << models
+      << "/tok512.bin\nmpcache:\n  cache: full\nlogging:\n  level: info\nmetrics:\n  port: "
+      << metrics_[static_cast<std::size_t>(i)] << "\n";
+  }
+  {
+    std::ofstream f(dir_ + "/dealer.yaml");
+    f << "security: malicious\nnetwork:\n  listen: " << addr(dealer_port_) << "\n"
+      << timeouts << "tls:\n  cert: certs/dealer.crt\n  key: certs/dealer.key\n  ca: certs/ca.crt\n"
+      << "logging:\n  level: info\nmetrics:\n  port: " << metrics_[3] << "\n";
+  }
+  {
+    std::ofstream f(dir_ + "/client.yaml");
+    f << "network:\n  parties: [" << addr(client_[0]) << ", " << addr(client_[1]) << ", "
+      << addr(client_[2]) << "]\n"
+      << timeouts << "tls:\n  cert: certs/client.crt\n  key: certs/client.key\n  ca: certs/ca.crt\n"
+      << "model:\n  tokenizer: " << models << "/tok512.bin\n";
+  }
+  parties_.resize(3);
+  log_offset_.assign(4, 0);
+  ok_ = true;
+}
+
+Cluster::~Cluster() {
+  for (auto& p : parties_) p.reset();
+  dealer_.reset();
+  if (!dir_.empty() && !std::getenv("MPCACHE_E2E_KEEP")) {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+}
+
+bool Cluster::WaitReady(const std::string& name, std::size_t from) {
+  const auto end = std::chrono::steady_clock::now() + 60s;
+  while (std::chrono::steady_clock::now() < end) {
+    const std::string log = Log(name);
+    if (log.size() > from && log.find("ready", from) != std::string::npos) return true;
+    std::this_thread::sleep_for(50ms);
+  }
+  return false;
+}
+
+bool Cluster::StartDealer() {
+  const std::size_t from = Log("dealer").size();
+  dealer_ = std::make_unique<Process>(
+      std::vector<std::string>{MPCACHE_DEALER_BIN, "--config", dir_ + "/dealer.yaml"}, "/dev/null",
+      dir_ + "/dealer.log");
+  return WaitReady("dealer", from);
+}
+
+bool Cluster::StartParty(int i) {
+  const std::string name = "party" + std::to_string(i);
+  const std::size_t from = Log(name).size();
+  parties_[static_cast<std::size_t>(i)] = std::make_unique<Process>(
+      std::vector<std::string>{MPCACHE_PARTY_BIN, "--config", dir_ + "/" + name + ".yaml"},
+      "/dev/null", dir_ + "/" + name + ".log");
+  return WaitReady(name, from);
+}
+
+bool Cluster::StartAll() {
+  if (!ok_ || !StartDealer()) return false;
+  for (int i = 0; i < 3; ++i) {
+    if (!StartParty(i)) return false;
+  }
+  return true;
+}
+
+void Cluster::KillParty(int i) {
+  auto& p = parties_[static_cast<std::size_t>(i)];
+  if (p) {
+    p->Signal(SIGKILL);
+    p->Wait(5s);
+  }
+}
+
+}  // namespace mpcache::e2e

@@ -1,0 +1,151 @@
+// The daemons as separate processes over TLS on loopback (SPEC §9, §11; issue 6): golden
+// private generation and its per-token traffic against the in-process engine, a party
+// killed mid-generation, the operations endpoints, graceful SIGTERM.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "e2e/cluster.h"
+
+namespace mpcache::e2e {
+namespace {
+
+using namespace std::chrono_literals;
+
+const char* kGolden64 =
+    "Once upon a time, there was a little girl named Lily. She loved to play outside in the "
+    "park. One day, she saw a big, red ball. She wanted to play with it, but it was too "
+    "high.\nLily";
+
+std::string ModelDir() {
+  const char* env = std::getenv("MPCACHE_MODEL_DIR");
+  return env ? env : "../shared/models";
+}
+
+struct ClientRun {
+  std::optional<int> code;
+  std::string out, err;
+};
+
+ClientRun RunClient(Cluster& c, const std::string& prompt, int steps, bool json,
+                    std::chrono::seconds timeout, const std::string& tag) {
+  const std::string out = c.dir() + "/" + tag + ".out", err = c.dir() + "/" + tag + ".err";
+  std::vector<std::string> argv{MPCACHE_CLIENT_BIN, "generate",           "--config",
+                                c.client_config(),  "--prompt",           prompt,
+                                "--max-tokens",     std::to_string(steps)};
+  if (json) argv.push_back("--json");
+  Process p(argv, out, err);
+  ClientRun r;
+  r.code = p.Wait(timeout);
+  r.out = ReadFile(out);
+  r.err = ReadFile(err);
+  return r;
+}
+
+TEST(Daemons, GoldenTextAndPerTokenBytesMatchInProcess) {
+  Cluster c;
+  ASSERT_TRUE(c.StartAll()) << c.dir();
+  ClientRun r = RunClient(c, "Once upon a time", 64, true, 240s, "golden");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["text"].get<std::string>(), kGolden64);
+
+  // The same generation in one process (mpcache-bench generate): identical traffic.
+  const std::string bench_out = c.dir() + "/bench.json";
+  Process bench({MPCACHE_BENCH_BIN, "generate", "--model", ModelDir() + "/stories260K.bin",
+                 "--tokenizer", ModelDir() + "/tok512.bin", "--prompt", "Once upon a time",
+                 "--steps", "64", "--security", "malicious", "--weights", "public", "--json"},
+                bench_out, c.dir() + "/bench.err");
+  ASSERT_EQ(bench.Wait(240s), 0) << ReadFile(c.dir() + "/bench.err");
+  const auto b = nlohmann::json::parse(ReadFile(bench_out));
+  EXPECT_EQ(b["text"].get<std::string>(), kGolden64);
+  EXPECT_DOUBLE_EQ(j["bytes_per_token"].get<double>(), b["bytes_per_token"].get<double>());
+  EXPECT_DOUBLE_EQ(j["rounds_per_token"].get<double>(), b["rounds_per_token"].get<double>());
+  for (const auto& p : j["parties"]) {
+    EXPECT_GT(p["bytes_per_token"].get<double>(), 0.0);
+  }
+}
+
+TEST(Daemons, KilledPartyIsNamedAndTheOthersServeTheNextRequest) {
+  Cluster c(ClusterOptions{.recv_ms = 6000});
+  ASSERT_TRUE(c.StartAll()) << c.dir();
+  const std::string out = c.dir() + "/killed.out", err = c.dir() + "/killed.err";
+  auto client = std::make_unique<Process>(
+      std::vector<std::string>{MPCACHE_CLIENT_BIN, "generate", "--config", c.client_config(),
+                               "--prompt", "Once upon a time", "--max-tokens", "64"},
+      out, err);
+  // Wait until generated text streams (more than the prompt), then kill party 2.
+  const auto end = std::chrono::steady_clock::now() + 120s;
+  while (ReadFile(out).size() <= std::string("Once upon a time, there").size() &&
+         std::chrono::steady_clock::now() < end && client->running()) {
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_TRUE(client->running()) << ReadFile(err);
+  const auto killed_at = std::chrono::steady_clock::now();
+  c.KillParty(2);
+  const auto code = client->Wait(20s);
+  const auto took = std::chrono::steady_clock::now() - killed_at;
+  ASSERT_TRUE(code.has_value()) << "the client did not give up";
+  EXPECT_NE(*code, 0);
+  const std::string msg = ReadFile(err);
+  EXPECT_NE(msg.find("party 2"), std::string::npos) << msg;
+  EXPECT_LT(took, 6000ms + 4s) << "not within the configured timeout";
+  // The remaining parties aborted that session and are still up.
+  std::this_thread::sleep_for(500ms);
+  EXPECT_TRUE(c.party(0)->running());
+  EXPECT_TRUE(c.party(1)->running());
+  EXPECT_NE(c.Log("party0").find("failed"), std::string::npos);
+  EXPECT_NE(c.Log("party1").find("failed"), std::string::npos);
+
+  // Restart party 2: the next request succeeds without restarting the others.
+  ASSERT_TRUE(c.StartParty(2));
+  ClientRun r = RunClient(c, "Once upon a time", 12, true, 120s, "after");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(std::string(kGolden64).rfind(j["text"].get<std::string>(), 0), 0u) << j["text"];
+}
+
+TEST(Daemons, UnreachablePartyIsOneClearError) {
+  Cluster c;
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE(c.StartDealer());
+  ASSERT_TRUE(c.StartParty(0));
+  ASSERT_TRUE(c.StartParty(1));
+  // Party 2 never started; the client gives up after connect_ms with one line naming it.
+  ClientRun r = RunClient(c, "Hi", 4, false, 60s, "unreachable");
+  ASSERT_TRUE(r.code.has_value());
+  EXPECT_NE(*r.code, 0);
+  EXPECT_NE(r.err.find("party 2"), std::string::npos) << r.err;
+}
+
+TEST(Daemons, MetricsHealthAndSigterm) {
+  Cluster c;
+  ASSERT_TRUE(c.StartAll()) << c.dir();
+  ClientRun r = RunClient(c, "Once upon a time", 8, false, 120s, "short");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("Once upon a time", 0), 0u) << r.out;
+  EXPECT_NE(r.err.find("tokens"), std::string::npos) << r.err;  // the stats line
+  for (int i = 0; i < 3; ++i) {
+    const std::string m = HttpGet(c.metrics_port(i), "/metrics");
+    EXPECT_NE(m.find("200 OK"), std::string::npos) << m;
+    EXPECT_NE(m.find("mpcache_tokens_generated_total 4"), std::string::npos) << m;
+    EXPECT_NE(m.find("mpcache_phase_bytes_sent_total{phase=\"softmax\"}"), std::string::npos);
+    EXPECT_NE(m.find("mpcache_mac_check_failures_total 0"), std::string::npos);
+    EXPECT_NE(m.find("mpcache_active_sessions 0"), std::string::npos);
+    EXPECT_NE(HttpGet(c.metrics_port(i), "/healthz").find("200 OK"), std::string::npos);
+  }
+  const std::string dm = HttpGet(c.metrics_port(3), "/metrics");
+  EXPECT_NE(dm.find("mpcache_dealer_sessions_total 1"), std::string::npos) << dm;
+  EXPECT_NE(HttpGet(c.metrics_port(3), "/healthz").find("200 OK"), std::string::npos);
+
+  for (int i = 0; i < 3; ++i) c.party(i)->Signal(SIGTERM);
+  c.dealer()->Signal(SIGTERM);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(c.party(i)->Wait(15s), 0) << "party " << i;
+  EXPECT_EQ(c.dealer()->Wait(15s), 0);
+}
+
+}  // namespace
+}  // namespace mpcache::e2e
