@@ -370,26 +370,48 @@ Result<mpc::EdaBits<P>> BitStore<P>::GetEdaBits(std::size_t n) {
   e.r = mpc::Shares<P>(n);
   for (auto& b : e.bits) b = mpc::BitShares<P>(n);
   e.prods.assign(kP, mpc::BitShares<P>(n));
-  ForEachUnit(std::move(w), D::UnitWords(BitItem::kEdaBit),
-              [&](std::size_t u, const std::uint64_t* x) {
-                if constexpr (P::kMalicious) {
-                  for (std::size_t j = 0; j < 64; ++j) {
-                    e.bits[j].v[u] = x[j];
-                    e.bits[j].m[u] = x[kLifts + j];
-                  }
-                  for (std::size_t k = 0; k < kP; ++k) {
-                    e.prods[k].v[u] = x[64 + k];
-                    e.prods[k].m[u] = x[kLifts + 64 + k];
-                  }
-                  e.r.v[u] = Join(x[2 * kLifts], x[2 * kLifts + 1]);
-                  e.r.m[u] = Join(x[2 * kLifts + 2], x[2 * kLifts + 3]);
-                } else {
-                  for (std::size_t j = 0; j < 64; ++j) e.bits[j].v[u] = x[j];
-                  for (std::size_t k = 0; k < kP; ++k) e.prods[k].v[u] = x[64 + k];
-                  for (std::size_t i = 0; i < 64 && 64 * u + i < n; ++i)
-                    e.r.v[64 * u + i] = x[64 + kP + i];
-                }
-              });
+  const std::size_t uw = D::UnitWords(BitItem::kEdaBit);
+  if constexpr (P::kMalicious) {
+    // Unit-major pool -> per-bit arrays, in blocks of 64 units (~240 KB, cache-resident)
+    // so that each of the 466 destination arrays is written in runs.
+    std::size_t base = 0;
+    bool first = true;
+    while (!w.chunks.empty()) {
+      const std::vector<std::uint64_t> c = std::move(w.chunks.front());
+      w.chunks.pop_front();
+      const std::size_t off0 = first ? w.first_offset : 0;
+      first = false;
+      const std::size_t cu = (c.size() - off0) / uw;
+      for (std::size_t b = 0; b < cu; b += 64) {
+        const std::size_t len = std::min<std::size_t>(64, cu - b);
+        const std::uint64_t* src = c.data() + off0 + b * uw;
+        auto copy = [&](std::vector<std::uint64_t>& dst, std::size_t k) {
+          std::uint64_t* d = dst.data() + base + b;
+          for (std::size_t t = 0; t < len; ++t) d[t] = src[t * uw + k];
+        };
+        for (std::size_t j = 0; j < 64; ++j) {
+          copy(e.bits[j].v, j);
+          copy(e.bits[j].m, kLifts + j);
+        }
+        for (std::size_t k = 0; k < kP; ++k) {
+          copy(e.prods[k].v, 64 + k);
+          copy(e.prods[k].m, kLifts + 64 + k);
+        }
+        for (std::size_t t = 0; t < len; ++t) {
+          const std::uint64_t* x = src + t * uw;
+          e.r.v[base + b + t] = Join(x[2 * kLifts], x[2 * kLifts + 1]);
+          e.r.m[base + b + t] = Join(x[2 * kLifts + 2], x[2 * kLifts + 3]);
+        }
+      }
+      base += cu;
+    }
+  } else {
+    ForEachUnit(std::move(w), uw, [&](std::size_t u, const std::uint64_t* x) {
+      for (std::size_t j = 0; j < 64; ++j) e.bits[j].v[u] = x[j];
+      for (std::size_t k = 0; k < kP; ++k) e.prods[k].v[u] = x[64 + k];
+      for (std::size_t i = 0; i < 64 && 64 * u + i < n; ++i) e.r.v[64 * u + i] = x[64 + kP + i];
+    });
+  }
   return e;
 }
 
