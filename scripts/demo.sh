@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# The README's main command. Installs what is missing, builds, and runs one generation
-# with the default model from MPCACHE_MODEL_DIR (default ../shared/models), printing the
-# text on stdout and a stats line on stderr.
+# The README's main command (SPEC §11): installs what is missing, builds the daemons and
+# the client, makes certificates (deploy/gen-certs.sh build/certs), starts three parties
+# and the dealer on loopback as local processes (config/*.yaml as shipped), runs one
+# private generation with stories260K from MPCACHE_MODEL_DIR (default ../shared/models),
+# prints the text on stdout and a stats line on stderr, and stops everything it started.
 #
-# Status: the networked private generation (mpcache-party x3 + mpcache-dealer +
-# mpcache-client over TLS) is not built yet (issues 5 and 6). Until it is, this script runs
-# the plaintext reference engine — the oracle the private engine is tested against — and
-# says so. It starts no background process.
+#   MPCACHE_MODEL_DIR     folder with stories260K.bin and tok512.bin
+#   MPCACHE_DEMO_PROMPT   prompt (default "Once upon a time")
+#   MPCACHE_DEMO_STEPS    positions incl. the prompt (default 64)
+#   MPCACHE_BUILD_DIR     build folder (default build/release)
+#   MPCACHE_DEMO_KEEP=1   keep the daemons' logs (the folder is printed)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -22,20 +25,71 @@ if [ -z "${MPCACHE_MODEL_DIR:-}" ]; then
     exit 1
   fi
 fi
-model="$MPCACHE_MODEL_DIR/stories260K.bin"
-tok="$MPCACHE_MODEL_DIR/tok512.bin"
-for f in "$model" "$tok"; do
-  [ -f "$f" ] || { echo "demo.sh: missing $f (set MPCACHE_MODEL_DIR)" >&2; exit 1; }
+MPCACHE_MODEL_DIR=$(cd "$MPCACHE_MODEL_DIR" && pwd)
+export MPCACHE_MODEL_DIR  # the shipped configs read ${MPCACHE_MODEL_DIR:-...}
+for f in stories260K.bin tok512.bin; do
+  [ -f "$MPCACHE_MODEL_DIR/$f" ] || { echo "demo.sh: missing $MPCACHE_MODEL_DIR/$f" >&2; exit 1; }
 done
 
 prompt=${MPCACHE_DEMO_PROMPT:-"Once upon a time"}
 steps=${MPCACHE_DEMO_STEPS:-64}
+build=${MPCACHE_BUILD_DIR:-build/release}
 
-echo "demo.sh: building (release)..." >&2
-cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build/release -j"$(nproc)" --target mpcache-model >/dev/null
+echo "demo.sh: building mpcache-party, mpcache-dealer, mpcache-client in $build ..." >&2
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DMPCACHE_BUILD_TESTS=OFF \
+      -DMPCACHE_BUILD_BENCH=OFF >/dev/null
+cmake --build "$build" -j"$(nproc)" --target mpcache-party mpcache-dealer mpcache-client >/dev/null
+bin="$build/src/tools"
 
-echo "demo.sh: private generation is not available yet (issues 5, 6);" \
-     "running the plaintext reference engine" >&2
-./build/release/src/tools/model/mpcache-model run --model "$model" --tokenizer "$tok" \
-  --prompt "$prompt" --steps "$steps" --temperature 0
+./deploy/gen-certs.sh build/certs >/dev/null
+
+logs=$(mktemp -d "${TMPDIR:-/tmp}/mpcache-demo.XXXXXX")
+pids=()
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for _ in $(seq 1 100); do
+    local alive=0
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    [ "$alive" = 0 ] && break
+    sleep 0.1
+  done
+  for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  if [ "${MPCACHE_DEMO_KEEP:-0}" = "1" ] || [ "$rc" != 0 ]; then
+    echo "demo.sh: daemon logs in $logs" >&2
+  else
+    rm -rf "$logs"
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+start() {  # name, binary, config
+  "$2" --config "$3" 2>"$logs/$1.log" &
+  pids+=($!)
+}
+wait_ready() {  # name
+  for _ in $(seq 1 300); do
+    grep -q "ready" "$logs/$1.log" 2>/dev/null && return 0
+    if ! kill -0 "${pids[-1]}" 2>/dev/null && ! grep -q "ready" "$logs/$1.log"; then break; fi
+    sleep 0.1
+  done
+  echo "demo.sh: $1 did not start:" >&2
+  tail -n 5 "$logs/$1.log" >&2
+  return 1
+}
+
+echo "demo.sh: starting the dealer and parties 0, 1, 2 on loopback ..." >&2
+start dealer "$bin/dealer/mpcache-dealer" config/dealer.yaml
+wait_ready dealer
+for i in 0 1 2; do
+  start "party$i" "$bin/party/mpcache-party" "config/party$i.yaml"
+  wait_ready "party$i"
+done
+
+echo "demo.sh: private generation (malicious security, public weights): \"$prompt\", $steps steps" >&2
+"$bin/client/mpcache-client" generate --config config/client.yaml --prompt "$prompt" \
+  --max-tokens "$steps"

@@ -83,9 +83,12 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(asio::io_context& io, cons
   auto state = std::make_shared<State>(io);
   state->handler = std::move(handler);
   beast::error_code ec;
-  const auto addr = asio::ip::make_address(host, ec);
-  if (ec) return InvalidArgument("metrics endpoint: bad address '" + host + "'");
-  const tcp::endpoint ep(addr, port);
+  tcp::resolver resolver(io);
+  const auto results = resolver.resolve(host, std::to_string(port), tcp::resolver::passive, ec);
+  if (ec || results.empty()) {
+    return InvalidArgument("metrics endpoint: cannot resolve '" + host + "': " + ec.message());
+  }
+  const tcp::endpoint ep = results.begin()->endpoint();
   state->acceptor.open(ep.protocol(), ec);
   if (!ec) state->acceptor.set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) state->acceptor.bind(ep, ec);
