@@ -141,13 +141,15 @@ Status DealerService::Impl::Handle(SyncLink& link, int party, std::uint64_t& ses
       MPCACHE_ASSIGN_OR_RETURN(auto req, dealer_proto::DecodeBatchRequest(*msg));
       MPCACHE_ASSIGN_OR_RETURN(preproc::Batch b, session->Fetch(party, req.request, req.seq));
       auto bytes = dealer_proto::EncodeBatch(b);
-      metrics.Add("mpcache_dealer_batches_total", 1, pl);
+      metrics.Add("mpcache_dealer_batches_total", 1,
+                  pl + "," + Label("type", preproc::ItemTypeName(req.request.type)));
       metrics.Add("mpcache_dealer_bytes_sent_total", static_cast<double>(bytes.size()), pl);
       MPCACHE_RETURN_IF_ERROR(link.Send(std::move(bytes)));
     } else if (type == dealer_proto::kBitRequest) {
       MPCACHE_ASSIGN_OR_RETURN(auto req, dealer_proto::DecodeBitRequest(*msg));
       MPCACHE_ASSIGN_OR_RETURN(auto bytes, session->Bits(party, req.item, req.n));
-      metrics.Add("mpcache_dealer_bit_requests_total", 1, pl);
+      metrics.Add("mpcache_dealer_bit_requests_total", 1,
+                  pl + "," + Label("item", std::to_string(static_cast<int>(req.item))));
       metrics.Add("mpcache_dealer_bytes_sent_total", static_cast<double>(bytes.size()), pl);
       MPCACHE_RETURN_IF_ERROR(link.Send(std::move(bytes)));
     } else {
