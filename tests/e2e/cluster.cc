@@ -114,7 +114,8 @@ Cluster::Cluster(ClusterOptions options) {
   if (!mkdtemp(tmpl)) return;
   dir_ = tmpl;
   const std::string certs = dir_ + "/certs";
-  if (std::system((std::string(MPCACHE_GEN_CERTS) + " " + certs + " >/dev/null 2>&1").c_str()) !=
+  if (std::system(
+          (std::string(MPCACHE_GEN_CERTS) + " --rogue " + certs + " >/dev/null 2>&1").c_str()) !=
       0) {
     return;
   }

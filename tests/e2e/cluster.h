@@ -59,6 +59,7 @@ class Cluster {
   std::string dir() const { return dir_; }
   std::string Log(const std::string& name) const { return ReadFile(dir_ + "/" + name + ".log"); }
   int metrics_port(int i) const { return metrics_[static_cast<std::size_t>(i)]; }  // 3 = dealer
+  int client_port(int i) const { return client_[static_cast<std::size_t>(i)]; }
   std::string client_config() const { return dir_ + "/client.yaml"; }
   bool ok() const { return ok_; }
 

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -119,6 +121,45 @@ TEST(Daemons, UnreachablePartyIsOneClearError) {
   ASSERT_TRUE(r.code.has_value());
   EXPECT_NE(*r.code, 0);
   EXPECT_NE(r.err.find("party 2"), std::string::npos) << r.err;
+}
+
+TEST(Daemons, WrongIdentitiesAndOldTlsAreRefused) {
+  Cluster c;
+  ASSERT_TRUE(c.StartAll()) << c.dir();
+  // A client whose certificate comes from another CA: refused, one clear line.
+  std::string cfg = ReadFile(c.client_config());
+  for (const std::string f : {"client.crt", "client.key"}) {
+    cfg.replace(cfg.find("certs/" + f), 6 + f.size(), "certs/rogue/" + f);
+  }
+  const std::string rogue = c.dir() + "/rogue-client.yaml";
+  { std::ofstream(rogue) << cfg; }
+  Process p(
+      {MPCACHE_CLIENT_BIN, "generate", "--config", rogue, "--prompt", "Hi", "--max-tokens", "4"},
+      c.dir() + "/rogue.out", c.dir() + "/rogue.err");
+  const auto code = p.Wait(60s);
+  ASSERT_TRUE(code.has_value());
+  EXPECT_NE(*code, 0);
+  const std::string err = ReadFile(c.dir() + "/rogue.err");
+  EXPECT_NE(err.find("party"), std::string::npos) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  // A party certificate presented to a party's client port is not a client: refused.
+  const std::string base =
+      "openssl s_client -connect 127.0.0.1:" + std::to_string(c.client_port(0)) + " -CAfile " +
+      c.dir() + "/certs/ca.crt </dev/null >/dev/null 2>&1";
+  EXPECT_NE(std::system((base + " -tls1_2").c_str()), 0) << "TLS 1.2 accepted";
+  const std::string as_party =
+      " -cert " + c.dir() + "/certs/party1.crt -key " + c.dir() + "/certs/party1.key -tls1_3";
+  (void)std::system(
+      (base.substr(0, base.find(" </dev/null")) + as_party + " </dev/null >/dev/null 2>&1")
+          .c_str());
+  std::this_thread::sleep_for(500ms);
+  const std::string log = c.Log("party0");
+  EXPECT_NE(log.find("certificate verify failed"), std::string::npos) << log;  // rogue CA
+  EXPECT_NE(log.find("unsupported protocol"), std::string::npos) << log;       // TLS 1.2
+  EXPECT_NE(log.find("CN=mpcache-party-1"), std::string::npos) << log;         // wrong role
+  // The daemons are still serving.
+  ClientRun r = RunClient(c, "Once upon a time", 6, false, 60s, "after-rogue");
+  EXPECT_EQ(r.code, 0) << r.err;
 }
 
 TEST(Daemons, MetricsHealthAndSigterm) {
