@@ -3,6 +3,7 @@
 #include <openssl/sha.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <condition_variable>
@@ -139,7 +140,9 @@ Status Run::Connect(std::uint64_t session) {
   for (int p = 0; p < 3; ++p) {
     MPCACHE_RETURN_IF_ERROR(parties_[static_cast<std::size_t>(p)].link->Send(cp::Encode(g)));
   }
-  const milliseconds recv(cfg_.timeouts.recv_ms);
+  // Longer than the parties' own receive timeout, so that when a party stalls its peers
+  // report it (and whom they blame) before this client gives up on them.
+  const milliseconds recv(cfg_.timeouts.recv_ms + 3000);
   for (int p = 0; p < 3; ++p) {
     daemon::SyncLink* link = parties_[static_cast<std::size_t>(p)].link.get();
     readers_.emplace_back([this, p, link, recv] {
@@ -155,11 +158,22 @@ Status Run::Connect(std::uint64_t session) {
 }
 
 Error Run::Failure() const {
-  // Prefer what the parties say (the one blamed), then a lost connection.
+  // Prefer what the parties say (the party blamed by most reports: a stalled party that
+  // wakes up may blame an honest one), then a lost connection.
+  std::array<int, 3> votes{};
   for (const Party& p : parties_) {
-    if (p.error && p.error->blamed >= 0) {
-      return Aborted("party " + std::to_string(p.error->blamed) + " failed (reported by party " +
-                     std::to_string(p.error->reporter) + "): " + p.error->message);
+    if (p.error && p.error->blamed >= 0 && p.error->blamed < 3) {
+      ++votes[static_cast<std::size_t>(p.error->blamed)];
+    }
+  }
+  const auto top = std::max_element(votes.begin(), votes.end());
+  if (*top > 0) {
+    const int blamed = static_cast<int>(top - votes.begin());
+    for (const Party& p : parties_) {
+      if (p.error && p.error->blamed == blamed) {
+        return Aborted("party " + std::to_string(blamed) + " failed (reported by party " +
+                       std::to_string(p.error->reporter) + "): " + p.error->message);
+      }
     }
   }
   for (const Party& p : parties_) {
@@ -226,7 +240,7 @@ Result<GenerateResult> Run::Go(std::vector<int> prompt, int max_tokens) {
   if (Status s = Connect(session_); !s.ok()) return s.error();
   log_->info("session {:016x}: connected to the three parties", session_);
 
-  const milliseconds wait(cfg_.timeouts.recv_ms + 2000);
+  const milliseconds wait(cfg_.timeouts.recv_ms + 5000);
   const auto deadline = t0 + milliseconds(cfg_.timeouts.request_ms);
   const int vocab = tok_.vocab_size();
   bool prompt_sent = false;
@@ -239,9 +253,13 @@ Result<GenerateResult> Run::Go(std::vector<int> prompt, int max_tokens) {
       failure = Timeout("the request took longer than timeouts.request_ms");
       break;
     }
-    auto ev = inbox_.Pop(wait);
+    // Once something failed, the others get a short grace period to report (who is to
+    // blame), not a whole receive timeout: a stalled party must not hold the answer up.
+    auto ev = inbox_.Pop(failure ? std::min(wait, milliseconds(1500)) : wait);
     if (!ev) {
-      failure = Timeout("no party answered within " + std::to_string(wait.count()) + " ms");
+      if (!failure) {
+        failure = Timeout("no party answered within " + std::to_string(wait.count()) + " ms");
+      }
       break;
     }
     Party& party = parties_[static_cast<std::size_t>(ev->party)];

@@ -110,6 +110,34 @@ TEST(Daemons, KilledPartyIsNamedAndTheOthersServeTheNextRequest) {
   EXPECT_EQ(std::string(kGolden64).rfind(j["text"].get<std::string>(), 0), 0u) << j["text"];
 }
 
+TEST(Daemons, StalledPartyIsNamedWithinTheTimeout) {
+  Cluster c(ClusterOptions{.recv_ms = 4000});
+  ASSERT_TRUE(c.StartAll()) << c.dir();
+  const std::string out = c.dir() + "/stalled.out", err = c.dir() + "/stalled.err";
+  Process client({MPCACHE_CLIENT_BIN, "generate", "--config", c.client_config(), "--prompt",
+                  "Once upon a time", "--max-tokens", "64"},
+                 out, err);
+  const auto end = std::chrono::steady_clock::now() + 120s;
+  while (ReadFile(out).size() <= std::string("Once upon a time, there").size() &&
+         std::chrono::steady_clock::now() < end && client.running()) {
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_TRUE(client.running()) << ReadFile(err);
+  const auto stalled_at = std::chrono::steady_clock::now();
+  c.party(1)->Signal(SIGSTOP);
+  const auto code = client.Wait(30s);
+  const auto took = std::chrono::steady_clock::now() - stalled_at;
+  c.party(1)->Signal(SIGCONT);
+  ASSERT_TRUE(code.has_value()) << "the client did not give up";
+  EXPECT_NE(*code, 0);
+  const std::string msg = ReadFile(err);
+  EXPECT_NE(msg.find("party 1"), std::string::npos) << msg;
+  EXPECT_LT(took, 4000ms + 4s) << "not within the configured timeout";
+  // Party 1 resumes, finds its session gone, and all three serve the next request.
+  ClientRun r = RunClient(c, "Once upon a time", 8, false, 120s, "after-stall");
+  EXPECT_EQ(r.code, 0) << r.err;
+}
+
 TEST(Daemons, UnreachablePartyIsOneClearError) {
   Cluster c;
   ASSERT_TRUE(c.ok());
