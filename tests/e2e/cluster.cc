@@ -129,8 +129,9 @@ Cluster::Cluster(ClusterOptions options) {
   dealer_port_ = FreePort();
   metrics_.push_back(FreePort());
   const auto addr = [](int p) { return "127.0.0.1:" + std::to_string(p); };
-  const std::string timeouts = "timeouts:\n  connect_ms: 15000\n  handshake_ms: 5000\n  recv_ms: " +
-                               std::to_string(options.recv_ms) + "\n";
+  const std::string timeouts =
+      "timeouts:\n  connect_ms: " + std::to_string(options.connect_ms) +
+      "\n  handshake_ms: 5000\n  recv_ms: " + std::to_string(options.recv_ms) + "\n";
   for (int i = 0; i < 3; ++i) {
     std::ofstream f(dir_ + "/party" + std::to_string(i) + ".yaml");
     f << "party_id: " << i << "\nsecurity: malicious\nweights: public\n"

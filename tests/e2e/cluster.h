@@ -41,6 +41,7 @@ std::string HttpGet(int port, const std::string& path);
 
 struct ClusterOptions {
   int recv_ms = 8000;
+  int connect_ms = 15000;
 };
 
 class Cluster {

@@ -139,7 +139,7 @@ TEST(Daemons, StalledPartyIsNamedWithinTheTimeout) {
 }
 
 TEST(Daemons, UnreachablePartyIsOneClearError) {
-  Cluster c;
+  Cluster c(ClusterOptions{.connect_ms = 3000});
   ASSERT_TRUE(c.ok());
   ASSERT_TRUE(c.StartDealer());
   ASSERT_TRUE(c.StartParty(0));
@@ -187,6 +187,31 @@ TEST(Daemons, WrongIdentitiesAndOldTlsAreRefused) {
   EXPECT_NE(log.find("CN=mpcache-party-1"), std::string::npos) << log;         // wrong role
   // The daemons are still serving.
   ClientRun r = RunClient(c, "Once upon a time", 6, false, 60s, "after-rogue");
+  EXPECT_EQ(r.code, 0) << r.err;
+}
+
+TEST(Daemons, SigtermMidRequestAbortsItAndExitsZero) {
+  Cluster c;
+  ASSERT_TRUE(c.StartAll()) << c.dir();
+  const std::string out = c.dir() + "/term.out", err = c.dir() + "/term.err";
+  Process client({MPCACHE_CLIENT_BIN, "generate", "--config", c.client_config(), "--prompt",
+                  "Once upon a time", "--max-tokens", "64"},
+                 out, err);
+  const auto end = std::chrono::steady_clock::now() + 120s;
+  while (ReadFile(out).size() <= std::string("Once upon a time, there").size() &&
+         std::chrono::steady_clock::now() < end && client.running()) {
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_TRUE(client.running()) << ReadFile(err);
+  c.party(0)->Signal(SIGTERM);
+  EXPECT_EQ(c.party(0)->Wait(20s), 0);
+  const auto code = client.Wait(20s);
+  ASSERT_TRUE(code.has_value());
+  EXPECT_NE(*code, 0);
+  EXPECT_NE(ReadFile(err).find("party 0"), std::string::npos) << ReadFile(err);
+  // The others aborted that request and keep serving once party 0 is back.
+  ASSERT_TRUE(c.StartParty(0));
+  ClientRun r = RunClient(c, "Once upon a time", 6, false, 60s, "after-term");
   EXPECT_EQ(r.code, 0) << r.err;
 }
 
