@@ -25,6 +25,7 @@ struct PartyService::Impl {
   std::shared_ptr<spdlog::logger> log;
   std::shared_ptr<const infer::RingModel> model;
   Metrics metrics;
+  PlanCache plans;
 
   asio::io_context io;
   std::unique_ptr<asio::ssl::context> tls;
@@ -125,6 +126,7 @@ void PartyService::Impl::Serve(net::AcceptedTls accepted) {
     rt.model = model;
     rt.log = log;
     rt.metrics = &metrics;
+    rt.plans = &plans;
     rt.on_mesh = [this](net::TlsMesh* m) {
       std::lock_guard<std::mutex> lock(mu);
       active_mesh = m;

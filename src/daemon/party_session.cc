@@ -52,6 +52,8 @@ Result<client_proto::Done> Run(const PartyRuntime& rt, SyncLink& client,
   join.prompt_len = req.prompt_len;
   join.steps = static_cast<std::uint32_t>(steps);
   join.vocab = req.vocab;
+  const PlanCache::Key shape{req.prompt_len, static_cast<std::uint32_t>(steps)};
+  if (rt.plans) join.plan = rt.plans->Get(shape);
   MPCACHE_ASSIGN_OR_RETURN(
       auto dealer_link,
       SyncLink::Connect(*rt.io, *rt.tls, net::ToEndpoint(cfg.dealer), std::string(net::kDealerName),
@@ -102,8 +104,16 @@ Result<client_proto::Done> Run(const PartyRuntime& rt, SyncLink& client,
                            infer::GenerationSession<P>::Create(*bctx, weights, options));
   TlsClientLink link(client, req.session, static_cast<int>(req.prompt_len),
                      static_cast<int>(req.vocab), std::move(prompt.d), recv);
-  MPCACHE_ASSIGN_OR_RETURN(infer::SessionReport report,
-                           session->Generate(link, static_cast<int>(req.prompt_len), steps));
+  Result<infer::SessionReport> generated =
+      session->Generate(link, static_cast<int>(req.prompt_len), steps);
+  if (!generated.ok()) {
+    if (rt.plans && generated.error().message().find("plan diverged") != std::string::npos) {
+      rt.plans->Drop(shape);
+    }
+    return generated.error();
+  }
+  const infer::SessionReport& report = *generated;
+  if (rt.plans && prep->recorded().size() > prep->planned()) rt.plans->Put(shape, prep->recorded());
 
   client_proto::Done done;
   done.session = req.session;
@@ -140,10 +150,10 @@ Result<client_proto::Done> Run(const PartyRuntime& rt, SyncLink& client,
   }
   rt.log->info(
       "{} done: {} positions, {} tokens released, {:.3f} s/token, {} dealer requests "
-      "({:.2f} s waiting)",
+      "({} streamed ahead, {:.2f} s waiting)",
       tag, report.positions, report.released,
       report.decode_positions ? report.decode_seconds / report.decode_positions : 0.0, t.requests,
-      t.wait_seconds);
+      std::min(prep->planned(), prep->recorded().size()), t.wait_seconds);
   MPCACHE_RETURN_IF_ERROR(mesh->Close());
   return done;
 }

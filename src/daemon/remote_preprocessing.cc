@@ -9,7 +9,9 @@
 namespace mpcache::daemon {
 
 namespace {
-constexpr std::uint64_t kBatchItems = 32768;  // elementwise items per dealer request
+constexpr std::uint64_t kBatchItems = 32768;            // elementwise items per dealer request
+constexpr std::size_t kMaxPlan = std::size_t{1} << 20;  // requests recorded at most
+constexpr std::size_t kCreditEvery = 8;                 // streamed answers per credit
 }  // namespace
 
 template <typename P>
@@ -66,6 +68,24 @@ class RemotePreprocessing<P>::Bits final : public mpc::BitPreprocessing<P> {
 template <typename P>
 Result<std::vector<std::uint8_t>> RemotePreprocessing<P>::Ask(std::vector<std::uint8_t> request) {
   const auto t0 = std::chrono::steady_clock::now();
+  const bool join = !request.empty() && request[0] == dealer_proto::kJoin;
+  if (!join && recorded_.size() < kMaxPlan) recorded_.push_back(request);
+  if (!join && next_planned_ < plan_.size()) {
+    if (request != plan_[next_planned_]) {
+      return Internal("the dealer plan diverged at request " + std::to_string(next_planned_) +
+                      " (the plan of this request shape is dropped)");
+    }
+    ++next_planned_;
+    MPCACHE_ASSIGN_OR_RETURN(auto answer, link_->Recv(timeout_));
+    if (next_planned_ % kCreditEvery == 0 || next_planned_ == plan_.size()) {
+      MPCACHE_RETURN_IF_ERROR(link_->Send(dealer_proto::EncodeCredit(next_planned_)));
+    }
+    traffic_.requests += 1;
+    traffic_.bytes_received += answer.size();
+    traffic_.wait_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return answer;
+  }
   MPCACHE_RETURN_IF_ERROR(link_->Send(std::move(request)));
   MPCACHE_ASSIGN_OR_RETURN(auto answer, link_->Recv(timeout_));
   traffic_.requests += 1;
@@ -83,6 +103,7 @@ Result<std::unique_ptr<RemotePreprocessing<P>>> RemotePreprocessing<P>::Open(
   r->link_ = std::move(link);
   r->timeout_ = timeout;
   MPCACHE_ASSIGN_OR_RETURN(auto answer, r->Ask(dealer_proto::Encode(join)));
+  r->plan_ = join.plan;
   MPCACHE_ASSIGN_OR_RETURN(r->setup_, dealer_proto::DecodeSetup(answer));
   const int party = static_cast<int>(join.party);
   r->store_ = std::make_unique<preproc::PartyStore<P>>(party, 3, r->setup_.party_seed);

@@ -24,7 +24,9 @@ struct DealerTraffic {
 template <typename P>
 class RemotePreprocessing {
  public:
-  // Sends Join, reads Setup, accepts the client mask batches.
+  // Sends Join, reads Setup, accepts the client mask batches. With a plan (join.plan, the
+  // requests of an earlier request of the same shape) the dealer streams the answers ahead
+  // of need and Ask only checks each request against the plan.
   static Result<std::unique_ptr<RemotePreprocessing>> Open(std::unique_ptr<SyncLink> link,
                                                            const dealer_proto::Join& join,
                                                            std::chrono::milliseconds timeout);
@@ -33,6 +35,10 @@ class RemotePreprocessing {
   mpc::BitPreprocessing<P>& bits() { return *bits_; }
   const dealer_proto::Setup& setup() const { return setup_; }
   const DealerTraffic& traffic() const { return traffic_; }
+  // Every request sent (or taken from the plan) so far: the plan of the next request of
+  // this shape.
+  const std::vector<std::vector<std::uint8_t>>& recorded() const { return recorded_; }
+  std::size_t planned() const { return plan_.size(); }
   SyncLink& link() { return *link_; }
 
   // One request/answer exchange with the dealer.
@@ -47,6 +53,8 @@ class RemotePreprocessing {
   std::unique_ptr<preproc::PartyStore<P>> store_;
   std::unique_ptr<mpc::BitPreprocessing<P>> bits_;
   DealerTraffic traffic_;
+  std::vector<std::vector<std::uint8_t>> plan_, recorded_;
+  std::size_t next_planned_ = 0;
 };
 
 }  // namespace mpcache::daemon
