@@ -55,6 +55,13 @@ Status PartyService::Impl::LoadModel() {
                              " is the share of party " + std::to_string(f.party) +
                              "; fix: point it at party" + std::to_string(cfg.party_id) + ".mpcw");
     }
+    if (f.share.frac_bits != cfg.model.frac_bits) {
+      return InvalidArgument(cfg.file +
+                             ": field 'model.frac_bits': " + std::to_string(cfg.model.frac_bits) +
+                             ", but " + cfg.model.checkpoint + " is encoded with " +
+                             std::to_string(f.share.frac_bits) + " fractional bits; fix: write " +
+                             "frac_bits: " + std::to_string(f.share.frac_bits));
+    }
     model = std::make_shared<const infer::RingModel>(std::move(f.share));
     return Status::Ok();
   }
