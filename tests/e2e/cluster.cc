@@ -132,16 +132,28 @@ Cluster::Cluster(ClusterOptions options) {
   const std::string timeouts =
       "timeouts:\n  connect_ms: " + std::to_string(options.connect_ms) +
       "\n  handshake_ms: 5000\n  recv_ms: " + std::to_string(options.recv_ms) + "\n";
+  if (options.private_weights &&
+      std::system((std::string(MPCACHE_MODEL_BIN) + " share --model " + models +
+                   "/stories260K.bin --parties 3 --out " + dir_ + "/shares >/dev/null 2>&1")
+                      .c_str()) != 0) {
+    return;
+  }
   for (int i = 0; i < 3; ++i) {
+    const std::string checkpoint = options.private_weights
+                                       ? dir_ + "/shares/party" + std::to_string(i) + ".mpcw"
+                                       : models + "/stories260K.bin";
     std::ofstream f(dir_ + "/party" + std::to_string(i) + ".yaml");
-    f << "party_id: " << i << "\nsecurity: malicious\nweights: public\n"
+    f << "party_id: " << i
+      << "\nsecurity: malicious\nweights: " << (options.private_weights ? "private" : "public")
+      << "\n"
       << "network:\n  parties: [" << addr(mesh_[0]) << ", " << addr(mesh_[1]) << ", "
       << addr(mesh_[2]) << "]\n  dealer: " << addr(dealer_port_)
       << "\n  client_listen: " << addr(client_[static_cast<std::size_t>(i)]) << "\n"
       << timeouts << "tls:\n  cert: certs/party" << i << ".crt\n  key: certs/party" << i
       << ".key\n  ca: certs/ca.crt\n"
-      << "model:\n  checkpoint: " << models << "/stories260K.bin\n  tokenizer: " << models
-      << "/tok512.bin\nmpcache:\n  cache: full\nlogging:\n  level: info\nmetrics:\n  port: "
+      << "model:\n  checkpoint: " << checkpoint << "\n  tokenizer: " << models
+      << "/tok512.bin\n  frac_bits: " << (options.private_weights ? 18 : 16)
+      << "\nmpcache:\n  cache: full\nlogging:\n  level: info\nmetrics:\n  port: "
       << metrics_[static_cast<std::size_t>(i)] << "\n";
   }
   {

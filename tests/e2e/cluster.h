@@ -42,6 +42,7 @@ std::string HttpGet(int port, const std::string& path);
 struct ClusterOptions {
   int recv_ms = 8000;
   int connect_ms = 15000;
+  bool private_weights = false;  // share files from mpcache-model share
 };
 
 class Cluster {

@@ -138,6 +138,17 @@ TEST(Daemons, StalledPartyIsNamedWithinTheTimeout) {
   EXPECT_EQ(r.code, 0) << r.err;
 }
 
+TEST(Daemons, PrivateWeightsGenerateTheGoldenPrefix) {
+  Cluster c(ClusterOptions{.private_weights = true});
+  ASSERT_TRUE(c.StartAll()) << c.dir();
+  ClientRun r = RunClient(c, "Once upon a time", 16, true, 120s, "private");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const std::string text = j["text"].get<std::string>();
+  EXPECT_GT(text.size(), std::string("Once upon a time").size());
+  EXPECT_EQ(std::string(kGolden64).rfind(text, 0), 0u) << text;
+}
+
 TEST(Daemons, UnreachablePartyIsOneClearError) {
   Cluster c(ClusterOptions{.connect_ms = 3000});
   ASSERT_TRUE(c.ok());
