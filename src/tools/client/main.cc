@@ -25,12 +25,16 @@ int Generate(const std::string& config_path, const mpcache::client::GenerateOpti
     return 1;
   }
   mpcache::client::TextSink sink;
+  bool printed = false;
   if (!json) {
-    sink = [](std::string_view piece) { std::cout << piece << std::flush; };
+    sink = [&printed](std::string_view piece) {
+      std::cout << piece << std::flush;
+      printed = true;
+    };
   }
   auto r = mpcache::client::GeneratePrivately(*cfg, opts, sink, *log);
   if (!r.ok()) {
-    if (!json) std::cout << std::endl;
+    if (printed) std::cout << std::endl;  // end the partial text's line
     std::cerr << "error: " << r.error().ToString() << "\n";
     return 1;
   }
