@@ -139,7 +139,31 @@ void PartyService::Impl::Serve(net::AcceptedTls accepted) {
       active_mesh = m;
       if (m && stopping) m->Abort("party " + std::to_string(cfg.party_id) + " is shutting down");
     };
+    // Watchdog: a request that outlives timeouts.request_ms is aborted (mesh abort: the
+    // peers stop too; the client is told below).
+    std::mutex wd_mu;
+    std::condition_variable wd_cv;
+    bool finished = false;
+    std::thread watchdog([&] {
+      std::unique_lock<std::mutex> lock(wd_mu);
+      if (wd_cv.wait_for(lock, std::chrono::milliseconds(cfg.timeouts.request_ms),
+                         [&] { return finished; })) {
+        return;
+      }
+      std::lock_guard<std::mutex> guard(mu);
+      if (active_mesh) {
+        active_mesh->Abort("the request exceeded timeouts.request_ms (" +
+                           std::to_string(cfg.timeouts.request_ms) + " ms) at party " +
+                           std::to_string(self));
+      }
+    });
     done = RunPartySession(rt, client, *req, &blamed);
+    {
+      std::lock_guard<std::mutex> lock(wd_mu);
+      finished = true;
+    }
+    wd_cv.notify_all();
+    watchdog.join();
   }
   const std::uint64_t session = req.ok() ? req->session : 0;
   if (done.ok()) {

@@ -182,7 +182,10 @@ Result<client_proto::Done> RunPartySession(const PartyRuntime& rt, SyncLink& cli
                                      ? Run<mpc::Spdz2k>(rt, client, req, steps, mesh)
                                      : Run<mpc::SemiHonest>(rt, client, req, steps, mesh);
   if (!r.ok()) {
-    *blamed = BlamedParty(r.error().message(), cfg.party_id);
+    // A request that ran out of time is nobody's fault in particular.
+    if (r.error().message().find("timeouts.request_ms") == std::string::npos) {
+      *blamed = BlamedParty(r.error().message(), cfg.party_id);
+    }
     if (mesh)
       mesh->Abort(r.error().message(),
                   blamed->has_value() ? std::optional<net::PartyId>(**blamed) : std::nullopt);
