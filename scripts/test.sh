@@ -28,15 +28,16 @@ label_args=(-LE heavy)
 if [ "${MPCACHE_TEST_HEAVY:-0}" = "1" ]; then label_args=(); fi
 
 echo "== release build (warnings as errors)" >&2
-cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DMPCACHE_WERROR=ON >/dev/null
+cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DMPCACHE_WERROR=ON \
+      -DMPCACHE_BUILD_TESTS=ON -DMPCACHE_BUILD_BENCH=ON >/dev/null
 cmake --build build/release -j"$jobs"
 echo "== test suite" >&2
-ctest --test-dir build/release --output-on-failure -j"$jobs" "${label_args[@]}"
+ctest --test-dir build/release --no-tests=error --output-on-failure -j"$jobs" "${label_args[@]}"
 
 if [ "${MPCACHE_SKIP_ASAN:-0}" != "1" ]; then
   echo "== unit tests under ASan/UBSan" >&2
   cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DMPCACHE_SANITIZE=ON -DMPCACHE_WERROR=ON \
-        -DMPCACHE_BUILD_BENCH=OFF >/dev/null
+        -DMPCACHE_BUILD_TESTS=ON -DMPCACHE_BUILD_BENCH=OFF >/dev/null
   cmake --build build/asan -j"$jobs"
-  ctest --test-dir build/asan --output-on-failure -j"$jobs" -L unit
+  ctest --test-dir build/asan --no-tests=error --output-on-failure -j"$jobs" -L unit
 fi
