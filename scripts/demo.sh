@@ -36,8 +36,8 @@ steps=${MPCACHE_DEMO_STEPS:-64}
 build=${MPCACHE_BUILD_DIR:-build/release}
 
 echo "demo.sh: building mpcache-party, mpcache-dealer, mpcache-client in $build ..." >&2
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DMPCACHE_BUILD_TESTS=OFF \
-      -DMPCACHE_BUILD_BENCH=OFF >/dev/null
+# Same options as scripts/test.sh (they share build/release); only three targets are built.
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build" -j"$(nproc)" --target mpcache-party mpcache-dealer mpcache-client >/dev/null
 bin="$build/src/tools"
 
