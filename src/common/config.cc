@@ -447,7 +447,7 @@ Result<PartyConfig> ParsePartyConfig(std::string_view yaml, const std::string& f
     const std::string fix = "point it at a llama2.c .bin or .gguf file (see MPCACHE_MODEL_DIR)";
     MPCACHE_ASSIGN_OR_RETURN(c.model.checkpoint, m.Path("checkpoint", true, fix));
     MPCACHE_ASSIGN_OR_RETURN(c.model.tokenizer, m.Path("tokenizer", false, fix));
-    MPCACHE_ASSIGN_OR_RETURN(auto fb, m.Int("frac_bits", 16, 8, 30));
+    MPCACHE_ASSIGN_OR_RETURN(auto fb, m.Int("frac_bits", 18, 8, 30));
     c.model.frac_bits = static_cast<int>(fb);
     MPCACHE_RETURN_IF_ERROR(m.Finish());
   }
@@ -474,7 +474,7 @@ Result<DealerConfig> ParseDealerConfig(std::string_view yaml, const std::string&
   c.file = file;
   MPCACHE_ASSIGN_OR_RETURN(auto sec, top.Choice("security", {"malicious", "semi-honest"}, 0));
   c.security = static_cast<Security>(sec);
-  MPCACHE_ASSIGN_OR_RETURN(auto fb, top.Int("frac_bits", 16, 8, 30));
+  MPCACHE_ASSIGN_OR_RETURN(auto fb, top.Int("frac_bits", 18, 8, 30));
   c.frac_bits = static_cast<int>(fb);
   {
     MPCACHE_ASSIGN_OR_RETURN(auto net, top.Sub("network"));

@@ -145,7 +145,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadField{"connect_ms: 10000", "connect_ms: 0", "field 'timeouts.connect_ms'", "1.."},
         BadField{"  cert: ../build/certs/party0.crt\n", "", "field 'tls.cert': missing",
                  "gen-certs.sh"},
-        BadField{"frac_bits: 16", "frac_bits: 40", "field 'model.frac_bits'", "8..30"},
+        BadField{"frac_bits: 18", "frac_bits: 40", "field 'model.frac_bits'", "8..30"},
         BadField{"cache: mpcache", "cache: half", "field 'mpcache.cache'", "full | mpcache"},
         BadField{"alpha: 0.6", "alpha: 1.5", "field 'mpcache.alpha'", "[0, 1]"},
         BadField{"level1_keep_ratio: 0.5", "level1_keep_ratio: 0", "mpcache.level1_keep_ratio",
