@@ -16,17 +16,8 @@ cd "$root"
 
 ./scripts/install-deps.sh
 
-if [ -z "${MPCACHE_MODEL_DIR:-}" ]; then
-  if [ -d "$root/../shared/models" ]; then
-    MPCACHE_MODEL_DIR=$(cd "$root/../shared/models" && pwd)
-  else
-    echo "demo.sh: set MPCACHE_MODEL_DIR to a folder with stories260K.bin and tok512.bin" \
-         "(scripts/fetch-models.sh DIR downloads them)" >&2
-    exit 1
-  fi
-fi
-MPCACHE_MODEL_DIR=$(cd "$MPCACHE_MODEL_DIR" && pwd)
-export MPCACHE_MODEL_DIR  # the shipped configs read ${MPCACHE_MODEL_DIR:-...}
+. "$root/scripts/model-dir.sh"
+resolve_model_dir demo.sh "$root"  # the shipped configs read ${MPCACHE_MODEL_DIR:-...}
 for f in stories260K.bin tok512.bin; do
   [ -f "$MPCACHE_MODEL_DIR/$f" ] || { echo "demo.sh: missing $MPCACHE_MODEL_DIR/$f" >&2; exit 1; }
 done

@@ -12,16 +12,8 @@ cd "$root"
 
 ./scripts/install-deps.sh
 
-if [ -z "${MPCACHE_MODEL_DIR:-}" ]; then
-  if [ -d "$root/../shared/models" ]; then
-    MPCACHE_MODEL_DIR=$(cd "$root/../shared/models" && pwd)
-  else
-    echo "test.sh: set MPCACHE_MODEL_DIR to the folder holding stories260K.bin and tok512.bin" \
-         "(see README: scripts/fetch-models.sh downloads them)" >&2
-    exit 1
-  fi
-fi
-export MPCACHE_MODEL_DIR
+. "$root/scripts/model-dir.sh"
+resolve_model_dir test.sh "$root"
 jobs=$(nproc)
 
 label_args=(-LE heavy)
