@@ -1,12 +1,14 @@
-// A party-side reserve of comparison material (malicious mode): when a Get* finds the
-// reserve short it asks the dealer for at least a chunk of items, so most calls are served
-// locally instead of costing a round trip to the dealer. The three parties make the same
-// calls in the same order, so their reserves stay aligned item for item. Semi-honest
-// material is bit-packed in units of 64 and is fetched exactly as asked (no reserve).
+// A party-side reserve of comparison material: the dealer's answers are appended as they
+// arrive (Add) and Get* calls take items from the front (Take), so the party fetches whole
+// chunks ahead of need instead of paying a round trip to the dealer per comparison. The
+// three parties make the same calls in the same order, so their reserves stay aligned item
+// for item. Semi-honest binary shares are bit-packed (bit i in word i / 64, bit i % 64);
+// the reserve appends and slices them at any bit offset.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
-#include <functional>
+#include <cstdint>
 
 #include "mpc/compare/bit_preprocessing.h"
 
@@ -38,36 +40,86 @@ void ForFields(mpc::BitShares<P>& a, mpc::BitShares<P>& b, F f) {
   f(a, b);
 }
 
-// Elementwise (malicious) vectors: v and m hold one entry per item.
-template <typename S>
-void AppendRange(S& dst, const S& src, std::size_t from, std::size_t n) {
-  dst.v.insert(dst.v.end(), src.v.begin() + static_cast<std::ptrdiff_t>(from),
-               src.v.begin() + static_cast<std::ptrdiff_t>(from + n));
-  dst.m.insert(dst.m.end(), src.m.begin() + static_cast<std::ptrdiff_t>(from),
-               src.m.begin() + static_cast<std::ptrdiff_t>(from + n));
-  if constexpr (requires { dst.n; }) dst.n = dst.v.size();
+// Items of a piece of material.
+template <typename P>
+std::size_t ItemCount(const mpc::BitTriples<P>& x) {
+  return x.a.size();
+}
+template <typename P>
+std::size_t ItemCount(const mpc::EdaBits<P>& x) {
+  return x.r.size();
+}
+template <typename P>
+std::size_t ItemCount(const mpc::DaBits<P>& x) {
+  return x.a.size();
+}
+template <typename P>
+std::size_t ItemCount(const mpc::RootTuples<P>& x) {
+  return x.u.size();
+}
+template <typename P>
+std::size_t ItemCount(const mpc::BitShares<P>& x) {
+  return x.size();
+}
+
+// dst += src[from, from + n): arithmetic shares (one entry per item).
+template <typename P>
+void AppendRange(mpc::Shares<P>& dst, const mpc::Shares<P>& src, std::size_t from, std::size_t n) {
+  const auto b = static_cast<std::ptrdiff_t>(from), e = static_cast<std::ptrdiff_t>(from + n);
+  dst.v.insert(dst.v.end(), src.v.begin() + b, src.v.begin() + e);
+  if constexpr (P::kMalicious) dst.m.insert(dst.m.end(), src.m.begin() + b, src.m.begin() + e);
+}
+
+// dst += src[from, from + n): binary shares (malicious: one lift per bit; semi-honest:
+// packed bits, copied in runs that stay within one source and one destination word).
+template <typename P>
+void AppendRange(mpc::BitShares<P>& dst, const mpc::BitShares<P>& src, std::size_t from,
+                 std::size_t n) {
+  if constexpr (P::kMalicious) {
+    const auto b = static_cast<std::ptrdiff_t>(from), e = static_cast<std::ptrdiff_t>(from + n);
+    dst.v.insert(dst.v.end(), src.v.begin() + b, src.v.begin() + e);
+    dst.m.insert(dst.m.end(), src.m.begin() + b, src.m.begin() + e);
+  } else {
+    const std::size_t old = dst.n;
+    dst.v.resize(mpc::WordsFor(old + n), 0);
+    if (old % 64 != 0) dst.v[old / 64] &= (std::uint64_t{1} << (old % 64)) - 1;  // drop padding
+    for (std::size_t i = 0; i < n;) {
+      const std::size_t s = from + i, d = old + i;
+      const std::size_t take = std::min({n - i, 64 - s % 64, 64 - d % 64});
+      const std::uint64_t mask = take == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << take) - 1;
+      dst.v[d / 64] |= ((src.v[s / 64] >> (s % 64)) & mask) << (d % 64);
+      i += take;
+    }
+  }
+  dst.n += n;
 }
 
 template <typename P, typename T>
 class BitReserve {
  public:
-  using Fetch = std::function<Result<T>(std::size_t n)>;
-  // Takes n items: from the reserve, topped up with max(n - left, chunk) new ones.
-  Result<T> Take(std::size_t n, std::size_t chunk, const Fetch& fetch) {
-    if (left_ < n) {
-      MPCACHE_ASSIGN_OR_RETURN(T more, fetch(std::max(n - left_, chunk)));
-      T merged;
-      ForFields<P>(merged, reserve_,
-                   [&](auto& dst, auto& src) { AppendRange(dst, src, offset_, left_); });
-      const std::size_t got = Count(more);
-      ForFields<P>(merged, more, [&](auto& dst, auto& src) { AppendRange(dst, src, 0, got); });
-      reserve_ = std::move(merged);
+  // Appends the items of `more` behind the ones held.
+  void Add(T more) {
+    const std::size_t got = ItemCount<P>(more);
+    if (got == 0) return;
+    if (left_ == 0) {
+      reserve_ = std::move(more);
       offset_ = 0;
-      left_ += got;
-      if (left_ < n) return Exhausted("the dealer sent fewer comparison items than asked");
+      left_ = got;
+      return;
     }
+    T merged;
+    ForFields<P>(merged, reserve_,
+                 [&](auto& dst, auto& src) { AppendRange<P>(dst, src, offset_, left_); });
+    ForFields<P>(merged, more, [&](auto& dst, auto& src) { AppendRange<P>(dst, src, 0, got); });
+    reserve_ = std::move(merged);
+    offset_ = 0;
+    left_ += got;
+  }
+  // Takes the first n items; the caller checks left() >= n first.
+  T Take(std::size_t n) {
     T out;
-    ForFields<P>(out, reserve_, [&](auto& dst, auto& src) { AppendRange(dst, src, offset_, n); });
+    ForFields<P>(out, reserve_,
+                 [&](auto& dst, auto& src) { AppendRange<P>(dst, src, offset_, n); });
     offset_ += n;
     left_ -= n;
     return out;
@@ -75,12 +127,6 @@ class BitReserve {
   std::size_t left() const { return left_; }
 
  private:
-  static std::size_t Count(T& x) {
-    std::size_t n = 0;
-    T empty;
-    ForFields<P>(x, empty, [&](auto& f, auto&) { n = f.v.size(); });
-    return n;
-  }
   T reserve_;
   std::size_t offset_ = 0, left_ = 0;
 };

@@ -51,22 +51,8 @@ std::vector<std::uint8_t> Encode(const Join& m) {
       .U8(static_cast<std::uint8_t>(m.security))
       .U32(m.prompt_len)
       .U32(m.steps)
-      .U32(m.vocab)
-      .U32(static_cast<std::uint32_t>(m.plan.size()));
-  for (const auto& q : m.plan) w.Bytes(q);
+      .U32(m.vocab);
   return w.Take();
-}
-
-std::vector<std::uint8_t> EncodeCredit(std::uint64_t consumed) {
-  return Writer(kCredit).U64(consumed).Take();
-}
-
-Result<std::uint64_t> DecodeCredit(const std::vector<std::uint8_t>& p) {
-  Reader r(p);
-  MPCACHE_RETURN_IF_ERROR(Expect(r, kCredit, "Credit"));
-  MPCACHE_ASSIGN_OR_RETURN(std::uint64_t n, r.U64());
-  MPCACHE_RETURN_IF_ERROR(r.End());
-  return n;
 }
 
 std::vector<std::uint8_t> Encode(const Setup& m) {
@@ -118,13 +104,6 @@ Result<Join> DecodeJoin(const std::vector<std::uint8_t>& p) {
   MPCACHE_ASSIGN_OR_RETURN(m.prompt_len, r.U32());
   MPCACHE_ASSIGN_OR_RETURN(m.steps, r.U32());
   MPCACHE_ASSIGN_OR_RETURN(m.vocab, r.U32());
-  MPCACHE_ASSIGN_OR_RETURN(std::uint32_t n, r.U32());
-  if (n > (1u << 22)) return ProtocolError("Join: plan too long");
-  m.plan.reserve(n);
-  for (std::uint32_t i = 0; i < n; ++i) {
-    MPCACHE_ASSIGN_OR_RETURN(auto q, r.Bytes());
-    m.plan.push_back(std::move(q));
-  }
   MPCACHE_RETURN_IF_ERROR(r.End());
   return m;
 }

@@ -9,9 +9,9 @@
 //   party  -> dealer   BitRequest {item, n}          -> Bits (the party's comparison
 //                      material, mpc/compare/bit_preprocessing.h)
 //   dealer -> party    Error {message} instead of any answer
-//   party  -> dealer   Credit {answers consumed}   (streamed plans, see Join::plan)
-// Requests are answered in order; a party may send several before reading the answers
-// (the prefetcher does), so the dealer never waits for one round trip per item.
+// Requests are answered in order. A party sends its requests ahead of need and reads the
+// answers when it needs them (daemon/remote_preprocessing.h), so neither side waits for a
+// round trip per item; flow control is the party's bound on requests in flight.
 #pragma once
 
 #include <array>
@@ -34,7 +34,6 @@ enum Type : std::uint8_t {
   kBitRequest = 5,
   kBits = 6,
   kError = 7,
-  kCredit = 8,
 };
 
 struct Join {
@@ -42,9 +41,6 @@ struct Join {
   std::uint32_t party = 0;
   preproc::Security security = preproc::Security::kMalicious;
   std::uint32_t prompt_len = 0, steps = 0, vocab = 0;
-  // The requests this party expects to make, in order (recorded from an earlier request of
-  // the same shape; may be empty). The dealer streams their answers ahead of need.
-  std::vector<std::vector<std::uint8_t>> plan;
 };
 struct Setup {
   Seed party_seed{};
@@ -68,10 +64,6 @@ std::vector<std::uint8_t> Encode(const BatchRequest& m);
 std::vector<std::uint8_t> EncodeBatch(const preproc::Batch& b);
 std::vector<std::uint8_t> Encode(const BitRequest& m);
 std::vector<std::uint8_t> EncodeError(const std::string& message);
-// Party -> dealer: streamed answers consumed so far (the dealer keeps at most a window of
-// unconsumed answers in flight: backpressure).
-std::vector<std::uint8_t> EncodeCredit(std::uint64_t consumed);
-Result<std::uint64_t> DecodeCredit(const std::vector<std::uint8_t>& p);
 
 Result<Join> DecodeJoin(const std::vector<std::uint8_t>& p);
 Result<Setup> DecodeSetup(const std::vector<std::uint8_t>& p);

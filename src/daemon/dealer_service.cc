@@ -130,57 +130,20 @@ Status DealerService::Impl::Handle(SyncLink& link, int party, std::uint64_t& ses
   MPCACHE_ASSIGN_OR_RETURN(dealer_proto::Setup setup, session->SetupFor(party));
   MPCACHE_RETURN_IF_ERROR(link.Send(dealer_proto::Encode(setup)));
   const std::string pl = Label("party", std::to_string(party));
-  // One answer (Batch or Bits) to one request message.
-  const auto answer =
-      [&](const std::vector<std::uint8_t>& msg) -> Result<std::vector<std::uint8_t>> {
-    const std::uint8_t type = msg.empty() ? 0 : msg[0];
-    if (type == dealer_proto::kBatchRequest) {
-      MPCACHE_ASSIGN_OR_RETURN(auto req, dealer_proto::DecodeBatchRequest(msg));
-      MPCACHE_ASSIGN_OR_RETURN(preproc::Batch b, session->Fetch(party, req.request, req.seq));
-      metrics.Add("mpcache_dealer_batches_total", 1,
-                  pl + "," + Label("type", preproc::ItemTypeName(req.request.type)));
-      return dealer_proto::EncodeBatch(b);
-    }
-    if (type == dealer_proto::kBitRequest) {
-      MPCACHE_ASSIGN_OR_RETURN(auto req, dealer_proto::DecodeBitRequest(msg));
-      metrics.Add("mpcache_dealer_bit_requests_total", 1,
-                  pl + "," + Label("item", std::to_string(static_cast<int>(req.item))));
-      return session->Bits(party, req.item, req.n);
-    }
-    return ProtocolError("unexpected message type " + std::to_string(type));
-  };
-  const auto send = [&](std::vector<std::uint8_t> bytes) {
-    metrics.Add("mpcache_dealer_bytes_sent_total", static_cast<double>(bytes.size()), pl);
-    return link.Send(std::move(bytes));
-  };
-  // Streamed plan: answers go out ahead of the party's need, at most kWindow unconsumed.
-  constexpr std::uint64_t kWindow = 32;
-  std::uint64_t sent = 0, consumed = 0;
-  for (const auto& request : join.plan) {
-    while (sent - consumed >= kWindow) {
-      auto msg = link.Recv(idle);
-      if (!msg.ok()) {
-        if (msg.error().code() == ErrorCode::kIo) return Status::Ok();  // the party left
-        return msg.error();
-      }
-      MPCACHE_ASSIGN_OR_RETURN(consumed, dealer_proto::DecodeCredit(*msg));
-    }
-    MPCACHE_ASSIGN_OR_RETURN(auto bytes, answer(request));
-    MPCACHE_RETURN_IF_ERROR(send(std::move(bytes)));
-    ++sent;
-  }
-  metrics.Set("mpcache_dealer_streamed_plan_requests", static_cast<double>(sent), pl);
-  // Then request by request (and late credits, which need no answer).
-  for (;;) {
-    auto msg = link.Recv(idle);
-    if (!msg.ok()) {
-      if (msg.error().code() == ErrorCode::kIo) break;  // the party closed: session over
-      return msg.error();
-    }
-    if (!msg->empty() && (*msg)[0] == dealer_proto::kCredit) continue;
-    MPCACHE_ASSIGN_OR_RETURN(auto bytes, answer(*msg));
-    MPCACHE_RETURN_IF_ERROR(send(std::move(bytes)));
-  }
+  MPCACHE_RETURN_IF_ERROR(ServeRequests(
+      link, *session, party, idle,
+      [&](const std::vector<std::uint8_t>& request, std::size_t answer_bytes) {
+        metrics.Add("mpcache_dealer_bytes_sent_total", static_cast<double>(answer_bytes), pl);
+        if (request[0] == dealer_proto::kBatchRequest) {
+          auto req = dealer_proto::DecodeBatchRequest(request);
+          metrics.Add("mpcache_dealer_batches_total", 1,
+                      pl + "," + Label("type", preproc::ItemTypeName(req->request.type)));
+        } else {
+          auto req = dealer_proto::DecodeBitRequest(request);
+          metrics.Add("mpcache_dealer_bit_requests_total", 1,
+                      pl + "," + Label("item", std::to_string(static_cast<int>(req->item))));
+        }
+      }));
   const DealerSessionStats st = session->stats();
   log->info("[session {:016x}] party {} done: {} bytes sent to it, {} batches, {} binary requests",
             session_id, party, st.bytes_to_party[static_cast<std::size_t>(party)], st.batches,
@@ -204,8 +167,6 @@ Result<std::unique_ptr<DealerService>> DealerService::Create(config::DealerConfi
              "Comparison-material requests per party");
   m.Describe("mpcache_dealer_bytes_sent_total", "counter", "Preprocessing bytes sent per party");
   m.Describe("mpcache_dealer_active_connections", "gauge", "Party connections open");
-  m.Describe("mpcache_dealer_streamed_plan_requests", "gauge",
-             "Answers streamed ahead of need in the last session, per party");
   m.Add("mpcache_dealer_sessions_total", 0);
   return std::unique_ptr<DealerService>(new DealerService(std::move(impl)));
 }

@@ -200,4 +200,34 @@ Result<std::shared_ptr<DealerSession>> DealerSession::Create(const dealer_proto:
   return std::shared_ptr<DealerSession>(std::move(s));
 }
 
+Result<std::vector<std::uint8_t>> Answer(DealerSession& session, int party,
+                                         const std::vector<std::uint8_t>& request) {
+  const std::uint8_t type = request.empty() ? 0 : request[0];
+  if (type == dealer_proto::kBatchRequest) {
+    MPCACHE_ASSIGN_OR_RETURN(auto req, dealer_proto::DecodeBatchRequest(request));
+    MPCACHE_ASSIGN_OR_RETURN(preproc::Batch b, session.Fetch(party, req.request, req.seq));
+    return dealer_proto::EncodeBatch(b);
+  }
+  if (type == dealer_proto::kBitRequest) {
+    MPCACHE_ASSIGN_OR_RETURN(auto req, dealer_proto::DecodeBitRequest(request));
+    return session.Bits(party, req.item, req.n);
+  }
+  return ProtocolError("party " + std::to_string(party) + " sent an unexpected message (type " +
+                       std::to_string(type) + ") to the dealer");
+}
+
+Status ServeRequests(MessageLink& link, DealerSession& session, int party,
+                     std::chrono::milliseconds idle, const AnswerObserver& observe) {
+  for (;;) {
+    auto msg = link.Recv(idle);
+    if (!msg.ok()) {
+      if (msg.error().code() == ErrorCode::kIo) return Status::Ok();  // the party closed
+      return msg.error();
+    }
+    MPCACHE_ASSIGN_OR_RETURN(auto bytes, Answer(session, party, *msg));
+    if (observe) observe(*msg, bytes.size());
+    MPCACHE_RETURN_IF_ERROR(link.Send(std::move(bytes)));
+  }
+}
+
 }  // namespace mpcache::daemon

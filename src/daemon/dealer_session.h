@@ -6,7 +6,9 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "daemon/dealer_protocol.h"
+#include "daemon/message_link.h"
 #include "preproc/dealer.h"
 
 namespace mpcache::daemon {
@@ -46,6 +49,20 @@ class DealerSession {
   explicit DealerSession(const dealer_proto::Join& join) : join_(join) {}
   dealer_proto::Join join_;
 };
+
+// What the dealer answered: the request message and the answer's size (for metrics).
+using AnswerObserver =
+    std::function<void(const std::vector<std::uint8_t>& request, std::size_t answer_bytes)>;
+
+// Answers one request message of `party` (BatchRequest -> Batch, BitRequest -> Bits).
+Result<std::vector<std::uint8_t>> Answer(DealerSession& session, int party,
+                                         const std::vector<std::uint8_t>& request);
+
+// After the Setup: answers the party's requests in order until it closes the link (the
+// session's end: Ok) or sends nothing for `idle`. The party sends its requests ahead of
+// need, so this loop never waits for the party between answers it already asked for.
+Status ServeRequests(MessageLink& link, DealerSession& session, int party,
+                     std::chrono::milliseconds idle, const AnswerObserver& observe);
 
 // SHA-256 of a seed (what the client checks its reconstructed seed against).
 std::array<std::uint8_t, 32> SeedHash(const Seed& seed);

@@ -25,7 +25,6 @@ struct PartyService::Impl {
   std::shared_ptr<spdlog::logger> log;
   std::shared_ptr<const infer::RingModel> model;
   Metrics metrics;
-  PlanCache plans;
 
   asio::io_context io;
   std::unique_ptr<asio::ssl::context> tls;
@@ -84,7 +83,12 @@ void PartyService::Impl::DescribeMetrics() {
   m.Describe("mpcache_mac_check_failures_total", "counter", "Requests aborted by a MAC check");
   m.Describe("mpcache_dealer_requests_total", "counter", "Preprocessing requests to the dealer");
   m.Describe("mpcache_dealer_bytes_received_total", "counter", "Preprocessing bytes received");
-  m.Describe("mpcache_dealer_wait_seconds_total", "counter", "Time spent waiting for the dealer");
+  m.Describe("mpcache_dealer_wait_seconds_total", "counter",
+             "Time spent reading the dealer's answers");
+  m.Describe("mpcache_dealer_requests_prefetched_total", "counter",
+             "Preprocessing requests sent ahead of need");
+  m.Describe("mpcache_dealer_requests_waited_total", "counter",
+             "Preprocessing requests the online phase had to wait for");
   m.Describe("mpcache_preprocessing_pool_items", "gauge",
              "Preprocessing items left in the pool after the last request");
   m.Set("mpcache_active_sessions", 0);
@@ -133,7 +137,6 @@ void PartyService::Impl::Serve(net::AcceptedTls accepted) {
     rt.model = model;
     rt.log = log;
     rt.metrics = &metrics;
-    rt.plans = &plans;
     rt.on_mesh = [this](net::TlsMesh* m) {
       std::lock_guard<std::mutex> lock(mu);
       active_mesh = m;

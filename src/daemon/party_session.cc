@@ -52,8 +52,6 @@ Result<client_proto::Done> Run(const PartyRuntime& rt, SyncLink& client,
   join.prompt_len = req.prompt_len;
   join.steps = static_cast<std::uint32_t>(steps);
   join.vocab = req.vocab;
-  const PlanCache::Key shape{req.prompt_len, static_cast<std::uint32_t>(steps)};
-  if (rt.plans) join.plan = rt.plans->Get(shape);
   MPCACHE_ASSIGN_OR_RETURN(
       auto dealer_link,
       SyncLink::Connect(*rt.io, *rt.tls, net::ToEndpoint(cfg.dealer), std::string(net::kDealerName),
@@ -106,14 +104,8 @@ Result<client_proto::Done> Run(const PartyRuntime& rt, SyncLink& client,
                      static_cast<int>(req.vocab), std::move(prompt.d), recv);
   Result<infer::SessionReport> generated =
       session->Generate(link, static_cast<int>(req.prompt_len), steps);
-  if (!generated.ok()) {
-    if (rt.plans && generated.error().message().find("plan diverged") != std::string::npos) {
-      rt.plans->Drop(shape);
-    }
-    return generated.error();
-  }
+  if (!generated.ok()) return generated.error();
   const infer::SessionReport& report = *generated;
-  if (rt.plans && prep->recorded().size() > prep->planned()) rt.plans->Put(shape, prep->recorded());
 
   client_proto::Done done;
   done.session = req.session;
@@ -141,6 +133,8 @@ Result<client_proto::Done> Run(const PartyRuntime& rt, SyncLink& client,
   m.Add("mpcache_dealer_requests_total", static_cast<double>(t.requests));
   m.Add("mpcache_dealer_bytes_received_total", static_cast<double>(t.bytes_received));
   m.Add("mpcache_dealer_wait_seconds_total", t.wait_seconds);
+  m.Add("mpcache_dealer_requests_prefetched_total", static_cast<double>(t.prefetched));
+  m.Add("mpcache_dealer_requests_waited_total", static_cast<double>(t.waited));
   for (auto type : {preproc::ItemType::kTriple, preproc::ItemType::kTrunc,
                     preproc::ItemType::kInputMask, preproc::ItemType::kRandom}) {
     m.Set("mpcache_preprocessing_pool_items",
@@ -150,10 +144,10 @@ Result<client_proto::Done> Run(const PartyRuntime& rt, SyncLink& client,
   }
   rt.log->info(
       "{} done: {} positions, {} tokens released, {:.3f} s/token, {} dealer requests "
-      "({} streamed ahead, {:.2f} s waiting)",
+      "({} sent ahead of need, {} waited for; {:.2f} s reading answers)",
       tag, report.positions, report.released,
       report.decode_positions ? report.decode_seconds / report.decode_positions : 0.0, t.requests,
-      std::min(prep->planned(), prep->recorded().size()), t.wait_seconds);
+      t.prefetched, t.waited, t.wait_seconds);
   MPCACHE_RETURN_IF_ERROR(mesh->Close());
   return done;
 }

@@ -14,7 +14,6 @@
 #include "common/config.h"
 #include "daemon/client_protocol.h"
 #include "daemon/metrics.h"
-#include "daemon/plan_cache.h"
 #include "daemon/sync_link.h"
 #include "infer/ring_model.h"
 
@@ -34,7 +33,6 @@ struct PartyRuntime {
   std::shared_ptr<const infer::RingModel> model;  // public weights, or this party's share
   std::shared_ptr<spdlog::logger> log;
   Metrics* metrics = nullptr;
-  PlanCache* plans = nullptr;  // optional: dealer plans per request shape
   // Called with the request's mesh once it exists and with nullptr when it is gone, so
   // that shutdown can abort it from another thread.
   std::function<void(net::TlsMesh*)> on_mesh;

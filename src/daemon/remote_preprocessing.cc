@@ -9,9 +9,24 @@
 namespace mpcache::daemon {
 
 namespace {
-constexpr std::uint64_t kBatchItems = 32768;            // elementwise items per dealer request
-constexpr std::size_t kMaxPlan = std::size_t{1} << 20;  // requests recorded at most
-constexpr std::size_t kCreditEvery = 8;                 // streamed answers per credit
+
+using preproc::BatchRequest;
+using preproc::BitItem;
+using preproc::ItemType;
+
+bool Elementwise(ItemType t) {
+  return t == ItemType::kTriple || t == ItemType::kSquare || t == ItemType::kTrunc ||
+         t == ItemType::kBit || t == ItemType::kRandom || t == ItemType::kInputMask;
+}
+
+std::uint64_t RoundUp64(std::uint64_t n) {
+  return (n + 63) / 64 * 64;
+}
+
+std::int32_t Param(const BatchRequest& r) {
+  return r.type == ItemType::kTrunc ? r.frac_bits : r.type == ItemType::kInputMask ? r.owner : 0;
+}
+
 }  // namespace
 
 template <typename P>
@@ -22,40 +37,79 @@ class RemotePreprocessing<P>::Bits final : public mpc::BitPreprocessing<P> {
   mpc::PartyId party() const override { return party_; }
   std::uint64_t bit_mac_key_share() const override { return key_; }
   Result<mpc::BitTriples<P>> GetBitTriples(std::size_t n) override {
-    return Get<mpc::BitTriples<P>>(preproc::BitItem::kBitTriple, n);
+    return Get<mpc::BitTriples<P>>(BitItem::kBitTriple, n);
   }
   Result<mpc::EdaBits<P>> GetEdaBits(std::size_t n) override {
-    return Get<mpc::EdaBits<P>>(preproc::BitItem::kEdaBit, n);
+    return Get<mpc::EdaBits<P>>(BitItem::kEdaBit, n);
   }
   Result<mpc::DaBits<P>> GetDaBits(std::size_t n) override {
-    return Get<mpc::DaBits<P>>(preproc::BitItem::kDaBit, n);
+    return Get<mpc::DaBits<P>>(BitItem::kDaBit, n);
   }
   Result<mpc::RootTuples<P>> GetRootTuples(std::size_t n) override {
-    return Get<mpc::RootTuples<P>>(preproc::BitItem::kRootTuple, n);
+    return Get<mpc::RootTuples<P>>(BitItem::kRootTuple, n);
   }
   Result<mpc::BitShares<P>> GetBitRandoms(std::size_t n) override {
-    return Get<mpc::BitShares<P>>(preproc::BitItem::kBitRandom, n);
+    return Get<mpc::BitShares<P>>(BitItem::kBitRandom, n);
+  }
+
+  // Files one answer of the dealer into the item's reserve.
+  Status Deliver(BitItem item, const std::vector<std::uint8_t>& answer) {
+    switch (item) {
+      case BitItem::kBitTriple:
+        return Add<mpc::BitTriples<P>>(answer);
+      case BitItem::kEdaBit:
+        return Add<mpc::EdaBits<P>>(answer);
+      case BitItem::kDaBit:
+        return Add<mpc::DaBits<P>>(answer);
+      case BitItem::kRootTuple:
+        return Add<mpc::RootTuples<P>>(answer);
+      case BitItem::kBitRandom:
+        return Add<mpc::BitShares<P>>(answer);
+    }
+    return Internal("unknown comparison item");
+  }
+
+  // Items fetched per dealer request (about 1-4 MB each in malicious mode).
+  static std::uint64_t Chunk(BitItem item) {
+    static constexpr std::uint64_t kChunk[preproc::kNumBitItems] = {32768, 512, 8192, 32768, 2048};
+    return kChunk[static_cast<int>(item)];
   }
 
  private:
   template <typename T>
-  Result<T> Exact(preproc::BitItem item, std::size_t n) {
-    MPCACHE_ASSIGN_OR_RETURN(auto answer,
-                             owner_.Ask(dealer_proto::Encode(dealer_proto::BitRequest{item, n})));
-    return dealer_proto::DecodeBits<T>(answer);
+  BitReserve<P, T>& Reserve() {
+    return std::get<BitReserve<P, T>>(reserves_);
   }
   template <typename T>
-  Result<T> Get(preproc::BitItem item, std::size_t n) {
-    if constexpr (!P::kMalicious) {
-      return Exact<T>(item, n);
-    } else {
-      if (n == 0) return Exact<T>(item, n);
-      auto fetch = [this, item](std::size_t k) { return Exact<T>(item, k); };
-      return std::get<BitReserve<P, T>>(reserves_).Take(n, kChunk[static_cast<int>(item)], fetch);
-    }
+  Status Add(const std::vector<std::uint8_t>& answer) {
+    MPCACHE_ASSIGN_OR_RETURN(T x, dealer_proto::DecodeBits<T>(answer));
+    Reserve<T>().Add(std::move(x));
+    return Status::Ok();
   }
-  // Items fetched at least per dealer request (about 1-4 MB each).
-  static constexpr std::size_t kChunk[preproc::kNumBitItems] = {32768, 512, 8192, 2048, 32768};
+  template <typename T>
+  Result<T> Get(BitItem item, std::size_t n) {
+    BitReserve<P, T>& reserve = Reserve<T>();
+    const QueueKey key{1, static_cast<std::uint64_t>(item), 0, 0, 0};
+    while (reserve.left() < n) {
+      if (owner_.Pending(key) > 0) {
+        MPCACHE_RETURN_IF_ERROR(owner_.Drain(key));
+        continue;
+      }
+      const std::uint64_t want =
+          RoundUp64(std::max<std::uint64_t>(n - reserve.left(), Chunk(item)));
+      MPCACHE_RETURN_IF_ERROR(owner_.IssueBits(item, want, false));
+      owner_.traffic_.waited += 1;
+      MPCACHE_RETURN_IF_ERROR(owner_.Drain(key));
+      if (reserve.left() < n) return Exhausted("the dealer sent fewer comparison items than asked");
+    }
+    T out = reserve.Take(n);
+    if (owner_.Pending(key) == 0 && reserve.left() < Chunk(item) &&
+        owner_.in_flight() < kMaxInFlight) {
+      MPCACHE_RETURN_IF_ERROR(owner_.IssueBits(item, Chunk(item), true));
+    }
+    return out;
+  }
+
   std::tuple<BitReserve<P, mpc::BitTriples<P>>, BitReserve<P, mpc::EdaBits<P>>,
              BitReserve<P, mpc::DaBits<P>>, BitReserve<P, mpc::RootTuples<P>>,
              BitReserve<P, mpc::BitShares<P>>>
@@ -66,44 +120,182 @@ class RemotePreprocessing<P>::Bits final : public mpc::BitPreprocessing<P> {
 };
 
 template <typename P>
-Result<std::vector<std::uint8_t>> RemotePreprocessing<P>::Ask(std::vector<std::uint8_t> request) {
-  const auto t0 = std::chrono::steady_clock::now();
-  const bool join = !request.empty() && request[0] == dealer_proto::kJoin;
-  if (!join && recorded_.size() < kMaxPlan) recorded_.push_back(request);
-  if (!join && next_planned_ < plan_.size()) {
-    if (request != plan_[next_planned_]) {
-      return Internal("the dealer plan diverged at request " + std::to_string(next_planned_) +
-                      " (the plan of this request shape is dropped)");
-    }
-    ++next_planned_;
-    MPCACHE_ASSIGN_OR_RETURN(auto answer, link_->Recv(timeout_));
-    if (next_planned_ % kCreditEvery == 0 || next_planned_ == plan_.size()) {
-      MPCACHE_RETURN_IF_ERROR(link_->Send(dealer_proto::EncodeCredit(next_planned_)));
-    }
-    traffic_.requests += 1;
-    traffic_.bytes_received += answer.size();
-    traffic_.wait_seconds +=
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    return answer;
+RemotePreprocessing<P>::~RemotePreprocessing() = default;
+
+template <typename P>
+mpc::BitPreprocessing<P>& RemotePreprocessing<P>::bits() {
+  return *bits_;
+}
+
+template <typename P>
+typename RemotePreprocessing<P>::QueueKey RemotePreprocessing<P>::KeyOf(const BatchRequest& r) {
+  const auto type = static_cast<std::uint64_t>(r.type);
+  switch (r.type) {
+    case ItemType::kTrunc:
+      return {0, type, static_cast<std::uint64_t>(static_cast<std::uint32_t>(r.frac_bits)), 0, 0};
+    case ItemType::kInputMask:
+      return {0, type, static_cast<std::uint64_t>(static_cast<std::uint32_t>(r.owner)), 0, 0};
+    case ItemType::kMatrixMask:
+      return {0, type, r.rows, r.cols, 0};
+    case ItemType::kMatrixTriple:
+      return {0, type, r.mask_id, static_cast<std::uint64_t>(r.side), r.other};
+    default:
+      return {0, type, 0, 0, 0};
   }
-  MPCACHE_RETURN_IF_ERROR(link_->Send(std::move(request)));
-  MPCACHE_ASSIGN_OR_RETURN(auto answer, link_->Recv(timeout_));
+}
+
+template <typename P>
+std::size_t RemotePreprocessing<P>::Pending(const QueueKey& key) const {
+  auto it = pending_.find(key);
+  return it == pending_.end() ? 0 : it->second;
+}
+
+template <typename P>
+Status RemotePreprocessing<P>::Issue(const BatchRequest& r, bool ahead) {
+  const std::uint64_t seq = store_->IssueSeq(r.type);
+  if (r.type == ItemType::kMatrixMask) mask_shape_[seq] = {r.rows, r.cols};
+  MPCACHE_RETURN_IF_ERROR(link_->Send(dealer_proto::Encode(dealer_proto::BatchRequest{r, seq})));
+  const QueueKey key = KeyOf(r);
+  in_flight_.push_back({key, false, BitItem::kBitTriple});
+  ++pending_[key];
   traffic_.requests += 1;
-  traffic_.bytes_received += answer.size();
+  if (ahead) traffic_.prefetched += 1;
+  return Status::Ok();
+}
+
+template <typename P>
+Status RemotePreprocessing<P>::IssueBits(BitItem item, std::uint64_t n, bool ahead) {
+  MPCACHE_RETURN_IF_ERROR(link_->Send(dealer_proto::Encode(dealer_proto::BitRequest{item, n})));
+  const QueueKey key{1, static_cast<std::uint64_t>(item), 0, 0, 0};
+  in_flight_.push_back({key, true, item});
+  ++pending_[key];
+  traffic_.requests += 1;
+  if (ahead) traffic_.prefetched += 1;
+  return Status::Ok();
+}
+
+template <typename P>
+Status RemotePreprocessing<P>::ReadOne() {
+  if (in_flight_.empty()) return Internal("no dealer request in flight to read the answer of");
+  const auto t0 = std::chrono::steady_clock::now();
+  Result<std::vector<std::uint8_t>> answer = link_->Recv(timeout_);
   traffic_.wait_seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return answer;
+  if (!answer.ok()) return answer.error();
+  const InFlight f = in_flight_.front();
+  in_flight_.pop_front();
+  if (--pending_[f.key] == 0) pending_.erase(f.key);
+  traffic_.bytes_received += answer->size();
+  if (f.bits) return bits_->Deliver(f.item, *answer);
+  MPCACHE_ASSIGN_OR_RETURN(preproc::Batch b, dealer_proto::DecodeBatch(*answer));
+  return store_->Accept(b);
+}
+
+template <typename P>
+Status RemotePreprocessing<P>::Drain(const QueueKey& key) {
+  while (Pending(key) > 0) MPCACHE_RETURN_IF_ERROR(ReadOne());
+  return Status::Ok();
+}
+
+template <typename P>
+Status RemotePreprocessing<P>::PrefetchMask(std::size_t rows, std::size_t cols) {
+  if (rows * cols > kMaxPrefetchElements || in_flight_.size() >= kMaxInFlight) return Status::Ok();
+  const BatchRequest r{.type = ItemType::kMatrixMask, .rows = rows, .cols = cols};
+  const std::uint64_t id = store_->next_seq(ItemType::kMatrixMask);
+  MPCACHE_RETURN_IF_ERROR(Issue(r, true));
+  auto use = use_of_shape_.find({rows, cols});
+  if (use != use_of_shape_.end()) {
+    MPCACHE_RETURN_IF_ERROR(PrefetchTriple(id, use->second.first, use->second.second));
+  }
+  return Status::Ok();
+}
+
+template <typename P>
+Status RemotePreprocessing<P>::PrefetchTriple(std::uint64_t mask_id, mpc::MaskSide side,
+                                              std::uint64_t other) {
+  auto shape = mask_shape_.find(mask_id);
+  if (shape == mask_shape_.end() || in_flight_.size() >= kMaxInFlight) return Status::Ok();
+  const auto [rows, cols] = shape->second;
+  if (other * (rows + cols) > kMaxPrefetchElements) return Status::Ok();
+  return Issue(
+      BatchRequest{
+          .type = ItemType::kMatrixTriple, .mask_id = mask_id, .side = side, .other = other},
+      true);
+}
+
+template <typename P>
+Status RemotePreprocessing<P>::Refill(const BatchRequest& need) {
+  const QueueKey key = KeyOf(need);
+  preproc::PartyStore<P>& s = *store_;
+  if (Elementwise(need.type)) {
+    const std::int32_t param = Param(need);
+    const std::size_t before = s.available(need.type, param);
+    MPCACHE_RETURN_IF_ERROR(Drain(key));
+    const std::size_t got = s.available(need.type, param) - before;
+    if (got < need.count) {
+      BatchRequest r = need;
+      r.count = need.count - got;
+      if (need.type != ItemType::kInputMask)
+        r.count = std::max<std::uint64_t>(r.count, kChunkItems);
+      MPCACHE_RETURN_IF_ERROR(Issue(r, false));
+      traffic_.waited += 1;
+      MPCACHE_RETURN_IF_ERROR(Drain(key));
+    }
+    return Status::Ok();
+  }
+  if (need.type == ItemType::kMatrixMask) {
+    MPCACHE_RETURN_IF_ERROR(Drain(key));
+    if (s.matrix_masks(need.rows, need.cols) > 0) return Status::Ok();
+  } else if (need.type == ItemType::kMatrixTriple) {
+    MPCACHE_RETURN_IF_ERROR(Drain(key));
+    if (s.matrix_triples(need.mask_id, need.side, need.other) > 0) return Status::Ok();
+  } else {
+    return InvalidArgument(std::string("no refill for ") + preproc::ItemTypeName(need.type));
+  }
+  MPCACHE_RETURN_IF_ERROR(Issue(need, false));
+  traffic_.waited += 1;
+  return Drain(key);
+}
+
+template <typename P>
+Status RemotePreprocessing<P>::OnTake(const BatchRequest& taken) {
+  preproc::PartyStore<P>& s = *store_;
+  const QueueKey key = KeyOf(taken);
+  if (Pending(key) > 0 || in_flight_.size() >= kMaxInFlight) return Status::Ok();
+  switch (taken.type) {
+    case ItemType::kTriple:
+    case ItemType::kSquare:
+    case ItemType::kTrunc:
+    case ItemType::kBit:
+    case ItemType::kRandom: {
+      if (s.available(taken.type, Param(taken)) >= kChunkItems) return Status::Ok();
+      BatchRequest next = taken;
+      next.count = kChunkItems;
+      return Issue(next, true);
+    }
+    case ItemType::kMatrixMask:
+      if (s.matrix_masks(taken.rows, taken.cols) > 0) return Status::Ok();
+      return PrefetchMask(taken.rows, taken.cols);
+    case ItemType::kMatrixTriple: {
+      auto shape = mask_shape_.find(taken.mask_id);
+      if (shape != mask_shape_.end()) use_of_shape_[shape->second] = {taken.side, taken.other};
+      if (s.matrix_triples(taken.mask_id, taken.side, taken.other) > 0) return Status::Ok();
+      return PrefetchTriple(taken.mask_id, taken.side, taken.other);
+    }
+    default:
+      return Status::Ok();  // input masks: sized by the session, never prefetched
+  }
 }
 
 template <typename P>
 Result<std::unique_ptr<RemotePreprocessing<P>>> RemotePreprocessing<P>::Open(
-    std::unique_ptr<SyncLink> link, const dealer_proto::Join& join,
+    std::unique_ptr<MessageLink> link, const dealer_proto::Join& join,
     std::chrono::milliseconds timeout) {
   std::unique_ptr<RemotePreprocessing> r(new RemotePreprocessing());
   r->link_ = std::move(link);
   r->timeout_ = timeout;
-  MPCACHE_ASSIGN_OR_RETURN(auto answer, r->Ask(dealer_proto::Encode(join)));
-  r->plan_ = join.plan;
+  MPCACHE_RETURN_IF_ERROR(r->link_->Send(dealer_proto::Encode(join)));
+  MPCACHE_ASSIGN_OR_RETURN(auto answer, r->link_->Recv(timeout));
   MPCACHE_ASSIGN_OR_RETURN(r->setup_, dealer_proto::DecodeSetup(answer));
   const int party = static_cast<int>(join.party);
   r->store_ = std::make_unique<preproc::PartyStore<P>>(party, 3, r->setup_.party_seed);
@@ -112,21 +304,8 @@ Result<std::unique_ptr<RemotePreprocessing<P>>> RemotePreprocessing<P>::Open(
   }
   r->setup_.client_batches.clear();
   RemotePreprocessing* self = r.get();
-  r->store_->set_refill(
-      [self](const preproc::BatchRequest& asked, std::uint64_t seq) -> Result<preproc::Batch> {
-        // Elementwise items: ask for a whole batch ahead of need (every party does the same,
-        // so the pools stay aligned); the store keeps the rest for later calls.
-        preproc::BatchRequest req = asked;
-        using preproc::ItemType;
-        if (req.type == ItemType::kTriple || req.type == ItemType::kSquare ||
-            req.type == ItemType::kTrunc || req.type == ItemType::kBit ||
-            req.type == ItemType::kRandom) {
-          req.count = std::max<std::uint64_t>(req.count, kBatchItems);
-        }
-        MPCACHE_ASSIGN_OR_RETURN(
-            auto answer, self->Ask(dealer_proto::Encode(dealer_proto::BatchRequest{req, seq})));
-        return dealer_proto::DecodeBatch(answer);
-      });
+  r->store_->set_refill([self](const BatchRequest& need) { return self->Refill(need); });
+  r->store_->set_on_take([self](const BatchRequest& taken) { return self->OnTake(taken); });
   r->bits_ = std::make_unique<Bits>(*r, party, r->setup_.bit_key_share);
   return r;
 }

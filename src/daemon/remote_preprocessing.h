@@ -1,60 +1,103 @@
-// A party's preprocessing for one request, fed by the dealer daemon over TLS: the
-// arithmetic pool is a preproc::PartyStore (seed-compressed batches, expanded locally;
-// the client's mask batches arrive with the Setup, ahead of need) whose refill asks the
-// dealer for exactly the batch it misses; the comparison material comes from the dealer
-// in the party's own format (RemoteBits). The dealer connection is the request's own:
-// closing it ends the dealer's session state.
+// A party's preprocessing for one request, fed by the dealer daemon: the arithmetic pool
+// is a preproc::PartyStore (seed-compressed batches, expanded locally; the client's mask
+// batches arrive with the Setup), the comparison material sits in per-item reserves.
+//
+// Prefetching, so the online phase does not wait on the dealer: requests go out before
+// they are needed and the dealer answers them in order; an answer is read (and accepted
+// into the store or a reserve) only when its queue runs short. Queues, each with at most
+// one request in flight ahead of need:
+//   elementwise arithmetic items (triples, squares, truncation pairs per precision, bits,
+//     randoms): a chunk of kChunkItems as soon as the previous chunk is taken;
+//   comparison material, per item: a chunk as soon as one is taken;
+//   small matrix masks (KV-cache rows), per shape: the next mask of the shape;
+//   matrix triples, per (mask, side, other): the next triple as soon as one is taken, and
+//     a prefetched mask's first triple with the (side, other) the previous mask of its
+//     shape was used with.
+// All of it depends only on the sequence of Get* calls, which is data-independent and the
+// same at the three parties, so their requests (and the dealer's batches) stay aligned.
+// In flight at most kMaxInFlight requests (the bound on the party's pool: backpressure is
+// the party not asking). What is prefetched and never used (one chunk per queue, one
+// triple per mask) is dropped with the session; nothing is ever handed out twice.
 #pragma once
 
+#include <array>
 #include <chrono>
+#include <deque>
+#include <map>
 #include <memory>
 
 #include "daemon/dealer_protocol.h"
-#include "daemon/sync_link.h"
+#include "daemon/message_link.h"
 #include "preproc/party_store.h"
 
 namespace mpcache::daemon {
 
 struct DealerTraffic {
-  std::uint64_t requests = 0;
-  std::uint64_t bytes_received = 0;
-  double wait_seconds = 0;  // time the party waited for the dealer's answers
+  std::uint64_t requests = 0;        // requests sent
+  std::uint64_t prefetched = 0;      // of which sent ahead of need
+  std::uint64_t waited = 0;          // requests the online phase had to wait for
+  std::uint64_t bytes_received = 0;  // answer bytes
+  double wait_seconds = 0;           // time spent reading answers
 };
 
 template <typename P>
 class RemotePreprocessing {
  public:
-  // Sends Join, reads Setup, accepts the client mask batches. With a plan (join.plan, the
-  // requests of an earlier request of the same shape) the dealer streams the answers ahead
-  // of need and Ask only checks each request against the plan.
-  static Result<std::unique_ptr<RemotePreprocessing>> Open(std::unique_ptr<SyncLink> link,
+  // Sends Join, reads Setup, accepts the client mask batches.
+  static Result<std::unique_ptr<RemotePreprocessing>> Open(std::unique_ptr<MessageLink> link,
                                                            const dealer_proto::Join& join,
                                                            std::chrono::milliseconds timeout);
+  ~RemotePreprocessing();
 
   preproc::PartyStore<P>& store() { return *store_; }
-  mpc::BitPreprocessing<P>& bits() { return *bits_; }
+  mpc::BitPreprocessing<P>& bits();
   const dealer_proto::Setup& setup() const { return setup_; }
   const DealerTraffic& traffic() const { return traffic_; }
-  // Every request sent (or taken from the plan) so far: the plan of the next request of
-  // this shape.
-  const std::vector<std::vector<std::uint8_t>>& recorded() const { return recorded_; }
-  std::size_t planned() const { return plan_.size(); }
-  SyncLink& link() { return *link_; }
+  std::size_t in_flight() const { return in_flight_.size(); }
 
-  // One request/answer exchange with the dealer.
-  Result<std::vector<std::uint8_t>> Ask(std::vector<std::uint8_t> request);
+  static constexpr std::uint64_t kChunkItems = 32768;  // elementwise items per request
+  static constexpr std::size_t kMaxInFlight = 512;
+  static constexpr std::size_t kMaxPrefetchElements = std::size_t{1} << 16;  // per matrix item
 
  private:
   class Bits;
+  // A queue: (domain, type or item, three parameters).
+  using QueueKey = std::array<std::uint64_t, 5>;
+  struct InFlight {
+    QueueKey key{};
+    bool bits = false;
+    preproc::BitItem item = preproc::BitItem::kBitTriple;
+  };
   RemotePreprocessing() = default;
-  std::unique_ptr<SyncLink> link_;
+
+  static QueueKey KeyOf(const preproc::BatchRequest& r);
+  Status Issue(const preproc::BatchRequest& r, bool ahead);
+  Status IssueBits(preproc::BitItem item, std::uint64_t n, bool ahead);
+  // Reads the next answer and files it (store or reserve).
+  Status ReadOne();
+  // Reads answers until no request of `key` is in flight.
+  Status Drain(const QueueKey& key);
+  std::size_t Pending(const QueueKey& key) const;
+  // The store's refill: make `need` available (waits for the dealer).
+  Status Refill(const preproc::BatchRequest& need);
+  // The store's take hook: ask ahead for the queue the take drained.
+  Status OnTake(const preproc::BatchRequest& taken);
+  Status PrefetchMask(std::size_t rows, std::size_t cols);
+  Status PrefetchTriple(std::uint64_t mask_id, mpc::MaskSide side, std::uint64_t other);
+
+  std::unique_ptr<MessageLink> link_;
   std::chrono::milliseconds timeout_{30000};
   dealer_proto::Setup setup_;
   std::unique_ptr<preproc::PartyStore<P>> store_;
-  std::unique_ptr<mpc::BitPreprocessing<P>> bits_;
+  std::unique_ptr<Bits> bits_;
   DealerTraffic traffic_;
-  std::vector<std::vector<std::uint8_t>> plan_, recorded_;
-  std::size_t next_planned_ = 0;
+  std::deque<InFlight> in_flight_;
+  std::map<QueueKey, std::size_t> pending_;
+  // Matrix masks this party asked for: id -> shape; per shape, the (side, other) of the
+  // last triple asked for a mask of that shape.
+  std::map<std::uint64_t, std::pair<std::uint64_t, std::uint64_t>> mask_shape_;
+  std::map<std::pair<std::uint64_t, std::uint64_t>, std::pair<mpc::MaskSide, std::uint64_t>>
+      use_of_shape_;
 };
 
 }  // namespace mpcache::daemon

@@ -16,12 +16,13 @@
 #include <vector>
 
 #include "common/result.h"
+#include "daemon/message_link.h"
 #include "net/tls/framed_connection.h"
 #include "net/tls/tls_connector.h"
 
 namespace mpcache::daemon {
 
-class SyncLink {
+class SyncLink final : public MessageLink {
  public:
   SyncLink(net::asio::io_context& io, std::unique_ptr<net::TlsStream> stream,
            std::uint64_t session_id, std::size_t max_frame_bytes, std::string label)
@@ -36,7 +37,7 @@ class SyncLink {
       if (!shared->error) shared->error = e;
     });
   }
-  ~SyncLink() { Close(); }
+  ~SyncLink() override { Close(); }
   SyncLink(const SyncLink&) = delete;
   SyncLink& operator=(const SyncLink&) = delete;
 
@@ -66,7 +67,7 @@ class SyncLink {
 
   // Queues one message (never waits for the peer). Messages travel as DATA frames of at
   // most kFragmentBytes, each led by one byte: 1 = more of this message follows, 0 = last.
-  Status Send(std::vector<std::uint8_t> payload) {
+  Status Send(std::vector<std::uint8_t> payload) override {
     {
       std::lock_guard<std::mutex> lock(write_error_->mu);
       if (write_error_->error) return *write_error_->error;
@@ -103,7 +104,7 @@ class SyncLink {
 
   // The next DATA payload, or kTimeout / kIo (connection lost or closed) / kAborted /
   // kProtocol, each naming the peer.
-  Result<std::vector<std::uint8_t>> Recv(std::chrono::milliseconds timeout) {
+  Result<std::vector<std::uint8_t>> Recv(std::chrono::milliseconds timeout) override {
     std::vector<std::uint8_t> message;
     for (;;) {
       MPCACHE_ASSIGN_OR_RETURN(auto part, RecvFrame(timeout));

@@ -35,8 +35,10 @@ Result<std::unique_ptr<InProcessDealer<P>>> InProcessDealer<P>::Create(const See
         std::make_unique<PartyStore<P>>(i, num_parties, d->dealer_->party_seed(i)));
     if (on_demand) {
       InProcessDealer* self = d.get();
-      d->stores_.back()->set_refill([self, i](const BatchRequest& req, std::uint64_t seq) {
-        return self->Fetch(i, req, seq);
+      PartyStore<P>* store = d->stores_.back().get();
+      d->stores_.back()->set_refill([self, store, i](const BatchRequest& req) -> Status {
+        MPCACHE_ASSIGN_OR_RETURN(Batch b, self->Fetch(i, req, store->IssueSeq(req.type)));
+        return store->Accept(b);
       });
     }
   }

@@ -84,17 +84,23 @@ Status PartyStore<P>::Accept(const Batch& batch) {
     return ProtocolError("preprocessing batch of the wrong security mode");
   }
   const auto ti = static_cast<std::size_t>(batch.request.type);
-  if (batch.seq != expected_seq_[ti]) {
-    return ProtocolError(std::string("preprocessing batch ") + ItemTypeName(batch.request.type) +
-                         " #" + std::to_string(batch.seq) +
-                         " is replayed or out of order (expected #" +
-                         std::to_string(expected_seq_[ti]) + ")");
+  const bool issued = outstanding_[ti].contains(batch.seq);
+  if (!issued && batch.seq != next_seq_[ti]) {
+    return ProtocolError(
+        std::string("preprocessing batch ") + ItemTypeName(batch.request.type) + " #" +
+        std::to_string(batch.seq) + " is replayed or out of order (expected #" +
+        std::to_string(next_seq_[ti]) +
+        (outstanding_[ti].empty() ? std::string() : " or one of the requested batches") + ")");
   }
   const auto t0 = std::chrono::steady_clock::now();
   MPCACHE_ASSIGN_OR_RETURN(Chunk chunk, Expand(batch));
   expand_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   bytes_received_ += batch.WireSize();
-  expected_seq_[ti]++;
+  if (issued) {
+    outstanding_[ti].erase(batch.seq);
+  } else {
+    next_seq_[ti]++;
+  }
   const BatchRequest& req = batch.request;
   switch (req.type) {
     case ItemType::kMatrixMask: {
@@ -103,7 +109,7 @@ Status PartyStore<P>::Accept(const Batch& batch) {
       m.rows = req.rows;
       m.cols = req.cols;
       m.a = std::move(chunk.fields[0]);
-      matrix_masks_.push_back(std::move(m));
+      matrix_masks_[{m.rows, m.cols}].push_back(std::move(m));
       return Status::Ok();
     }
     case ItemType::kMatrixTriple: {
@@ -113,7 +119,7 @@ Status PartyStore<P>::Accept(const Batch& batch) {
       t.other = req.other;
       t.b = std::move(chunk.fields[0]);
       t.c = std::move(chunk.fields[1]);
-      matrix_triples_.push_back(std::move(t));
+      matrix_triples_[{t.mask_id, t.side, t.other}].push_back(std::move(t));
       return Status::Ok();
     }
     default:
@@ -134,9 +140,28 @@ Status PartyStore<P>::RequestMore(const BatchRequest& req) {
     return Exhausted(std::string("preprocessing pool of ") + ItemTypeName(req.type) +
                      " is exhausted at party " + std::to_string(party_));
   }
-  MPCACHE_ASSIGN_OR_RETURN(Batch b,
-                           refill_(req, expected_seq_[static_cast<std::size_t>(req.type)]));
-  return Accept(b);
+  return refill_(req);
+}
+
+template <typename P>
+std::uint64_t PartyStore<P>::IssueSeq(ItemType type) {
+  const auto ti = static_cast<std::size_t>(type);
+  const std::uint64_t seq = next_seq_[ti]++;
+  outstanding_[ti].insert(seq);
+  return seq;
+}
+
+template <typename P>
+std::size_t PartyStore<P>::matrix_masks(std::size_t rows, std::size_t cols) const {
+  auto it = matrix_masks_.find({rows, cols});
+  return it == matrix_masks_.end() ? 0 : it->second.size();
+}
+
+template <typename P>
+std::size_t PartyStore<P>::matrix_triples(std::uint64_t mask_id, mpc::MaskSide side,
+                                          std::size_t other) const {
+  auto it = matrix_triples_.find({mask_id, side, other});
+  return it == matrix_triples_.end() ? 0 : it->second.size();
 }
 
 template <typename P>
@@ -153,6 +178,16 @@ Result<typename PartyStore<P>::Chunk> PartyStore<P>::TakeElements(const BatchReq
   }
   consumed_[static_cast<std::size_t>(req.type)] += n;
   pool->available -= n;
+  Result<Chunk> out = TakeFront(*pool, req);
+  if (out.ok() && on_take_) MPCACHE_RETURN_IF_ERROR(on_take_(req));
+  return out;
+}
+
+template <typename P>
+Result<typename PartyStore<P>::Chunk> PartyStore<P>::TakeFront(Pool& pool_ref,
+                                                               const BatchRequest& req) {
+  const std::size_t n = req.count;
+  Pool* pool = &pool_ref;
   if (n == 0) {
     Chunk empty;
     const std::size_t nf = req.type == ItemType::kTriple   ? 3
@@ -251,36 +286,46 @@ Result<mpc::InputMasks<P>> PartyStore<P>::GetInputMasks(std::size_t n, PartyId o
 
 template <typename P>
 Result<mpc::MatrixMask<P>> PartyStore<P>::GetMatrixMask(std::size_t rows, std::size_t cols) {
-  if (matrix_masks_.empty()) {
+  if (matrix_masks(rows, cols) == 0) {
     MPCACHE_RETURN_IF_ERROR(
         RequestMore(BatchRequest{.type = ItemType::kMatrixMask, .rows = rows, .cols = cols}));
+    if (matrix_masks(rows, cols) == 0) {
+      return Exhausted("no " + std::to_string(rows) + "x" + std::to_string(cols) +
+                       " matrix mask arrived at party " + std::to_string(party_));
+    }
   }
-  mpc::MatrixMask<P>& m = matrix_masks_.front();
-  if (m.rows != rows || m.cols != cols) {
-    return ProtocolError("the next matrix mask is " + std::to_string(m.rows) + "x" +
-                         std::to_string(m.cols) + ", asked for " + std::to_string(rows) + "x" +
-                         std::to_string(cols));
-  }
-  mpc::MatrixMask<P> out = std::move(m);
-  matrix_masks_.pop_front();
+  auto it = matrix_masks_.find({rows, cols});
+  mpc::MatrixMask<P> out = std::move(it->second.front());
+  it->second.pop_front();
+  if (it->second.empty()) matrix_masks_.erase(it);
   consumed_[static_cast<std::size_t>(ItemType::kMatrixMask)]++;
+  if (on_take_) {
+    MPCACHE_RETURN_IF_ERROR(
+        on_take_(BatchRequest{.type = ItemType::kMatrixMask, .rows = rows, .cols = cols}));
+  }
   return out;
 }
 
 template <typename P>
 Result<mpc::MatrixTriple<P>> PartyStore<P>::GetMatrixTriple(std::uint64_t mask_id,
                                                             mpc::MaskSide side, std::size_t other) {
-  if (matrix_triples_.empty()) {
+  if (matrix_triples(mask_id, side, other) == 0) {
     MPCACHE_RETURN_IF_ERROR(RequestMore(BatchRequest{
         .type = ItemType::kMatrixTriple, .mask_id = mask_id, .side = side, .other = other}));
+    if (matrix_triples(mask_id, side, other) == 0) {
+      return Exhausted("no matrix triple for mask #" + std::to_string(mask_id) +
+                       " arrived at party " + std::to_string(party_));
+    }
   }
-  mpc::MatrixTriple<P>& t = matrix_triples_.front();
-  if (t.mask_id != mask_id || t.side != side || t.other != other) {
-    return ProtocolError("the next matrix triple does not match the requested mask/shape");
-  }
-  mpc::MatrixTriple<P> out = std::move(t);
-  matrix_triples_.pop_front();
+  auto it = matrix_triples_.find({mask_id, side, other});
+  mpc::MatrixTriple<P> out = std::move(it->second.front());
+  it->second.pop_front();
+  if (it->second.empty()) matrix_triples_.erase(it);
   consumed_[static_cast<std::size_t>(ItemType::kMatrixTriple)]++;
+  if (on_take_) {
+    MPCACHE_RETURN_IF_ERROR(on_take_(BatchRequest{
+        .type = ItemType::kMatrixTriple, .mask_id = mask_id, .side = side, .other = other}));
+  }
   return out;
 }
 

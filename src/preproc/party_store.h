@@ -2,16 +2,22 @@
 // consumed by the online phase through mpc::Preprocessing<P>.
 //
 // Accept(batch) expands a batch from the party's seed (plus corrections at the last
-// party) into the pool; batches of a type must arrive in sequence order (a replayed or
-// skipped batch is rejected with kProtocol). Get* removes items from the pool (each item
-// is handed out once). When the pool is short, the optional refill source is asked for
-// exactly the missing amount (the in-process dealer serves it); without one, kExhausted.
+// party) into the pool. A batch's sequence number must be either the next one of its type
+// or one this store issued for a request (IssueSeq) and has not accepted yet, so requests
+// may be answered out of order across queues of a type (a prefetching source), while a
+// replayed or skipped batch is rejected with kProtocol. Get* removes items from the pool
+// (each item is handed out once). When the pool is short, the optional refill source is
+// asked to deliver (Accept) at least the missing amount; without one, kExhausted.
+// Matrix masks are pooled per shape and handed out in sequence order (a mask's id is its
+// batch's sequence number); matrix triples per (mask, side, other).
 #pragma once
 
 #include <array>
 #include <deque>
 #include <functional>
 #include <map>
+#include <set>
+#include <tuple>
 #include <utility>
 
 #include "preproc/batch.h"
@@ -21,12 +27,21 @@ namespace mpcache::preproc {
 template <typename P>
 class PartyStore final : public mpc::Preprocessing<P> {
  public:
-  // Asked for the batch (request, seq) this party is missing.
-  using Refill = std::function<Result<Batch>(const BatchRequest&, std::uint64_t seq)>;
+  // Asked to Accept() batches covering `need` (elementwise types: need.count more items
+  // of the pool; matrix items: one). The store checks the result afterwards.
+  using Refill = std::function<Status(const BatchRequest& need)>;
 
   PartyStore(PartyId party, int num_parties, const Seed& seed);
 
   void set_refill(Refill refill) { refill_ = std::move(refill); }
+  // Told what each Get* took (elementwise: type, parameter and count; matrix items: the
+  // request), after it took it: a prefetching source tops up from here.
+  using TakeHook = std::function<Status(const BatchRequest& taken)>;
+  void set_on_take(TakeHook hook) { on_take_ = std::move(hook); }
+  std::uint64_t next_seq(ItemType type) const { return next_seq_[static_cast<std::size_t>(type)]; }
+  // The sequence number of the next batch of `type` this party requests (reserved: a
+  // batch carrying it is accepted once, whenever it arrives).
+  std::uint64_t IssueSeq(ItemType type);
   Status Accept(const Batch& batch);
 
   PartyId party() const override { return party_; }
@@ -46,6 +61,8 @@ class PartyStore final : public mpc::Preprocessing<P> {
   std::uint64_t consumed(ItemType t) const { return consumed_[static_cast<std::size_t>(t)]; }
   // Items available without a refill (elementwise types, for a given parameter).
   std::size_t available(ItemType t, std::int32_t param = 0) const;
+  std::size_t matrix_masks(std::size_t rows, std::size_t cols) const;
+  std::size_t matrix_triples(std::uint64_t mask_id, mpc::MaskSide side, std::size_t other) const;
   // Time spent expanding batches (offline work) and correction bytes received.
   double expand_seconds() const { return expand_seconds_; }
   std::uint64_t bytes_received() const { return bytes_received_; }
@@ -66,6 +83,7 @@ class PartyStore final : public mpc::Preprocessing<P> {
   Result<Chunk> Expand(const Batch& batch) const;
   // Take n elements of an elementwise pool, asking the refill source for what is missing.
   Result<Chunk> TakeElements(const BatchRequest& req, std::int32_t param);
+  Result<Chunk> TakeFront(Pool& pool, const BatchRequest& req);  // n = req.count, available
   Status RequestMore(const BatchRequest& req);
 
   PartyId party_;
@@ -74,11 +92,15 @@ class PartyStore final : public mpc::Preprocessing<P> {
   Security security_;
   mpc::u128 alpha_;
   Refill refill_;
-  std::array<std::uint64_t, kNumItemTypes> expected_seq_{};
+  TakeHook on_take_;
+  std::array<std::uint64_t, kNumItemTypes> next_seq_{};               // next unassigned
+  std::array<std::set<std::uint64_t>, kNumItemTypes> outstanding_{};  // issued, not accepted
   std::array<std::uint64_t, kNumItemTypes> consumed_{};
   std::map<PoolKey, Pool> pools_;
-  std::deque<mpc::MatrixMask<P>> matrix_masks_;
-  std::deque<mpc::MatrixTriple<P>> matrix_triples_;
+  using Shape = std::pair<std::size_t, std::size_t>;
+  using TripleKey = std::tuple<std::uint64_t, mpc::MaskSide, std::size_t>;
+  std::map<Shape, std::deque<mpc::MatrixMask<P>>> matrix_masks_;
+  std::map<TripleKey, std::deque<mpc::MatrixTriple<P>>> matrix_triples_;
   double expand_seconds_ = 0;
   std::uint64_t bytes_received_ = 0;
 };

@@ -86,6 +86,13 @@ int FreePort() {
   return ntohs(a.sin_port);
 }
 
+double MetricValue(const std::string& page, const std::string& name) {
+  const std::string key = "\n" + name + " ";
+  const std::size_t at = page.find(key);
+  if (at == std::string::npos) return -1;
+  return std::strtod(page.c_str() + at + key.size(), nullptr);
+}
+
 std::string HttpGet(int port, const std::string& path) {
   const int s = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};

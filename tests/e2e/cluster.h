@@ -38,6 +38,8 @@ std::string ReadFile(const std::string& path);
 int FreePort();
 // GET http://127.0.0.1:port/path; the whole response ("" if unreachable).
 std::string HttpGet(int port, const std::string& path);
+// The value of an unlabelled sample `name` in a Prometheus text page (-1 if absent).
+double MetricValue(const std::string& page, const std::string& name);
 
 struct ClusterOptions {
   int recv_ms = 8000;

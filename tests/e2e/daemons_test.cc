@@ -233,15 +233,25 @@ TEST(Daemons, MetricsHealthAndSigterm) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out.rfind("Once upon a time", 0), 0u) << r.out;
   EXPECT_NE(r.err.find("tokens"), std::string::npos) << r.err;  // the stats line
-  // A second request of the same shape: the dealer streams its answers ahead of need
-  // (the plan recorded by the first); same text.
-  ClientRun again = RunClient(c, "Once upon a time", 8, false, 120s, "short2");
+  // The dealer requests a party waits for are the queues' warm-up: a request twice as long
+  // waits for no more of them (everything else was asked for ahead of need).
+  const double waited8 =
+      MetricValue(HttpGet(c.metrics_port(0), "/metrics"), "mpcache_dealer_requests_waited_total");
+  const double ahead8 = MetricValue(HttpGet(c.metrics_port(0), "/metrics"),
+                                    "mpcache_dealer_requests_prefetched_total");
+  ClientRun again = RunClient(c, "Once upon a time", 16, false, 120s, "longer");
   ASSERT_EQ(again.code, 0) << again.err;
-  EXPECT_EQ(again.out, r.out);
+  const std::string first = r.out.substr(0, r.out.find_last_not_of('\n') + 1);
+  EXPECT_EQ(again.out.rfind(first, 0), 0u) << again.out;
+  const std::string m0 = HttpGet(c.metrics_port(0), "/metrics");
+  EXPECT_GT(waited8, 0);
+  EXPECT_GT(ahead8, 10 * waited8);
+  EXPECT_EQ(MetricValue(m0, "mpcache_dealer_requests_waited_total"), 2 * waited8) << m0;
+  EXPECT_GT(MetricValue(m0, "mpcache_dealer_requests_prefetched_total"), 2 * ahead8) << m0;
   for (int i = 0; i < 3; ++i) {
     const std::string m = HttpGet(c.metrics_port(i), "/metrics");
     EXPECT_NE(m.find("200 OK"), std::string::npos) << m;
-    EXPECT_NE(m.find("mpcache_tokens_generated_total 8"), std::string::npos) << m;
+    EXPECT_NE(m.find("mpcache_tokens_generated_total 16"), std::string::npos) << m;
     EXPECT_NE(m.find("mpcache_phase_bytes_sent_total{phase=\"softmax\"}"), std::string::npos);
     EXPECT_NE(m.find("mpcache_mac_check_failures_total 0"), std::string::npos);
     EXPECT_NE(m.find("mpcache_active_sessions 0"), std::string::npos);
@@ -249,9 +259,9 @@ TEST(Daemons, MetricsHealthAndSigterm) {
   }
   const std::string dm = HttpGet(c.metrics_port(3), "/metrics");
   EXPECT_NE(dm.find("mpcache_dealer_sessions_total 2"), std::string::npos) << dm;
-  EXPECT_EQ(dm.find("mpcache_dealer_streamed_plan_requests{party=\"0\"} 0\n"), std::string::npos)
+  EXPECT_NE(dm.find("mpcache_dealer_batches_total{party=\"0\",type=\"matrix-triple\"}"),
+            std::string::npos)
       << dm;
-  EXPECT_NE(dm.find("mpcache_dealer_streamed_plan_requests{party=\"0\"}"), std::string::npos) << dm;
   EXPECT_NE(HttpGet(c.metrics_port(3), "/healthz").find("200 OK"), std::string::npos);
 
   for (int i = 0; i < 3; ++i) c.party(i)->Signal(SIGTERM);
