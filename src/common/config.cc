@@ -340,7 +340,7 @@ Context MakeContext(const std::string& file, const LoadOptions& options) {
 Result<MpcacheKnobs> ReadMpcache(Section& top, bool debug) {
   MPCACHE_ASSIGN_OR_RETURN(auto s, top.Sub("mpcache"));
   MpcacheKnobs k;
-  MPCACHE_ASSIGN_OR_RETURN(auto cache, s.Choice("cache", {"full", "mpcache"}, 1));
+  MPCACHE_ASSIGN_OR_RETURN(auto cache, s.Choice("cache", {"full", "mpcache"}, 0));
   k.cache = cache == 0 ? CacheMode::kFull : CacheMode::kMpcache;
   MPCACHE_ASSIGN_OR_RETURN(k.static_keep_ratio,
                            s.Real("static_keep_ratio", k.static_keep_ratio, 0, 1, true));
@@ -454,7 +454,7 @@ Result<PartyConfig> ParsePartyConfig(std::string_view yaml, const std::string& f
   MPCACHE_ASSIGN_OR_RETURN(c.mpcache, ReadMpcache(top, c.debug));
   {
     MPCACHE_ASSIGN_OR_RETURN(auto b, top.Sub("balancer"));
-    MPCACHE_ASSIGN_OR_RETURN(c.balancer.enabled, b.Bool("enabled", true));
+    MPCACHE_ASSIGN_OR_RETURN(c.balancer.enabled, b.Bool("enabled", false));
     MPCACHE_ASSIGN_OR_RETURN(auto ri, b.Int("reauction_interval_steps", 8, 1, 1000000));
     c.balancer.reauction_interval_steps = static_cast<int>(ri);
     MPCACHE_RETURN_IF_ERROR(b.Finish());

@@ -58,9 +58,9 @@ struct ModelPaths {
 
 // SPEC §6 knobs.
 struct MpcacheKnobs {
-  CacheMode cache = CacheMode::kMpcache;
-  double static_keep_ratio = 0.6;   // fraction of prompt tokens kept after eviction
-  double observation_window = 0.2;  // last fraction of prompt queries that score tokens
+  CacheMode cache = CacheMode::kFull;  // kMpcache: not available yet (the party refuses it)
+  double static_keep_ratio = 0.6;      // fraction of prompt tokens kept after eviction
+  double observation_window = 0.2;     // last fraction of prompt queries that score tokens
   int level1_cluster_tokens = 32;
   double level1_keep_ratio = 0.5;
   int level2_cluster_tokens = 16;
@@ -72,7 +72,7 @@ struct MpcacheKnobs {
 };
 
 struct BalancerConfig {
-  bool enabled = true;
+  bool enabled = false;  // true: not available yet (the party refuses it)
   int reauction_interval_steps = 8;
 };
 

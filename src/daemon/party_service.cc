@@ -212,6 +212,19 @@ PartyService::~PartyService() = default;
 
 Result<std::unique_ptr<PartyService>> PartyService::Create(config::PartyConfig cfg,
                                                            std::shared_ptr<spdlog::logger> log) {
+  // Knobs of features this build does not have are refused, not ignored: a party must not
+  // claim MPCache or the balancer while it runs the full cache with a static assignment.
+  if (cfg.mpcache.cache == config::CacheMode::kMpcache) {
+    return InvalidArgument(cfg.file +
+                           ": field 'mpcache.cache': 'mpcache' (KV-cache eviction and cluster "
+                           "selection) is not available in this build yet; fix: write "
+                           "'cache: full'");
+  }
+  if (cfg.balancer.enabled) {
+    return InvalidArgument(cfg.file +
+                           ": field 'balancer.enabled': the auction load balancer is not "
+                           "available in this build yet; fix: write 'enabled: false'");
+  }
   auto impl = std::make_unique<Impl>();
   impl->cfg = std::move(cfg);
   impl->log = std::move(log);
