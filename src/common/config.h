@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/fixed_point.h"
 #include "common/result.h"
 
 namespace mpcache::config {
@@ -53,7 +54,7 @@ struct Timeouts {
 struct ModelPaths {
   std::string checkpoint;  // llama2.c .bin or .gguf (public weights) / share file (private)
   std::string tokenizer;   // llama2.c tokenizer.bin (optional for parties)
-  int frac_bits = 16;      // fixed-point fractional bits over Z_2^64
+  int frac_bits = kDefaultFracBits;  // fixed-point fractional bits over Z_2^64
 };
 
 // SPEC §6 knobs.
@@ -102,7 +103,7 @@ struct DealerConfig {
   Timeouts timeouts;
   TlsPaths tls;
   Security security = Security::kMalicious;
-  int frac_bits = 16;
+  int frac_bits = kDefaultFracBits;
   std::uint64_t pool_capacity_items = 1u << 22;  // per party and item type
   std::uint64_t batch_items = 1u << 16;
   std::string log_level = "info";

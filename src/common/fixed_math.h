@@ -37,7 +37,7 @@
 
 namespace mpcache {
 
-inline constexpr int kRecommendedFracBits = 18;
+inline constexpr int kRecommendedFracBits = kDefaultFracBits;
 
 // Parameters of the kernels. All precisions are fractional bits of ring encodings; every
 // intermediate product stays below 2^61 in magnitude inside the stated input domains.

@@ -10,7 +10,9 @@ namespace mpcache {
 
 using Ring64 = std::uint64_t;  // element of Z_2^64, arithmetic wraps
 
-inline constexpr int kDefaultFracBits = 16;
+// 18 fractional bits: the precision docs/fixed-point.md recommends (at 16 the golden run's
+// closest greedy decision is right by luck); configs and kernels default to it too.
+inline constexpr int kDefaultFracBits = 18;
 
 struct FixedPoint {
   int frac_bits = kDefaultFracBits;
