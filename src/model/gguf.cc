@@ -1,6 +1,7 @@
 #include "model/gguf.h"
 
 #include <cstring>
+#include <type_traits>
 
 #include "model/checkpoint_internal.h"
 
@@ -51,59 +52,42 @@ class GgufParser {
     return s;
   }
 
+  // An integer scalar: v.u and v.i both set (v.u = 0 for a negative value; v.i wraps
+  // for a uint64 above INT64_MAX).
+  template <typename T>
+  Result<GgufValue> ReadInteger(GgufValue v, const std::string& what) {
+    MPCACHE_ASSIGN_OR_RETURN(T x, r_.template ReadValue<T>(what));
+    if constexpr (std::is_signed_v<T>) {
+      v.i = x;
+      v.u = x >= 0 ? static_cast<std::uint64_t>(x) : 0;
+    } else {
+      v.u = x;
+      v.i = static_cast<std::int64_t>(x);
+    }
+    return v;
+  }
+
   Result<GgufValue> ReadValue(GgufValueType type, const std::string& key, int depth) {
     GgufValue v;
     v.type = type;
     const std::string what = "value of metadata key '" + key + "'";
     switch (type) {
-      case GgufValueType::kUint8: {
-        MPCACHE_ASSIGN_OR_RETURN(std::uint8_t x, r_.ReadValue<std::uint8_t>(what));
-        v.u = x;
-        v.i = x;
-        return v;
-      }
-      case GgufValueType::kInt8: {
-        MPCACHE_ASSIGN_OR_RETURN(std::int8_t x, r_.ReadValue<std::int8_t>(what));
-        v.i = x;
-        v.u = x >= 0 ? static_cast<std::uint64_t>(x) : 0;
-        return v;
-      }
-      case GgufValueType::kUint16: {
-        MPCACHE_ASSIGN_OR_RETURN(std::uint16_t x, r_.ReadValue<std::uint16_t>(what));
-        v.u = x;
-        v.i = x;
-        return v;
-      }
-      case GgufValueType::kInt16: {
-        MPCACHE_ASSIGN_OR_RETURN(std::int16_t x, r_.ReadValue<std::int16_t>(what));
-        v.i = x;
-        v.u = x >= 0 ? static_cast<std::uint64_t>(x) : 0;
-        return v;
-      }
-      case GgufValueType::kUint32: {
-        MPCACHE_ASSIGN_OR_RETURN(std::uint32_t x, r_.ReadValue<std::uint32_t>(what));
-        v.u = x;
-        v.i = x;
-        return v;
-      }
-      case GgufValueType::kInt32: {
-        MPCACHE_ASSIGN_OR_RETURN(std::int32_t x, r_.ReadValue<std::int32_t>(what));
-        v.i = x;
-        v.u = x >= 0 ? static_cast<std::uint64_t>(x) : 0;
-        return v;
-      }
-      case GgufValueType::kUint64: {
-        MPCACHE_ASSIGN_OR_RETURN(std::uint64_t x, r_.ReadValue<std::uint64_t>(what));
-        v.u = x;
-        v.i = static_cast<std::int64_t>(x);
-        return v;
-      }
-      case GgufValueType::kInt64: {
-        MPCACHE_ASSIGN_OR_RETURN(std::int64_t x, r_.ReadValue<std::int64_t>(what));
-        v.i = x;
-        v.u = x >= 0 ? static_cast<std::uint64_t>(x) : 0;
-        return v;
-      }
+      case GgufValueType::kUint8:
+        return ReadInteger<std::uint8_t>(v, what);
+      case GgufValueType::kInt8:
+        return ReadInteger<std::int8_t>(v, what);
+      case GgufValueType::kUint16:
+        return ReadInteger<std::uint16_t>(v, what);
+      case GgufValueType::kInt16:
+        return ReadInteger<std::int16_t>(v, what);
+      case GgufValueType::kUint32:
+        return ReadInteger<std::uint32_t>(v, what);
+      case GgufValueType::kInt32:
+        return ReadInteger<std::int32_t>(v, what);
+      case GgufValueType::kUint64:
+        return ReadInteger<std::uint64_t>(v, what);
+      case GgufValueType::kInt64:
+        return ReadInteger<std::int64_t>(v, what);
       case GgufValueType::kFloat32: {
         MPCACHE_ASSIGN_OR_RETURN(float x, r_.ReadValue<float>(what));
         v.f = x;

@@ -1,9 +1,9 @@
 // mpcache-dealer --config config/dealer.yaml: the preprocessing service (SPEC §2, §8).
 #include <CLI/CLI.hpp>
-#include <iostream>
+#include <string>
 
 #include "common/config.h"
-#include "common/logging.h"
+#include "daemon/daemon_main.h"
 #include "daemon/dealer_service.h"
 
 int main(int argc, char** argv) {
@@ -19,25 +19,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  auto cfg = mpcache::config::LoadDealerConfig(config_path);
-  if (!cfg.ok()) {
-    std::cerr << "error: " << cfg.error().ToString() << "\n";
-    return 1;
-  }
-  auto log = mpcache::MakeStderrLogger("dealer", cfg->log_level);
-  if (!log.ok()) {
-    std::cerr << "error: " << log.error().ToString() << "\n";
-    return 1;
-  }
-  auto service = mpcache::daemon::DealerService::Create(std::move(cfg).value(), *log);
-  if (!service.ok()) {
-    std::cerr << "error: " << service.error().ToString() << "\n";
-    return 1;
-  }
-  mpcache::Status s = (*service)->Run();
-  if (!s.ok()) {
-    std::cerr << "error: " << s.error().ToString() << "\n";
-    return 1;
-  }
-  return 0;
+  return mpcache::daemon::RunDaemon<mpcache::daemon::DealerService>(
+      mpcache::config::LoadDealerConfig(config_path),
+      [](const mpcache::config::DealerConfig&) { return std::string("dealer"); });
 }

@@ -1,9 +1,9 @@
 // mpcache-party --config config/partyN.yaml: one compute party (SPEC §2, §8).
 #include <CLI/CLI.hpp>
-#include <iostream>
+#include <string>
 
 #include "common/config.h"
-#include "common/logging.h"
+#include "daemon/daemon_main.h"
 #include "daemon/party_service.h"
 
 int main(int argc, char** argv) {
@@ -19,25 +19,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  auto cfg = mpcache::config::LoadPartyConfig(config_path);
-  if (!cfg.ok()) {
-    std::cerr << "error: " << cfg.error().ToString() << "\n";
-    return 1;
-  }
-  auto log = mpcache::MakeStderrLogger("party" + std::to_string(cfg->party_id), cfg->log_level);
-  if (!log.ok()) {
-    std::cerr << "error: " << log.error().ToString() << "\n";
-    return 1;
-  }
-  auto service = mpcache::daemon::PartyService::Create(std::move(cfg).value(), *log);
-  if (!service.ok()) {
-    std::cerr << "error: " << service.error().ToString() << "\n";
-    return 1;
-  }
-  mpcache::Status s = (*service)->Run();
-  if (!s.ok()) {
-    std::cerr << "error: " << s.error().ToString() << "\n";
-    return 1;
-  }
-  return 0;
+  return mpcache::daemon::RunDaemon<mpcache::daemon::PartyService>(
+      mpcache::config::LoadPartyConfig(config_path),
+      [](const mpcache::config::PartyConfig& c) { return "party" + std::to_string(c.party_id); });
 }
