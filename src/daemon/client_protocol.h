@@ -17,6 +17,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "daemon/wire.h"
@@ -33,78 +34,83 @@ enum Type : std::uint8_t {
   kError = 7,
 };
 
+// Each message lists its fields once (Fields(), in wire order); Encode and Decode walk
+// that list (daemon/wire.h).
 struct Generate {
+  static constexpr Type kType = kGenerate;
+  static constexpr const char* kName = "Generate";
   std::uint64_t session = 0;
   std::uint32_t prompt_len = 0, steps = 0, vocab = 0;
+  auto Fields() { return std::tie(session, prompt_len, steps, vocab); }
+  auto Fields() const { return std::tie(session, prompt_len, steps, vocab); }
 };
 struct SeedShare {
+  static constexpr Type kType = kSeedShare;
+  static constexpr const char* kName = "SeedShare";
   std::uint64_t session = 0;
   std::array<std::uint8_t, 16> share{};
   std::array<std::uint8_t, 32> hash{};
+  auto Fields() { return std::tie(session, share, hash); }
+  auto Fields() const { return std::tie(session, share, hash); }
 };
 struct Prompt {
+  static constexpr Type kType = kPrompt;
+  static constexpr const char* kName = "Prompt";
   std::uint64_t session = 0;
   std::vector<std::uint64_t> d;
+  auto Fields() { return std::tie(session, d); }
+  auto Fields() const { return std::tie(session, d); }
 };
 struct Token {
+  static constexpr Type kType = kToken;
+  static constexpr const char* kName = "Token";
   std::uint64_t session = 0;
   std::uint32_t pos = 0;
   std::uint64_t mask_seq = 0;
   std::uint64_t masked = 0;
+  auto Fields() { return std::tie(session, pos, mask_seq, masked); }
+  auto Fields() const { return std::tie(session, pos, mask_seq, masked); }
 };
 struct Continue {
+  static constexpr Type kType = kContinue;
+  static constexpr const char* kName = "Continue";
   std::uint64_t session = 0;
   std::uint32_t pos = 0;
   bool more = true;
+  auto Fields() { return std::tie(session, pos, more); }
+  auto Fields() const { return std::tie(session, pos, more); }
 };
 struct Done {
+  static constexpr Type kType = kDone;
+  static constexpr const char* kName = "Done";
   std::uint64_t session = 0;
   std::uint32_t party = 0;
   std::uint32_t positions = 0, released = 0, decode_positions = 0;
   double seconds = 0, decode_seconds = 0;
   std::uint64_t decode_bytes_sent = 0, decode_rounds = 0;
+  auto Fields() {
+    return std::tie(session, party, positions, released, decode_positions, seconds, decode_seconds,
+                    decode_bytes_sent, decode_rounds);
+  }
+  auto Fields() const {
+    return std::tie(session, party, positions, released, decode_positions, seconds, decode_seconds,
+                    decode_bytes_sent, decode_rounds);
+  }
 };
 struct ErrorMsg {
+  static constexpr Type kType = kError;
+  static constexpr const char* kName = "Error";
   std::uint64_t session = 0;
   std::uint32_t reporter = 0;
   std::int32_t blamed = -1;  // -1: nobody blamed
   std::string message;
+  auto Fields() { return std::tie(session, reporter, blamed, message); }
+  auto Fields() const { return std::tie(session, reporter, blamed, message); }
 };
 
-inline std::vector<std::uint8_t> Encode(const Generate& m) {
-  return wire::Writer(kGenerate).U64(m.session).U32(m.prompt_len).U32(m.steps).U32(m.vocab).Take();
-}
-inline std::vector<std::uint8_t> Encode(const SeedShare& m) {
-  return wire::Writer(kSeedShare)
-      .U64(m.session)
-      .Raw(m.share.data(), 16)
-      .Raw(m.hash.data(), 32)
-      .Take();
-}
-inline std::vector<std::uint8_t> Encode(const Prompt& m) {
-  return wire::Writer(kPrompt).U64(m.session).Vec(m.d).Take();
-}
-inline std::vector<std::uint8_t> Encode(const Token& m) {
-  return wire::Writer(kToken).U64(m.session).U32(m.pos).U64(m.mask_seq).U64(m.masked).Take();
-}
-inline std::vector<std::uint8_t> Encode(const Continue& m) {
-  return wire::Writer(kContinue).U64(m.session).U32(m.pos).U8(m.more ? 1 : 0).Take();
-}
-inline std::vector<std::uint8_t> Encode(const Done& m) {
-  return wire::Writer(kDone)
-      .U64(m.session)
-      .U32(m.party)
-      .U32(m.positions)
-      .U32(m.released)
-      .U32(m.decode_positions)
-      .F64(m.seconds)
-      .F64(m.decode_seconds)
-      .U64(m.decode_bytes_sent)
-      .U64(m.decode_rounds)
-      .Take();
-}
-inline std::vector<std::uint8_t> Encode(const ErrorMsg& m) {
-  return wire::Writer(kError).U64(m.session).U32(m.reporter).I32(m.blamed).Str(m.message).Take();
+template <typename M>
+std::vector<std::uint8_t> Encode(const M& m) {
+  return wire::EncodeFields(M::kType, m.Fields());
 }
 
 // The message type of a payload (0 if empty).
@@ -113,103 +119,15 @@ inline std::uint8_t TypeOf(const std::vector<std::uint8_t>& payload) {
 }
 
 template <typename M>
-Result<M> Decode(const std::vector<std::uint8_t>& payload);
-
-namespace detail {
-inline Status Expect(wire::Reader& r, Type t, const char* name) {
+Result<M> Decode(const std::vector<std::uint8_t>& payload) {
+  wire::Reader r(payload);
   MPCACHE_ASSIGN_OR_RETURN(std::uint8_t got, r.U8());
-  if (got != t) {
-    return ProtocolError(std::string("expected a ") + name + " message, got type " +
+  if (got != M::kType) {
+    return ProtocolError(std::string("expected a ") + M::kName + " message, got type " +
                          std::to_string(got));
   }
-  return Status::Ok();
-}
-}  // namespace detail
-
-template <>
-inline Result<Generate> Decode<Generate>(const std::vector<std::uint8_t>& p) {
-  wire::Reader r(p);
-  MPCACHE_RETURN_IF_ERROR(detail::Expect(r, kGenerate, "Generate"));
-  Generate m;
-  MPCACHE_ASSIGN_OR_RETURN(m.session, r.U64());
-  MPCACHE_ASSIGN_OR_RETURN(m.prompt_len, r.U32());
-  MPCACHE_ASSIGN_OR_RETURN(m.steps, r.U32());
-  MPCACHE_ASSIGN_OR_RETURN(m.vocab, r.U32());
-  MPCACHE_RETURN_IF_ERROR(r.End());
-  return m;
-}
-template <>
-inline Result<SeedShare> Decode<SeedShare>(const std::vector<std::uint8_t>& p) {
-  wire::Reader r(p);
-  MPCACHE_RETURN_IF_ERROR(detail::Expect(r, kSeedShare, "SeedShare"));
-  SeedShare m;
-  MPCACHE_ASSIGN_OR_RETURN(m.session, r.U64());
-  MPCACHE_RETURN_IF_ERROR(r.Raw(m.share.data(), 16));
-  MPCACHE_RETURN_IF_ERROR(r.Raw(m.hash.data(), 32));
-  MPCACHE_RETURN_IF_ERROR(r.End());
-  return m;
-}
-template <>
-inline Result<Prompt> Decode<Prompt>(const std::vector<std::uint8_t>& p) {
-  wire::Reader r(p);
-  MPCACHE_RETURN_IF_ERROR(detail::Expect(r, kPrompt, "Prompt"));
-  Prompt m;
-  MPCACHE_ASSIGN_OR_RETURN(m.session, r.U64());
-  MPCACHE_ASSIGN_OR_RETURN(m.d, r.Vec<std::uint64_t>());
-  MPCACHE_RETURN_IF_ERROR(r.End());
-  return m;
-}
-template <>
-inline Result<Token> Decode<Token>(const std::vector<std::uint8_t>& p) {
-  wire::Reader r(p);
-  MPCACHE_RETURN_IF_ERROR(detail::Expect(r, kToken, "Token"));
-  Token m;
-  MPCACHE_ASSIGN_OR_RETURN(m.session, r.U64());
-  MPCACHE_ASSIGN_OR_RETURN(m.pos, r.U32());
-  MPCACHE_ASSIGN_OR_RETURN(m.mask_seq, r.U64());
-  MPCACHE_ASSIGN_OR_RETURN(m.masked, r.U64());
-  MPCACHE_RETURN_IF_ERROR(r.End());
-  return m;
-}
-template <>
-inline Result<Continue> Decode<Continue>(const std::vector<std::uint8_t>& p) {
-  wire::Reader r(p);
-  MPCACHE_RETURN_IF_ERROR(detail::Expect(r, kContinue, "Continue"));
-  Continue m;
-  MPCACHE_ASSIGN_OR_RETURN(m.session, r.U64());
-  MPCACHE_ASSIGN_OR_RETURN(m.pos, r.U32());
-  MPCACHE_ASSIGN_OR_RETURN(std::uint8_t more, r.U8());
-  m.more = more != 0;
-  MPCACHE_RETURN_IF_ERROR(r.End());
-  return m;
-}
-template <>
-inline Result<Done> Decode<Done>(const std::vector<std::uint8_t>& p) {
-  wire::Reader r(p);
-  MPCACHE_RETURN_IF_ERROR(detail::Expect(r, kDone, "Done"));
-  Done m;
-  MPCACHE_ASSIGN_OR_RETURN(m.session, r.U64());
-  MPCACHE_ASSIGN_OR_RETURN(m.party, r.U32());
-  MPCACHE_ASSIGN_OR_RETURN(m.positions, r.U32());
-  MPCACHE_ASSIGN_OR_RETURN(m.released, r.U32());
-  MPCACHE_ASSIGN_OR_RETURN(m.decode_positions, r.U32());
-  MPCACHE_ASSIGN_OR_RETURN(m.seconds, r.F64());
-  MPCACHE_ASSIGN_OR_RETURN(m.decode_seconds, r.F64());
-  MPCACHE_ASSIGN_OR_RETURN(m.decode_bytes_sent, r.U64());
-  MPCACHE_ASSIGN_OR_RETURN(m.decode_rounds, r.U64());
-  MPCACHE_RETURN_IF_ERROR(r.End());
-  return m;
-}
-template <>
-inline Result<ErrorMsg> Decode<ErrorMsg>(const std::vector<std::uint8_t>& p) {
-  wire::Reader r(p);
-  MPCACHE_RETURN_IF_ERROR(detail::Expect(r, kError, "Error"));
-  ErrorMsg m;
-  MPCACHE_ASSIGN_OR_RETURN(m.session, r.U64());
-  MPCACHE_ASSIGN_OR_RETURN(m.reporter, r.U32());
-  MPCACHE_ASSIGN_OR_RETURN(m.blamed, r.I32());
-  MPCACHE_ASSIGN_OR_RETURN(m.message, r.Str());
-  MPCACHE_RETURN_IF_ERROR(r.End());
+  M m;
+  MPCACHE_RETURN_IF_ERROR(wire::DecodeFields(r, m.Fields()));
   return m;
 }
 

@@ -3,11 +3,14 @@
 // (daemon/client_protocol.h) without linking the daemon.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "common/result.h"
@@ -96,5 +99,68 @@ class Reader {
   std::span<const std::uint8_t> in_;
   std::size_t pos_ = 0;
 };
+
+// One field of a message, by its C++ type: scalars as their bytes, bool as one byte,
+// strings and vectors length-prefixed, fixed arrays raw. Put and Get are inverses, so a
+// message lists its fields once (a tuple of references) for both directions.
+inline void Put(Writer& w, bool v) {
+  w.U8(v ? 1 : 0);
+}
+inline void Put(Writer& w, const std::string& v) {
+  w.Str(v);
+}
+template <typename T>
+requires std::is_arithmetic_v<T>
+void Put(Writer& w, T v) {
+  w.Raw(&v, sizeof(T));
+}
+template <typename T>
+void Put(Writer& w, const std::vector<T>& v) {
+  w.Vec(v);
+}
+template <std::size_t N>
+void Put(Writer& w, const std::array<std::uint8_t, N>& v) {
+  w.Raw(v.data(), N);
+}
+
+inline Status Get(Reader& r, bool& v) {
+  MPCACHE_ASSIGN_OR_RETURN(std::uint8_t b, r.U8());
+  v = b != 0;
+  return Status::Ok();
+}
+inline Status Get(Reader& r, std::string& v) {
+  MPCACHE_ASSIGN_OR_RETURN(v, r.Str());
+  return Status::Ok();
+}
+template <typename T>
+requires std::is_arithmetic_v<T> Status Get(Reader& r, T& v) {
+  return r.Raw(&v, sizeof(T));
+}
+template <typename T>
+Status Get(Reader& r, std::vector<T>& v) {
+  MPCACHE_ASSIGN_OR_RETURN(v, r.template Vec<T>());
+  return Status::Ok();
+}
+template <std::size_t N>
+Status Get(Reader& r, std::array<std::uint8_t, N>& v) {
+  return r.Raw(v.data(), N);
+}
+
+// Writes type byte + every field of a tuple of references.
+template <typename Tuple>
+std::vector<std::uint8_t> EncodeFields(std::uint8_t type, const Tuple& fields) {
+  Writer w(type);
+  std::apply([&](const auto&... f) { (Put(w, f), ...); }, fields);
+  return w.Take();
+}
+
+// Reads every field of a tuple of references, in order, then checks nothing is left.
+template <typename Tuple>
+Status DecodeFields(Reader& r, Tuple fields) {
+  Status s = Status::Ok();
+  std::apply([&](auto&... f) { ((s = s.ok() ? Get(r, f) : s), ...); }, fields);
+  MPCACHE_RETURN_IF_ERROR(s);
+  return r.End();
+}
 
 }  // namespace mpcache::daemon::wire
