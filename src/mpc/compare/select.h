@@ -2,7 +2,9 @@
 // matrix of shares (row-major), all rows batched together.
 //
 // RowMax: fixed_math's RowMax on SecureBackend (the plaintext twin runs the same template):
-//   ceil(log2 cols) levels, each one comparison batch (8 rounds) + one product batch.
+//   a 4-ary tournament, ceil(log4 cols) levels, each one comparison batch of all pairs in
+//   every group of 4 (kLtzRounds = 5 rounds) + two product batches (one if the level has
+//   width 2): 7 rounds per level.
 // RowArgMax: a tournament of adjacent pairs (2i, 2i+1) so every candidate stands for a
 //   contiguous range of columns and ties go to the lower index (the first maximum wins,
 //   like a plaintext scan). Each candidate carries its one-hot vector restricted to its
