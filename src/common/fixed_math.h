@@ -24,6 +24,7 @@
 // PlainBackend counts them so tests can assert the costs.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -317,33 +318,116 @@ typename B::Vec Silu(B& be, const FixedMathParams& p, const typename B::Vec& x) 
   return be.Sub(relu, be.MulTrunc(abs, parts.q, p.exp_frac_bits));
 }
 
-// Row-wise max of rows x cols values: a tree of cols - 1 comparisons per row, in
-// ceil(log2(cols)) comparison batches, each followed by one product batch.
+// Row-wise max of rows x cols values: a tournament of groups of up to 4 consecutive
+// candidates, ceil(log4(cols)) levels (a row of width w becomes ceil(w / 4) winners; the
+// last group of a row may be smaller). Per level: ONE comparison batch of every pair within
+// every group (g(g - 1)/2 for a group of g), then the winner is selected as sum_i w_i x_i
+// with w_i = prod_{j != i} [x_i beats x_j] (x_i beats x_j: x_i >= x_j for i < j, x_i > x_j
+// for i > j), so exactly one w_i is 1, the first maximum. The products of the g factors
+// (g - 1 bits and x_i) take two product batches — (f0 f1)(f2 f3) — or one when no group has
+// more than 2 members. Exact: comparisons and 0/1 products are exact on ring values.
 template <typename B>
 typename B::Vec RowMax(B& be, const typename B::Vec& x, std::size_t rows, std::size_t cols) {
+  constexpr std::size_t kGroup = 4;
   auto cur = x;
   std::size_t width = cols;
   while (width > 1) {
-    const std::size_t half = width / 2, next = width - half;
-    std::vector<std::size_t> ia, ib, keep;
+    const std::size_t next = (width + kGroup - 1) / kGroup;
+    auto group_size = [&](std::size_t k) { return std::min(kGroup, width - k * kGroup); };
+    // Every pair (i < j) of every group: c = [x_i < x_j], one batch.
+    std::vector<std::size_t> ia, ib;
     for (std::size_t r = 0; r < rows; ++r) {
-      for (std::size_t i = 0; i < half; ++i) {
-        ia.push_back(r * width + i);
-        ib.push_back(r * width + half + i);
+      for (std::size_t k = 0; k < next; ++k) {
+        const std::size_t g = group_size(k), base = r * width + k * kGroup;
+        for (std::size_t i = 0; i < g; ++i) {
+          for (std::size_t j = i + 1; j < g; ++j) {
+            ia.push_back(base + i);
+            ib.push_back(base + j);
+          }
+        }
       }
     }
-    auto a = be.Gather(cur, ia), b = be.Gather(cur, ib);
-    auto diff = be.Sub(a, b);
-    auto m = be.Sub(a, be.Mul(be.IsNegative(diff), diff));  // a < b ? b : a
-    // Row r of the next level: the `half` maxima, then the odd one left over.
-    typename B::Vec combined = (next == half) ? m : be.Concat(m, cur);
-    std::vector<std::size_t> idx;
-    const std::size_t mcount = rows * half;
-    for (std::size_t r = 0; r < rows; ++r) {
-      for (std::size_t i = 0; i < half; ++i) idx.push_back(r * half + i);
-      if (next != half) idx.push_back(mcount + r * width + width - 1);
+    const std::size_t npairs = ia.size();
+    auto c = be.IsNegative(be.Sub(be.Gather(cur, ia), be.Gather(cur, ib)));
+    // pool = [1 - c (x_i beats x_j) | c (x_j beats x_i) | cur].
+    auto pool = be.Concat(be.Concat(fixed_detail::OneMinus(be, c), c), cur);
+    const std::size_t cur_at = 2 * npairs;
+    // Each member's factors (indices into pool): its g - 1 beat bits, then its value.
+    std::vector<std::vector<std::size_t>> factors;
+    {
+      std::size_t pair = 0;
+      for (std::size_t r = 0; r < rows; ++r) {
+        for (std::size_t k = 0; k < next; ++k) {
+          const std::size_t g = group_size(k), base = r * width + k * kGroup;
+          std::vector<std::vector<std::size_t>> f(g);
+          for (std::size_t i = 0; i < g; ++i) {
+            for (std::size_t j = i + 1; j < g; ++j, ++pair) {
+              f[i].push_back(pair);           // x_i beats x_j (i < j): x_i >= x_j
+              f[j].push_back(npairs + pair);  // x_j beats x_i (j > i): x_j > x_i
+            }
+          }
+          for (std::size_t i = 0; i < g; ++i) {
+            f[i].push_back(cur_at + base + i);
+            factors.push_back(std::move(f[i]));
+          }
+        }
+      }
     }
-    cur = be.Gather(combined, idx);
+    // Stage 1: f0 f1 and f2 f3 (f2 alone when there are 3 factors) into s1.
+    std::vector<std::size_t> l1, r1;
+    for (const auto& f : factors) {
+      if (f.size() >= 2) {
+        l1.push_back(f[0]);
+        r1.push_back(f[1]);
+      }
+      if (f.size() == 4) {
+        l1.push_back(f[2]);
+        r1.push_back(f[3]);
+      }
+    }
+    auto s1 = be.Mul(be.Gather(pool, l1), be.Gather(pool, r1));
+    // pool2 = [s1 | pool]; stage 2 multiplies the two stage-1 parts of members with >= 3.
+    auto pool2 = be.Concat(s1, pool);
+    const std::size_t pool_at = B::Size(s1);
+    std::vector<std::size_t> l2, r2, term;  // term: the member's w_i x_i in pool3
+    {
+      std::size_t at1 = 0;
+      for (const auto& f : factors) {
+        if (f.size() == 1) {
+          term.push_back(pool_at + f[0]);  // a group of one: its value, no product
+        } else if (f.size() == 2) {
+          term.push_back(at1++);
+        } else {
+          l2.push_back(at1++);
+          r2.push_back(f.size() == 4 ? at1++ : pool_at + f[2]);
+          term.push_back(~std::size_t{0});  // filled below
+        }
+      }
+    }
+    typename B::Vec pool3 = pool2;
+    if (!l2.empty()) {
+      auto s2 = be.Mul(be.Gather(pool2, l2), be.Gather(pool2, r2));
+      const std::size_t shift = B::Size(s2);
+      std::size_t at2 = 0;
+      for (auto& t : term) t = (t == ~std::size_t{0}) ? at2++ : t + shift;
+      pool3 = be.Concat(s2, pool2);
+    }
+    // Sum each group's terms (a zero pads groups of fewer than 4).
+    const std::size_t zero_at = B::Size(pool3);
+    pool3 = be.Concat(pool3, be.MulConst(be.Gather(cur, std::vector<std::size_t>{0}), 0));
+    std::vector<std::vector<std::size_t>> slot(kGroup);
+    {
+      std::size_t m = 0;
+      for (std::size_t r = 0; r < rows; ++r) {
+        for (std::size_t k = 0; k < next; ++k) {
+          const std::size_t g = group_size(k);
+          for (std::size_t i = 0; i < kGroup; ++i) slot[i].push_back(i < g ? term[m + i] : zero_at);
+          m += g;
+        }
+      }
+    }
+    cur = be.Gather(pool3, slot[0]);
+    for (std::size_t i = 1; i < kGroup; ++i) cur = be.Add(cur, be.Gather(pool3, slot[i]));
     width = next;
   }
   return cur;

@@ -2,7 +2,9 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <cstring>
+#include <string>
 
 namespace mpcache::mpc {
 
@@ -23,20 +25,6 @@ template <typename T>
 std::span<const std::uint8_t> Bytes(const T& v) {
   return {reinterpret_cast<const std::uint8_t*>(&v), sizeof(T)};
 }
-
-// A message of fixed-size fields, appended in order.
-class Message {
- public:
-  template <typename T>
-  void Put(const T& v) {
-    const auto b = Bytes(v);
-    bytes_.insert(bytes_.end(), b.begin(), b.end());
-  }
-  std::span<const std::uint8_t> bytes() const { return bytes_; }
-
- private:
-  std::vector<std::uint8_t> bytes_;
-};
 
 template <typename T>
 T Get(std::span<const std::uint8_t> buf, std::size_t& off) {
@@ -184,137 +172,177 @@ Status Context<P>::StartCoin() {
   return Status::Ok();
 }
 
+// Pi_MACCheck of one Context as the 4 message rounds of mac_check.h (Spdz2k only).
 template <typename P>
-Status Context<P>::CheckMacs() {
-  if constexpr (!P::kMalicious) {
+class ContextCheckSteps final : public MacCheckSteps {
+ public:
+  ContextCheckSteps(Context<P>& ctx, Shares<P> r)
+      : ctx_(ctx), r_(std::move(r)), commits_(static_cast<std::size_t>(ctx.num_parties())) {}
+
+  std::size_t PeerMessageSize(int round) const override {
+    static constexpr std::size_t kSize[kRounds] = {112, 16, 32, 64};
+    return kSize[round];
+  }
+
+  std::vector<std::uint8_t> Message(int round) override {
+    Fields msg;
+    switch (round) {
+      case 0: {
+        // Reveal the committed coin share, commit to the next one, and send the hash of
+        // the input broadcasts seen since the last check.
+        coin_ = ctx_.coin_share_;
+        msg.Put(ctx_.coin_share_);
+        msg.Put(ctx_.coin_nonce_);
+        (void)ctx_.StartCoin();
+        msg.Put(Sha256({ctx_.coin_share_, ctx_.coin_nonce_}));
+        msg.Put(ctx_.broadcast_hash_);
+        break;
+      }
+      case 1:
+        msg.Put(z_);  // z_i = y_i + 2^64 r_i (party 0 subtracts y~)
+        break;
+      case 2:
+        msg.Put(Sha256({Bytes(c_), nonce_}));
+        break;
+      default:
+        msg.Put(c_);
+        msg.Put(nonce_);
+        msg.Put(z_);
+        break;
+    }
+    return msg.Take();
+  }
+
+  void Receive(int round, PartyId p, std::span<const std::uint8_t> buf) override {
+    std::size_t off = 0;
+    const auto pi = static_cast<std::size_t>(p);
+    switch (round) {
+      case 0: {
+        const auto share = Get<Seed>(buf, off);
+        const auto nonce = Get<Digest>(buf, off);
+        const auto commit = Get<Digest>(buf, off);
+        const auto bhash = Get<Digest>(buf, off);
+        if (Sha256({share, nonce}) != ctx_.peer_coin_commitments_[pi]) {
+          Mark("party " + std::to_string(p) +
+               " opened a coin share that does not match its commitment");
+        }
+        if (bhash != ctx_.broadcast_hash_) {
+          Mark("party " + std::to_string(p) + " saw different input broadcasts");
+        }
+        ctx_.peer_coin_commitments_[pi] = commit;
+        for (std::size_t i = 0; i < coin_.size(); ++i) coin_[i] ^= share[i];
+        break;
+      }
+      case 1:
+        z_ += Get<u128>(buf, off);
+        break;
+      case 2:
+        commits_[pi] = Get<Digest>(buf, off);
+        break;
+      default: {
+        const auto cp = Get<u128>(buf, off);
+        const auto pn = Get<Digest>(buf, off);
+        const auto zp = Get<u128>(buf, off);
+        if (Sha256({Bytes(cp), pn}) != commits_[pi]) {
+          Mark("party " + std::to_string(p) +
+               " opened a check value that does not match its commitment");
+        }
+        if (zp != z_) Mark("party " + std::to_string(p) + " computed a different z");
+        total_ += cp;
+        break;
+      }
+    }
+  }
+
+  void EndRound(int round) override {
+    if (round == 0) {
+      // Random linear combination of everything opened since the last check.
+      Prg chi_prg(coin_);
+      constexpr std::size_t kBlock = 4096;
+      std::array<std::uint64_t, kBlock> chi{};
+      for (const auto& c : ctx_.log_) {
+        for (std::size_t base = 0; base < c.opened.size(); base += kBlock) {
+          const std::size_t len = std::min(kBlock, c.opened.size() - base);
+          chi_prg.Fill(chi.data(), len * sizeof(std::uint64_t));
+          for (std::size_t j = 0; j < len; ++j) {
+            const u128 x = chi[j];
+            y_ += x * c.shares[base + j];
+            y_open_ += x * c.opened[base + j];
+            mac_ += x * c.macs[base + j];
+          }
+        }
+      }
+      // z reveals only (u + r) mod 2^64 of the high half.
+      z_ = y_ + (r_.v[0] << 64);
+      if (ctx_.self() == 0) z_ -= y_open_;
+    } else if (round == 1) {
+      if (Low64(z_) != 0) Mark("opened values are inconsistent with their shares");
+      c_ = mac_ + (r_.m[0] << 64) - ctx_.key_.alpha * (y_open_ + z_);
+      ctx_.local_prg_.Fill(nonce_.data(), nonce_.size());
+      total_ = c_;
+    } else if (round == 3) {
+      if (total_ != 0) Mark("MAC check failed: an opened value or its MAC was tampered with");
+    }
+  }
+
+  Status Finish() override {
+    ctx_.log_.clear();
+    ctx_.pending_ = 0;
+    ctx_.broadcast_pending_ = false;
+    ctx_.broadcast_hash_ = Digest{};
+    if (bad_) return ctx_.Fail(why_);
     return Status::Ok();
+  }
+
+ private:
+  // A message of fixed-size fields, appended in order.
+  class Fields {
+   public:
+    template <typename T>
+    void Put(const T& v) {
+      const auto b = Bytes(v);
+      bytes_.insert(bytes_.end(), b.begin(), b.end());
+    }
+    std::vector<std::uint8_t> Take() { return std::move(bytes_); }
+
+   private:
+    std::vector<std::uint8_t> bytes_;
+  };
+
+  void Mark(std::string why) {
+    if (!bad_) why_ = std::move(why);
+    bad_ = true;
+  }
+
+  Context<P>& ctx_;
+  Shares<P> r_;
+  std::vector<Digest> commits_;
+  Seed coin_{};
+  u128 y_ = 0, y_open_ = 0, mac_ = 0, z_ = 0, c_ = 0, total_ = 0;
+  Digest nonce_{};
+  bool bad_ = false;
+  std::string why_;
+};
+
+template <typename P>
+Result<std::unique_ptr<MacCheckSteps>> Context<P>::BeginMacCheck() {
+  if constexpr (!P::kMalicious) {
+    return std::unique_ptr<MacCheckSteps>();
   } else {
     if (failed_) return MacCheckFailed("a MAC check failed earlier: this session opens nothing");
-    if (pending_ == 0 && !broadcast_pending_) return Status::Ok();
-    const int np = num_parties();
-    bool bad = false;
-    std::string why;
-    auto mark = [&](std::string w) {
-      if (!bad) why = std::move(w);
-      bad = true;
-    };
-
+    if (pending_ == 0 && !broadcast_pending_) return std::unique_ptr<MacCheckSteps>();
     // The authenticated random [r] that masks the high half of z. Taken before any message
     // is sent: if preprocessing is short, every party stops here, in step.
     MPCACHE_ASSIGN_OR_RETURN(Shares<P> r, prep_.GetRandoms(1));
-
-    // Round 1: reveal the committed coin share, commit to the next one, compare the
-    // input-broadcast transcript hash.
-    const Seed my_share = coin_share_;
-    const Digest my_nonce = coin_nonce_;
-    MPCACHE_RETURN_IF_ERROR(StartCoin());
-    const Digest next_commit = Sha256({coin_share_, coin_nonce_});
-    {
-      Message msg;
-      msg.Put(my_share);
-      msg.Put(my_nonce);
-      msg.Put(next_commit);
-      msg.Put(broadcast_hash_);
-      MPCACHE_RETURN_IF_ERROR(SendToPeers(msg.bytes()));
-      stats().RecordRound();
-    }
-    Seed coin = my_share;
-    for (PartyId p = 0; p < np; ++p) {
-      if (p == self()) continue;
-      std::array<std::uint8_t, 112> buf{};
-      MPCACHE_RETURN_IF_ERROR(channel_.Recv(p, buf));
-      std::size_t off = 0;
-      const auto share = Get<Seed>(buf, off);
-      const auto nonce = Get<Digest>(buf, off);
-      const auto commit = Get<Digest>(buf, off);
-      const auto bhash = Get<Digest>(buf, off);
-      if (Sha256({share, nonce}) != peer_coin_commitments_[static_cast<std::size_t>(p)]) {
-        mark("party " + std::to_string(p) +
-             " opened a coin share that does not match its commitment");
-      }
-      if (bhash != broadcast_hash_) {
-        mark("party " + std::to_string(p) + " saw different input broadcasts");
-      }
-      peer_coin_commitments_[static_cast<std::size_t>(p)] = commit;
-      for (std::size_t i = 0; i < coin.size(); ++i) coin[i] ^= share[i];
-    }
-
-    // Random linear combination of everything opened since the last check.
-    Prg chi_prg(coin);
-    u128 y = 0, y_open = 0, mac = 0;
-    constexpr std::size_t kBlock = 4096;
-    std::array<std::uint64_t, kBlock> chi{};
-    for (const OpenedChunk& c : log_) {
-      for (std::size_t base = 0; base < c.opened.size(); base += kBlock) {
-        const std::size_t len = std::min(kBlock, c.opened.size() - base);
-        chi_prg.Fill(chi.data(), len * sizeof(std::uint64_t));
-        for (std::size_t j = 0; j < len; ++j) {
-          const u128 x = chi[j];
-          y += x * c.shares[base + j];
-          y_open += x * c.opened[base + j];
-          mac += x * c.macs[base + j];
-        }
-      }
-    }
-
-    // Round 2: z_i = y_i + 2^64 r_i (party 0 subtracts y~): z reveals only (u + r) mod 2^64.
-    u128 z = y + (r.v[0] << 64);
-    if (self() == 0) z -= y_open;
-    MPCACHE_RETURN_IF_ERROR(SendToPeers(Bytes(z)));
-    stats().RecordRound();
-    for (PartyId p = 0; p < np; ++p) {
-      if (p == self()) continue;
-      u128 zp = 0;
-      MPCACHE_RETURN_IF_ERROR(channel_.Recv(p, {reinterpret_cast<std::uint8_t*>(&zp), sizeof(zp)}));
-      z += zp;
-    }
-    if (Low64(z) != 0) mark("opened values are inconsistent with their shares");
-
-    // Rounds 3 and 4: commit to c_i, then open it.
-    const u128 c = mac + (r.m[0] << 64) - key_.alpha * (y_open + z);
-    Digest nonce{};
-    local_prg_.Fill(nonce.data(), nonce.size());
-    const Digest my_commit = Sha256({Bytes(c), nonce});
-    MPCACHE_RETURN_IF_ERROR(SendToPeers(my_commit));
-    stats().RecordRound();
-    std::vector<Digest> commits(static_cast<std::size_t>(np));
-    for (PartyId p = 0; p < np; ++p) {
-      if (p != self())
-        MPCACHE_RETURN_IF_ERROR(channel_.Recv(p, commits[static_cast<std::size_t>(p)]));
-    }
-    {
-      Message msg;
-      msg.Put(c);
-      msg.Put(nonce);
-      msg.Put(z);
-      MPCACHE_RETURN_IF_ERROR(SendToPeers(msg.bytes()));
-      stats().RecordRound();
-    }
-    u128 total = c;
-    for (PartyId p = 0; p < np; ++p) {
-      if (p == self()) continue;
-      std::array<std::uint8_t, 64> buf{};
-      MPCACHE_RETURN_IF_ERROR(channel_.Recv(p, buf));
-      std::size_t off = 0;
-      const auto cp = Get<u128>(buf, off);
-      const auto np_nonce = Get<Digest>(buf, off);
-      const auto zp = Get<u128>(buf, off);
-      if (Sha256({Bytes(cp), np_nonce}) != commits[static_cast<std::size_t>(p)]) {
-        mark("party " + std::to_string(p) +
-             " opened a check value that does not match its commitment");
-      }
-      if (zp != z) mark("party " + std::to_string(p) + " computed a different z");
-      total += cp;
-    }
-    if (total != 0) mark("MAC check failed: an opened value or its MAC was tampered with");
-
-    log_.clear();
-    pending_ = 0;
-    broadcast_pending_ = false;
-    broadcast_hash_ = Digest{};
-    if (bad) return Fail(why);
-    return Status::Ok();
+    return std::unique_ptr<MacCheckSteps>(new ContextCheckSteps<P>(*this, std::move(r)));
   }
+}
+
+template <typename P>
+Status Context<P>::CheckMacs() {
+  MPCACHE_ASSIGN_OR_RETURN(std::unique_ptr<MacCheckSteps> check, BeginMacCheck());
+  MacCheckSteps* const checks[] = {check.get()};
+  return RunMacChecks(channel_, checks);
 }
 
 template class Context<SemiHonest>;

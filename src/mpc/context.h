@@ -20,6 +20,8 @@
 // i.e. 448 bytes sent per party. The coefficients chi_j in Z_2^64 come from a coin whose
 // seed shares were committed before the values being checked were opened (at Create() or
 // at the previous check). Semi-honest: CheckMacs() is free and always succeeds.
+// BeginMacCheck() hands the same check out as steps (mac_check.h) so that the binary
+// domain's check can travel in the same 4 rounds (CheckAllMacs).
 #pragma once
 
 #include <array>
@@ -32,6 +34,7 @@
 
 #include "common/prg.h"
 #include "common/result.h"
+#include "mpc/mac_check.h"
 #include "mpc/preprocessing.h"
 #include "mpc/share.h"
 #include "net/channel.h"
@@ -46,6 +49,9 @@ struct ContextOptions {
 };
 
 using Digest = std::array<std::uint8_t, 32>;
+
+template <typename P>
+class ContextCheckSteps;
 
 template <typename P>
 class Context {
@@ -75,6 +81,19 @@ class Context {
 
   // Batched MAC check of everything opened (and every input broadcast) since the last check.
   Status CheckMacs();
+  // The same check as steps for RunMacChecks (mac_check.h), to run next to another domain's
+  // check. nullptr when there is nothing to check (and always in semi-honest mode);
+  // kMacCheckFailed after an earlier failure; takes the check's random [r] now, before any
+  // message, so a short pool stops every party in step.
+  Result<std::unique_ptr<MacCheckSteps>> BeginMacCheck();
+
+  // A check in another domain of this session failed: refuse every later open, input and
+  // output here too (as after a failed check of this context).
+  void MarkFailed() {
+    failed_ = true;
+    log_.clear();
+    pending_ = 0;
+  }
 
   // Number of values opened since the last check (0 in semi-honest mode).
   std::size_t pending_checks() const { return pending_; }
@@ -92,6 +111,7 @@ class Context {
   std::vector<OpenedChunk>& log_for_testing() { return log_; }
 
  private:
+  friend class ContextCheckSteps<P>;
   Context(net::Channel& channel, Preprocessing<P>& prep, const Seed& local_seed,
           ContextOptions options);
   Status SendToPeers(std::span<const std::uint8_t> bytes);

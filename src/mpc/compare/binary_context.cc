@@ -162,123 +162,167 @@ Result<std::vector<PublicBits>> BinaryContext<P>::OpenMany(std::vector<BitShares
   return out;
 }
 
+// Pi_MACCheck with k = 1, s = 63 of one BinaryContext as the 4 rounds of mac_check.h.
 template <typename P>
-Status BinaryContext<P>::CheckMacs() {
-  if constexpr (!P::kMalicious) {
-    return Status::Ok();
-  } else {
-    if (failed_) return MacCheckFailed("a MAC check failed earlier: this session opens nothing");
-    if (pending_ == 0) return Status::Ok();
-    net::Channel& ch = arith_.channel();
-    const int np = ch.num_parties();
-    bool bad = false;
-    std::string why;
-    auto mark = [&](std::string w) {
-      if (!bad) why = std::move(w);
-      bad = true;
-    };
-    // Round 1: reveal the committed coin share, commit to the next one.
-    const Seed my_share = coin_share_;
-    const Digest my_nonce = coin_nonce_;
-    local_prg_.Fill(coin_share_.data(), coin_share_.size());
-    local_prg_.Fill(coin_nonce_.data(), coin_nonce_.size());
-    const Digest next = Sha256({coin_share_, coin_nonce_});
-    {
-      std::array<std::uint8_t, 80> msg{};
-      std::memcpy(msg.data(), my_share.data(), 16);
-      std::memcpy(msg.data() + 16, my_nonce.data(), 32);
-      std::memcpy(msg.data() + 48, next.data(), 32);
-      MPCACHE_RETURN_IF_ERROR(SendToPeers(msg));
-      arith_.stats().RecordRound();
-    }
-    Seed coin = my_share;
-    for (PartyId p = 0; p < np; ++p) {
-      if (p == self()) continue;
-      std::array<std::uint8_t, 80> buf{};
-      MPCACHE_RETURN_IF_ERROR(ch.Recv(p, buf));
-      Seed share{};
-      Digest nonce{}, commit{};
-      std::memcpy(share.data(), buf.data(), 16);
-      std::memcpy(nonce.data(), buf.data() + 16, 32);
-      std::memcpy(commit.data(), buf.data() + 48, 32);
-      if (Sha256({share, nonce}) != peer_commitments_[static_cast<std::size_t>(p)]) {
-        mark("party " + std::to_string(p) +
-             " opened a coin share that does not match its commitment");
+class BinaryCheckSteps final : public MacCheckSteps {
+ public:
+  BinaryCheckSteps(BinaryContext<P>& ctx, BitShares<P> r)
+      : ctx_(ctx),
+        r_(std::move(r)),
+        commits_(static_cast<std::size_t>(ctx.arith().num_parties())) {}
+
+  std::size_t PeerMessageSize(int round) const override {
+    static constexpr std::size_t kSize[kRounds] = {80, 8, 32, 48};
+    return kSize[round];
+  }
+
+  std::vector<std::uint8_t> Message(int round) override {
+    std::vector<std::uint8_t> msg(PeerMessageSize(round));
+    switch (round) {
+      case 0: {
+        // Reveal the committed coin share, commit to the next one.
+        coin_ = ctx_.coin_share_;
+        std::memcpy(msg.data(), ctx_.coin_share_.data(), 16);
+        std::memcpy(msg.data() + 16, ctx_.coin_nonce_.data(), 32);
+        ctx_.local_prg_.Fill(ctx_.coin_share_.data(), ctx_.coin_share_.size());
+        ctx_.local_prg_.Fill(ctx_.coin_nonce_.data(), ctx_.coin_nonce_.size());
+        const Digest next = Sha256({ctx_.coin_share_, ctx_.coin_nonce_});
+        std::memcpy(msg.data() + 48, next.data(), 32);
+        break;
       }
-      peer_commitments_[static_cast<std::size_t>(p)] = commit;
-      for (std::size_t i = 0; i < coin.size(); ++i) coin[i] ^= share[i];
+      case 1:
+        std::memcpy(msg.data(), &z_, 8);  // z_i = y_i + 2 r_i (party 0 subtracts y~)
+        break;
+      case 2: {
+        const Digest commit = Sha256({AsBytes(c_), nonce_});
+        std::memcpy(msg.data(), commit.data(), 32);
+        break;
+      }
+      default:
+        std::memcpy(msg.data(), &c_, 8);
+        std::memcpy(msg.data() + 8, nonce_.data(), 32);
+        std::memcpy(msg.data() + 40, &z_, 8);
+        break;
     }
-    // Random linear combination (coefficients in Z_2^64) of everything opened.
-    Prg chi_prg(coin);
-    std::uint64_t y = 0, y_open = 0, mac = 0;
-    constexpr std::size_t kBlock = 4096;
-    std::array<std::uint64_t, kBlock> chi{};
-    for (const OpenedChunk& c : log_) {
-      for (std::size_t base = 0; base < c.opened.n; base += kBlock) {
-        const std::size_t len = std::min(kBlock, c.opened.n - base);
-        chi_prg.Fill(chi.data(), len * sizeof(std::uint64_t));
-        for (std::size_t j = 0; j < len; ++j) {
-          const std::size_t i = base + j;
-          y += chi[j] * c.shares[i];
-          mac += chi[j] * c.macs[i];
-          y_open += chi[j] & (0 - ((c.opened.w[i / 64] >> (i % 64)) & 1));
+    return msg;
+  }
+
+  void Receive(int round, PartyId p, std::span<const std::uint8_t> buf) override {
+    const auto pi = static_cast<std::size_t>(p);
+    switch (round) {
+      case 0: {
+        Seed share{};
+        Digest nonce{}, commit{};
+        std::memcpy(share.data(), buf.data(), 16);
+        std::memcpy(nonce.data(), buf.data() + 16, 32);
+        std::memcpy(commit.data(), buf.data() + 48, 32);
+        if (Sha256({share, nonce}) != ctx_.peer_commitments_[pi]) {
+          Mark("party " + std::to_string(p) +
+               " opened a coin share that does not match its commitment");
+        }
+        ctx_.peer_commitments_[pi] = commit;
+        for (std::size_t i = 0; i < coin_.size(); ++i) coin_[i] ^= share[i];
+        break;
+      }
+      case 1: {
+        std::uint64_t zp = 0;
+        std::memcpy(&zp, buf.data(), 8);
+        z_ += zp;
+        break;
+      }
+      case 2:
+        std::memcpy(commits_[pi].data(), buf.data(), 32);
+        break;
+      default: {
+        std::uint64_t cp = 0, zp = 0;
+        Digest pn{};
+        std::memcpy(&cp, buf.data(), 8);
+        std::memcpy(pn.data(), buf.data() + 8, 32);
+        std::memcpy(&zp, buf.data() + 40, 8);
+        if (Sha256({AsBytes(cp), pn}) != commits_[pi]) {
+          Mark("party " + std::to_string(p) +
+               " opened a check value that does not match its commitment");
+        }
+        if (zp != z_) Mark("party " + std::to_string(p) + " computed a different z");
+        total_ += cp;
+        break;
+      }
+    }
+  }
+
+  void EndRound(int round) override {
+    if (round == 0) {
+      // Random linear combination (coefficients in Z_2^64) of everything opened.
+      Prg chi_prg(coin_);
+      std::uint64_t y = 0;
+      constexpr std::size_t kBlock = 4096;
+      std::array<std::uint64_t, kBlock> chi{};
+      for (const auto& c : ctx_.log_) {
+        for (std::size_t base = 0; base < c.opened.n; base += kBlock) {
+          const std::size_t len = std::min(kBlock, c.opened.n - base);
+          chi_prg.Fill(chi.data(), len * sizeof(std::uint64_t));
+          for (std::size_t j = 0; j < len; ++j) {
+            const std::size_t i = base + j;
+            y += chi[j] * c.shares[i];
+            mac_ += chi[j] * c.macs[i];
+            y_open_ += chi[j] & (0 - ((c.opened.w[i / 64] >> (i % 64)) & 1));
+          }
         }
       }
+      // z = y - y~ + 2 r: its low bit must be 0; the rest is masked by r.
+      z_ = y + 2 * r_.v[0];
+      if (ctx_.self() == 0) z_ -= y_open_;
+    } else if (round == 1) {
+      if ((z_ & 1) != 0) Mark("opened bits are inconsistent with their shares");
+      // c_i = mac_i + 2 r.m_i - beta_i (y~ + z), committed in round 3, opened in round 4.
+      c_ = mac_ + 2 * r_.m[0] - ctx_.key_.beta * (y_open_ + z_);
+      ctx_.local_prg_.Fill(nonce_.data(), nonce_.size());
+      total_ = c_;
+    } else if (round == 3) {
+      if (total_ != 0) Mark("MAC check failed: an opened bit or its MAC was tampered with");
     }
-    MPCACHE_ASSIGN_OR_RETURN(BitShares<P> r, prep_.GetBitRandoms(1));
-    // Round 2: z = y - y~ + 2 r: its low bit must be 0; the rest is masked by r.
-    std::uint64_t z = y + 2 * r.v[0];
-    if (self() == 0) z -= y_open;
-    MPCACHE_RETURN_IF_ERROR(SendToPeers(AsBytes(z)));
-    arith_.stats().RecordRound();
-    for (PartyId p = 0; p < np; ++p) {
-      if (p == self()) continue;
-      std::uint64_t zp = 0;
-      MPCACHE_RETURN_IF_ERROR(ch.Recv(p, {reinterpret_cast<std::uint8_t*>(&zp), sizeof(zp)}));
-      z += zp;
-    }
-    if ((z & 1) != 0) mark("opened bits are inconsistent with their shares");
-    // Rounds 3 and 4: commit to c_i = mac_i + 2 r.m_i - beta_i (y~ + z), then open it.
-    const std::uint64_t c = mac + 2 * r.m[0] - key_.beta * (y_open + z);
-    Digest nonce{};
-    local_prg_.Fill(nonce.data(), nonce.size());
-    MPCACHE_RETURN_IF_ERROR(SendToPeers(Sha256({AsBytes(c), nonce})));
-    arith_.stats().RecordRound();
-    std::vector<Digest> commits(static_cast<std::size_t>(np));
-    for (PartyId p = 0; p < np; ++p) {
-      if (p != self()) MPCACHE_RETURN_IF_ERROR(ch.Recv(p, commits[static_cast<std::size_t>(p)]));
-    }
-    {
-      std::array<std::uint8_t, 48> msg{};
-      std::memcpy(msg.data(), &c, 8);
-      std::memcpy(msg.data() + 8, nonce.data(), 32);
-      std::memcpy(msg.data() + 40, &z, 8);
-      MPCACHE_RETURN_IF_ERROR(SendToPeers(msg));
-      arith_.stats().RecordRound();
-    }
-    std::uint64_t total = c;
-    for (PartyId p = 0; p < np; ++p) {
-      if (p == self()) continue;
-      std::array<std::uint8_t, 48> buf{};
-      MPCACHE_RETURN_IF_ERROR(ch.Recv(p, buf));
-      std::uint64_t cp = 0, zp = 0;
-      Digest pn{};
-      std::memcpy(&cp, buf.data(), 8);
-      std::memcpy(pn.data(), buf.data() + 8, 32);
-      std::memcpy(&zp, buf.data() + 40, 8);
-      if (Sha256({AsBytes(cp), pn}) != commits[static_cast<std::size_t>(p)]) {
-        mark("party " + std::to_string(p) +
-             " opened a check value that does not match its commitment");
-      }
-      if (zp != z) mark("party " + std::to_string(p) + " computed a different z");
-      total += cp;
-    }
-    if (total != 0) mark("MAC check failed: an opened bit or its MAC was tampered with");
-    log_.clear();
-    pending_ = 0;
-    if (bad) return Fail(why);
+  }
+
+  Status Finish() override {
+    ctx_.log_.clear();
+    ctx_.pending_ = 0;
+    if (bad_) return ctx_.Fail(why_);
     return Status::Ok();
   }
+
+ private:
+  void Mark(std::string why) {
+    if (!bad_) why_ = std::move(why);
+    bad_ = true;
+  }
+
+  BinaryContext<P>& ctx_;
+  BitShares<P> r_;
+  std::vector<Digest> commits_;
+  Seed coin_{};
+  std::uint64_t y_open_ = 0, mac_ = 0, z_ = 0, c_ = 0, total_ = 0;
+  Digest nonce_{};
+  bool bad_ = false;
+  std::string why_;
+};
+
+template <typename P>
+Result<std::unique_ptr<MacCheckSteps>> BinaryContext<P>::BeginMacCheck() {
+  if constexpr (!P::kMalicious) {
+    return std::unique_ptr<MacCheckSteps>();
+  } else {
+    if (failed_) return MacCheckFailed("a MAC check failed earlier: this session opens nothing");
+    if (pending_ == 0) return std::unique_ptr<MacCheckSteps>();
+    MPCACHE_ASSIGN_OR_RETURN(BitShares<P> r, prep_.GetBitRandoms(1));
+    return std::unique_ptr<MacCheckSteps>(new BinaryCheckSteps<P>(*this, std::move(r)));
+  }
+}
+
+template <typename P>
+Status BinaryContext<P>::CheckMacs() {
+  MPCACHE_ASSIGN_OR_RETURN(std::unique_ptr<MacCheckSteps> check, BeginMacCheck());
+  MacCheckSteps* const checks[] = {check.get()};
+  return RunMacChecks(arith_.channel(), checks);
 }
 
 template <typename P>
@@ -352,8 +396,19 @@ Status BitAndBatch<P>::Exchange() {
 
 template <typename P>
 Status CheckAllMacs(BinaryContext<P>& ctx) {
-  MPCACHE_RETURN_IF_ERROR(ctx.CheckMacs());
-  return ctx.arith().CheckMacs();
+  if constexpr (!P::kMalicious) {
+    return Status::Ok();
+  } else {
+    // Both checks' randoms are taken before any message (a short pool stops every party in
+    // step); a binary failure is reported before the arithmetic side is looked at.
+    MPCACHE_ASSIGN_OR_RETURN(std::unique_ptr<MacCheckSteps> binary, ctx.BeginMacCheck());
+    MPCACHE_ASSIGN_OR_RETURN(std::unique_ptr<MacCheckSteps> arith, ctx.arith().BeginMacCheck());
+    MacCheckSteps* const checks[] = {binary.get(), arith.get()};
+    Status st = RunMacChecks(ctx.arith().channel(), checks);
+    // After a failure in the binary domain the arithmetic side releases nothing either.
+    if (ctx.failed()) ctx.arith().MarkFailed();
+    return st;
+  }
 }
 
 template class BinaryContext<SemiHonest>;

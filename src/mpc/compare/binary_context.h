@@ -14,8 +14,14 @@
 //   round 4: 48 B  c_i (8) + nonce (32) + z (8, so all agree on z)
 // i.e. 2 x 168 = 336 bytes sent per party. The coin's seed shares are committed before the
 // values they check are opened (at Create(): 1 round, 32 B to each peer; then at every
-// check). After a failed check this context opens nothing more, and CheckAllMacs() reports
-// the failure before touching the arithmetic side.
+// check). After a failed check this context opens nothing more.
+//
+// CheckAllMacs() runs this check and the arithmetic Context's check side by side (mac_check.h):
+// one message per peer per round carries both, so it costs 4 rounds and 336 + 448 = 784 B
+// per party when both domains have pending openings (4 rounds and that domain's bytes when
+// only one has; free when neither has). A binary failure is reported first and also marks
+// the arithmetic context failed: after a failure in either domain nothing is opened in
+// either.
 #pragma once
 
 #include <memory>
@@ -25,6 +31,9 @@
 #include "mpc/context.h"
 
 namespace mpcache::mpc {
+
+template <typename P>
+class BinaryCheckSteps;
 
 template <typename P>
 class BinaryContext {
@@ -44,6 +53,10 @@ class BinaryContext {
   Result<PublicBits> Open(BitShares<P> x);
 
   Status CheckMacs();
+  // The binary check as steps for RunMacChecks (nullptr when nothing is pending or in
+  // semi-honest mode; kMacCheckFailed after an earlier failure). Takes the check's random
+  // bit now, before any message.
+  Result<std::unique_ptr<MacCheckSteps>> BeginMacCheck();
 
   // For tamper tests: the log of opened bits since the last check.
   struct OpenedChunk {
@@ -53,6 +66,7 @@ class BinaryContext {
   std::vector<OpenedChunk>& log_for_testing() { return log_; }
 
  private:
+  friend class BinaryCheckSteps<P>;
   BinaryContext(Context<P>& arith, BitPreprocessing<P>& prep, const Seed& local_seed);
   Status SendToPeers(std::span<const std::uint8_t> bytes);
   Status Fail(std::string why);
@@ -89,8 +103,8 @@ class BitAndBatch {
   std::vector<Job> jobs_;
 };
 
-// The binary MAC check, then the arithmetic one (SPDZ2k: both must pass before anything
-// computed from the opened values may be released). Semi-honest: free.
+// The binary and the arithmetic MAC checks in the same 4 rounds (SPDZ2k: both must pass
+// before anything computed from the opened values may be released). Semi-honest: free.
 template <typename P>
 Status CheckAllMacs(BinaryContext<P>& ctx);
 

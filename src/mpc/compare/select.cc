@@ -23,6 +23,9 @@ void SetAt(Shares<P>& dst, std::size_t i, const Shares<P>& src, std::size_t j) {
   if constexpr (P::kMalicious) dst.m[i] = src.m[j];
 }
 
+// RowArgMax's tournament: groups of this many consecutive candidates per level.
+constexpr std::size_t kArgGroup = 4;
+
 Status CheckShape(std::size_t size, std::size_t rows, std::size_t cols) {
   if (cols == 0 || rows * cols != size) {
     return InvalidArgument("a " + std::to_string(rows) + " x " + std::to_string(cols) +
@@ -34,22 +37,31 @@ Status CheckShape(std::size_t size, std::size_t rows, std::size_t cols) {
 }  // namespace
 
 std::uint64_t ArgMaxRounds(std::size_t cols) {
-  std::uint64_t levels = 0;
-  for (std::size_t w = cols; w > 1; w -= w / 2) ++levels;
-  return levels * (kLtzRounds + 1);
+  std::uint64_t rounds = 0;
+  for (std::size_t w = cols; w > 1; w = (w + kArgGroup - 1) / kArgGroup) {
+    rounds += kLtzRounds + (w > 2 ? 2 : 1);  // a group of 3 or 4 needs the second stage
+  }
+  return rounds;
 }
 
 std::uint64_t ArgMaxBytesPerPeer(std::size_t rows, std::size_t cols) {
   std::uint64_t bytes = 0;
   std::size_t span = 1;
-  for (std::size_t w = cols; w > 1; w -= w / 2, span *= 2) {
-    const std::size_t pairs = w / 2;
-    std::size_t paired_cols = 0;  // columns covered by the pairs of one row
-    for (std::size_t i = 0; i < pairs; ++i) {
-      paired_cols += std::min((2 * i + 2) * span, cols) - 2 * i * span;
+  for (std::size_t w = cols; w > 1; w = (w + kArgGroup - 1) / kArgGroup, span *= kArgGroup) {
+    std::size_t pairs = 0, products = 0;  // per row
+    for (std::size_t k = 0; k * kArgGroup < w; ++k) {
+      const std::size_t g = std::min(kArgGroup, w - k * kArgGroup);
+      pairs += g * (g - 1) / 2;
+      for (std::size_t i = 0; i < g; ++i) {
+        const std::size_t c = k * kArgGroup + i;
+        const std::size_t payload = 1 + std::min((c + 1) * span, cols) - c * span;  // x, one-hot
+        if (g == 2) products += payload;                                            // b x payload
+        if (g == 3) products += 1 + payload;      // b0 b1; then x payload
+        if (g == 4) products += 1 + 2 * payload;  // b0 b1, b2 x payload; then their product
+      }
     }
     bytes += LtzBytesPerPeer(rows * pairs);
-    bytes += 16 * rows * (pairs + paired_cols);  // one Beaver batch: d and e per product
+    bytes += 16 * rows * products;  // Beaver: d and e per product, to each peer
   }
   return bytes;
 }
@@ -70,60 +82,121 @@ Result<ArgMaxResult<P>> RowArgMax(BinaryContext<P>& ctx, const Shares<P>& x, std
   MPCACHE_RETURN_IF_ERROR(CheckShape(x.size(), rows, cols));
   const ShareKey& key = ctx.arith().key();
   Shares<P> vals = x;
-  const std::uint64_t one = 1;
-  Shares<P> oh = PublicShares<P>(key, std::vector<std::uint64_t>(rows * cols, one));
+  Shares<P> oh = PublicShares<P>(key, std::vector<std::uint64_t>(rows * cols, 1));
+  // A reference to a share: in the level's pool (0), stage-1 products (1) or stage-2 (2).
+  struct Ref {
+    int src;
+    std::size_t i;
+  };
   std::size_t w = cols, span = 1;
   while (w > 1) {
-    const std::size_t pairs = w / 2;
-    std::vector<std::size_t> ia, ib, sidx, pidx;
+    const std::size_t groups = (w + kArgGroup - 1) / kArgGroup;
+    auto group_size = [&](std::size_t k) { return std::min(kArgGroup, w - k * kArgGroup); };
+    // Every pair (i < j) of every group of 4 candidates: [x_i < x_j], one batch.
+    std::vector<std::size_t> ia, ib;
     for (std::size_t r = 0; r < rows; ++r) {
-      for (std::size_t i = 0; i < pairs; ++i) {
-        ia.push_back(r * w + 2 * i);
-        ib.push_back(r * w + 2 * i + 1);
-        const std::size_t end = std::min((2 * i + 2) * span, cols);
-        for (std::size_t p = 2 * i * span; p < end; ++p) {
-          sidx.push_back(r * pairs + i);
-          pidx.push_back(r * cols + p);
-        }
-      }
-    }
-    Shares<P> a = GatherShares(vals, ia);
-    Shares<P> diff = Sub(a, GatherShares(vals, ib));
-    MPCACHE_ASSIGN_OR_RETURN(Shares<P> s, LessThanZero(ctx, diff));  // [a < b]
-    Shares<P> s_wide = GatherShares(s, sidx);
-    Shares<P> oh_paired = GatherShares(oh, pidx);
-    BeaverBatch<P> batch(ctx.arith());
-    const std::size_t h_val = batch.Prepare(s, diff);
-    const std::size_t h_oh = batch.Prepare(s_wide, oh_paired);
-    MPCACHE_RETURN_IF_ERROR(batch.Exchange());
-    Shares<P> m = Sub(a, batch.Take(h_val));
-    Shares<P> prod = batch.Take(h_oh);
-    // One-hot: A positions oh - s oh, B positions s oh.
-    std::size_t k = 0;
-    for (std::size_t r = 0; r < rows; ++r) {
-      for (std::size_t i = 0; i < pairs; ++i) {
-        const std::size_t mid = std::min((2 * i + 1) * span, cols);
-        const std::size_t end = std::min((2 * i + 2) * span, cols);
-        for (std::size_t p = 2 * i * span; p < end; ++p, ++k) {
-          const std::size_t at = r * cols + p;
-          if (p < mid) {
-            oh.v[at] -= prod.v[k];
-            if constexpr (P::kMalicious) oh.m[at] -= prod.m[k];
-          } else {
-            SetAt(oh, at, prod, k);
+      for (std::size_t k = 0; k < groups; ++k) {
+        const std::size_t g = group_size(k), base = r * w + k * kArgGroup;
+        for (std::size_t i = 0; i < g; ++i) {
+          for (std::size_t j = i + 1; j < g; ++j) {
+            ia.push_back(base + i);
+            ib.push_back(base + j);
           }
         }
       }
     }
-    const std::size_t next = w - pairs;
-    Shares<P> nv(rows * next);
+    const std::size_t npairs = ia.size();
+    MPCACHE_ASSIGN_OR_RETURN(
+        Shares<P> lt, LessThanZero(ctx, Sub(GatherShares(vals, ia), GatherShares(vals, ib))));
+    // pool = [1 - lt (x_i beats x_j, i < j: >=) | lt (x_j beats x_i: >) | vals | one-hots].
+    Shares<P> pool = Sub(PublicShares<P>(key, std::vector<std::uint64_t>(npairs, 1)), lt);
+    pool.Append(lt);
+    const std::size_t vals_at = pool.size();
+    pool.Append(vals);
+    const std::size_t oh_at = pool.size();
+    pool.Append(oh);
+    // Member i of a group wins with w_i = prod of its g - 1 beat bits; its payload (value,
+    // then one-hot over its column range) is multiplied by w_i: (b0 b1)(b2 payload).
+    std::vector<Ref> l1, r1, l2, r2;
+    std::vector<std::vector<Ref>> result;  // per member: w_i * payload
+    std::size_t pair = 0;
     for (std::size_t r = 0; r < rows; ++r) {
-      for (std::size_t i = 0; i < pairs; ++i) SetAt(nv, r * next + i, m, r * pairs + i);
-      if (next != pairs) SetAt(nv, r * next + pairs, vals, r * w + w - 1);
+      for (std::size_t k = 0; k < groups; ++k) {
+        const std::size_t g = group_size(k);
+        std::vector<std::vector<std::size_t>> bits(g);
+        for (std::size_t i = 0; i < g; ++i) {
+          for (std::size_t j = i + 1; j < g; ++j, ++pair) {
+            bits[i].push_back(pair);
+            bits[j].push_back(npairs + pair);
+          }
+        }
+        for (std::size_t i = 0; i < g; ++i) {
+          const std::size_t c = k * kArgGroup + i;
+          std::vector<std::size_t> payload = {vals_at + r * w + c};
+          for (std::size_t col = c * span; col < std::min((c + 1) * span, cols); ++col) {
+            payload.push_back(oh_at + r * cols + col);
+          }
+          std::vector<Ref> res;
+          if (g == 1) {
+            for (std::size_t p : payload) res.push_back({0, p});
+          } else if (g == 2) {
+            for (std::size_t p : payload) {
+              res.push_back({1, l1.size()});
+              l1.push_back({0, bits[i][0]});
+              r1.push_back({0, p});
+            }
+          } else {
+            const Ref u{1, l1.size()};
+            l1.push_back({0, bits[i][0]});
+            r1.push_back({0, bits[i][1]});
+            for (std::size_t p : payload) {
+              Ref v{0, p};
+              if (g == 4) {
+                v = {1, l1.size()};
+                l1.push_back({0, bits[i][2]});
+                r1.push_back({0, p});
+              }
+              res.push_back({2, l2.size()});
+              l2.push_back(u);
+              r2.push_back(v);
+            }
+          }
+          result.push_back(std::move(res));
+        }
+      }
+    }
+    Shares<P> s1, s2;
+    auto fetch = [&](const std::vector<Ref>& refs) {
+      Shares<P> out(refs.size());
+      for (std::size_t q = 0; q < refs.size(); ++q) {
+        const Shares<P>& src = refs[q].src == 0 ? pool : (refs[q].src == 1 ? s1 : s2);
+        SetAt(out, q, src, refs[q].i);
+      }
+      return out;
+    };
+    MPCACHE_ASSIGN_OR_RETURN(s1, Mul(ctx.arith(), fetch(l1), fetch(r1)));
+    if (!l2.empty()) {
+      MPCACHE_ASSIGN_OR_RETURN(s2, Mul(ctx.arith(), fetch(l2), fetch(r2)));
+    }
+    // Next values: the sum of each group's w_i x_i; one-hots: w_i oh_i on member i's range.
+    Shares<P> nv(rows * groups);
+    std::size_t m = 0;
+    for (std::size_t r = 0; r < rows; ++r) {
+      for (std::size_t k = 0; k < groups; ++k) {
+        const std::size_t g = group_size(k);
+        for (std::size_t i = 0; i < g; ++i, ++m) {
+          const Shares<P> got = fetch(result[m]);
+          nv.v[r * groups + k] += got.v[0];
+          if constexpr (P::kMalicious) nv.m[r * groups + k] += got.m[0];
+          const std::size_t c = k * kArgGroup + i;
+          for (std::size_t q = 1; q < got.size(); ++q)
+            SetAt(oh, r * cols + c * span + q - 1, got, q);
+        }
+      }
     }
     vals = std::move(nv);
-    w = next;
-    span *= 2;
+    w = groups;
+    span *= kArgGroup;
   }
   ArgMaxResult<P> out;
   out.max = std::move(vals);

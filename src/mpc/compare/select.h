@@ -2,17 +2,21 @@
 // matrix of shares (row-major), all rows batched together.
 //
 // RowMax: fixed_math's RowMax on SecureBackend (the plaintext twin runs the same template):
-//   ceil(log2 cols) levels, each one comparison batch (8 rounds) + one product batch.
-// RowArgMax: a tournament of adjacent pairs (2i, 2i+1) so every candidate stands for a
-//   contiguous range of columns and ties go to the lower index (the first maximum wins,
-//   like a plaintext scan). Each candidate carries its one-hot vector restricted to its
-//   range; merging a (range A) and b (range B) with s = [a < b]:
-//     max = a - s (a - b),  onehot = (oh_a - s oh_a) on A, s oh_b on B,
-//   i.e. one product batch of rows * (pairs + paired columns) elements after the
-//   comparison: per level 9 rounds, and cols products per row in all.
+//   a 4-ary tournament, ceil(log4 cols) levels, each one comparison batch of all pairs in
+//   every group of 4 (kLtzRounds = 5 rounds) + two product batches (one if the level has
+//   width 2): 7 rounds per level.
+// RowArgMax: a tournament of groups of 4 consecutive candidates (the last group of a row may
+//   be smaller), so every candidate stands for a contiguous range of columns and ties go to
+//   the lower index (the first maximum wins, like a plaintext scan). Per level: one
+//   comparison batch of every pair in every group; member i wins with w_i = prod_{j != i}
+//   [x_i beats x_j] (>= towards later members, > towards earlier ones: exactly one winner),
+//   and its payload (value, one-hot restricted to its range) is multiplied by w_i as
+//   (b0 b1)(b2 payload): two product batches (one when the level has width 2). The winner's
+//   value is the group's sum of w_i x_i. 7 rounds per level (ArgMaxRounds), about 2 cols
+//   products per row per level (ArgMaxBytesPerPeer).
 // RowTopK: k rounds of RowArgMax; after each, the winner is pushed down by 2^60 (local:
 //   x -= 2^60 onehot), so the next round picks the best of the rest and ties keep going to
-//   the lower index. Cost k times RowArgMax: k * 9 * ceil(log2 cols) rounds. Chosen over a
+//   the lower index. Cost k times RowArgMax: k * 7 * ceil(log4 cols) rounds. Chosen over a
 //   sorting network (O(log^2 cols) comparison rounds but cols log^2 cols comparisons per
 //   row) for the small k of attention-block selection; docs/comparison.md has the numbers.
 // Values must satisfy |x| < 2^59 (fixed-point activations are far smaller) and k <= cols.

@@ -177,6 +177,61 @@ TYPED_TEST(CompareTest, MacCheckCostAndEmptyCheckIsFree) {
   }
 }
 
+// CheckAllMacs runs both domains' checks in the same 4 rounds: theory per party
+//   both pending:        4 rounds, 2 x (168 binary + 224 arithmetic) = 784 B
+//   only binary pending: 4 rounds, 336 B;   only arithmetic pending: 4 rounds, 448 B;
+//   nothing pending:     free.   Semi-honest: always free.
+TYPED_TEST(CompareTest, CombinedMacCheckSharesItsRounds) {
+  using P = TypeParam;
+  CmpHarness<P> h(9);
+  struct Costs {
+    net::PhaseCounters both, binary_only, arith_only, none;
+  };
+  auto res = h.Run([&](BinaryContext<P>& ctx) -> Result<Costs> {
+    auto measure = [&](net::PhaseCounters& out) -> Status {
+      const auto before = ctx.arith().stats().Total();
+      MPCACHE_RETURN_IF_ERROR(CheckAllMacs(ctx));
+      out = ctx.arith().stats().Total();
+      out.bytes_sent -= before.bytes_sent;
+      out.rounds -= before.rounds;
+      return Status::Ok();
+    };
+    Costs c;
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> xs, ShareVec(ctx.arith(), Vec{5, 0 - 5ull, 7}));
+    MPCACHE_RETURN_IF_ERROR(ctx.arith().CheckMacs());
+    // Both domains: LessThanZero opens arithmetic c = x + r and binary masked bits.
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> lt, LessThanZero(ctx, xs));
+    if (ctx.pending_checks() == 0 && P::kMalicious) return Internal("no binary openings");
+    if (ctx.arith().pending_checks() == 0 && P::kMalicious) return Internal("no arith openings");
+    MPCACHE_RETURN_IF_ERROR(measure(c.both));
+    if (ctx.pending_checks() != 0 || ctx.arith().pending_checks() != 0) {
+      return Internal("a domain was left unchecked");
+    }
+    MPCACHE_ASSIGN_OR_RETURN(BitShares<P> b, MsbBits(ctx, xs));  // opens c: arith too
+    MPCACHE_RETURN_IF_ERROR(ctx.arith().CheckMacs());
+    MPCACHE_ASSIGN_OR_RETURN(PublicBits pb, ctx.Open(std::move(b)));
+    (void)pb;
+    MPCACHE_RETURN_IF_ERROR(measure(c.binary_only));
+    MPCACHE_ASSIGN_OR_RETURN(Vec v, ctx.arith().Open(lt));
+    (void)v;
+    MPCACHE_RETURN_IF_ERROR(measure(c.arith_only));
+    MPCACHE_RETURN_IF_ERROR(measure(c.none));
+    return c;
+  });
+  ExpectAllOk(res);
+  const bool m = P::kMalicious;
+  for (const auto& r : res) {
+    EXPECT_EQ(r->both.rounds, m ? 4u : 0u);
+    EXPECT_EQ(r->both.bytes_sent, m ? 784u : 0u);
+    EXPECT_EQ(r->binary_only.rounds, m ? 4u : 0u);
+    EXPECT_EQ(r->binary_only.bytes_sent, m ? 336u : 0u);
+    EXPECT_EQ(r->arith_only.rounds, m ? 4u : 0u);
+    EXPECT_EQ(r->arith_only.bytes_sent, m ? 448u : 0u);
+    EXPECT_EQ(r->none.rounds, 0u);
+    EXPECT_EQ(r->none.bytes_sent, 0u);
+  }
+}
+
 TEST(BitDealer, ItemsAreConsistentAndHandedOutOnce) {
   auto d = preproc::InProcessBitDealer<Spdz2k>::Create(TestSeed(1), 12345).value();
   ASSERT_TRUE(d->Provide(preproc::BitItem::kEdaBit, 10).ok());

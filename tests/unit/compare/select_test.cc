@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 
 #include "cmp_harness.h"
@@ -43,7 +44,7 @@ std::int64_t S(std::uint64_t x) {
 
 TYPED_TEST(SelectTest, MaxAndArgMaxExact) {
   using P = TypeParam;
-  for (std::size_t cols : {1, 2, 5, 16, 37}) {
+  for (std::size_t cols : {1, 2, 3, 5, 7, 16, 37}) {
     const std::size_t rows = 3;
     Vec x = Values(rows, cols, 100 + cols);
     if (cols >= 5) x[cols + 4] = x[cols + 1];  // a tie for the maximum in row 1 (maybe)
@@ -67,8 +68,17 @@ TYPED_TEST(SelectTest, MaxAndArgMaxExact) {
     });
     ExpectAllOk(res);
     const Out& o = res[0].value();
-    EXPECT_EQ(o.rounds,
-              static_cast<std::uint64_t>(fixed_detail::CeilLog2(cols)) * (kLtzRounds + 1));
+    // 4-ary tournament (ArgMaxRounds): a level of width w > 2 costs an LTZ + 2 product
+    // rounds, a level of width 2 an LTZ + 1. Widths: 2 | 3 | 5, 2 | 7, 2 | 16, 4 | 37, 10, 3.
+    const std::map<std::size_t, std::uint64_t> want_rounds = {
+        {1, 0},
+        {2, kLtzRounds + 1},
+        {3, kLtzRounds + 2},
+        {5, (kLtzRounds + 2) + (kLtzRounds + 1)},
+        {7, (kLtzRounds + 2) + (kLtzRounds + 1)},
+        {16, 2 * (kLtzRounds + 2)},
+        {37, 3 * (kLtzRounds + 2)}};
+    EXPECT_EQ(o.rounds, want_rounds.at(cols));
     EXPECT_EQ(o.rounds, ArgMaxRounds(cols));
     for (const auto& r : res) EXPECT_EQ(r->bytes, 2 * ArgMaxBytesPerPeer(rows, cols));
     for (std::size_t r = 0; r < rows; ++r) {

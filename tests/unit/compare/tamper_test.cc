@@ -181,6 +181,34 @@ TEST(CompareTamper, HonestRunPasses) {
   EXPECT_EQ(res[0].value(), (Vec{0, 1, 0, 1, 0, 0}));
 }
 
+// The combined check (both domains in the same rounds) names the binary domain when a
+// binary opening was tampered with, and afterwards neither domain opens anything.
+TEST(CompareTamper, BinaryFailureInCombinedCheckStopsBothDomains) {
+  CmpHarness<P> h(45);
+  auto res = h.Run([&](BinaryContext<P>& ctx) -> Result<int> {
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> xs, ShareVec(ctx.arith(), Inputs()));
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> lt, LessThanZero(ctx, xs));
+    if (ctx.arith().pending_checks() == 0 || ctx.pending_checks() == 0) {
+      return Internal("both domains should have pending openings");
+    }
+    if (ctx.self() == 1) ctx.log_for_testing().front().shares[0] ^= 1;
+    Status st = CheckAllMacs(ctx);
+    if (st.ok()) return Internal("tampered binary opening passed");
+    if (st.error().code() != ErrorCode::kMacCheckFailed) return st.error();
+    if (st.error().message().find("binary domain") == std::string::npos) {
+      return Internal("failure does not name the binary domain: " + st.error().message());
+    }
+    if (!ctx.failed() || !ctx.arith().failed()) return Internal("a context is still live");
+    if (ctx.arith().Open(lt).ok() || ctx.Open(BitShares<P>(3)).ok()) {
+      return Internal("opened after a failed check");
+    }
+    return 0;
+  });
+  for (std::size_t i = 0; i < res.size(); ++i) {
+    ASSERT_TRUE(res[i].ok()) << "party " << i << ": " << res[i].error().ToString();
+  }
+}
+
 TEST(CompareTamper, FlippedComparisonMaterialIsDetected) {
   Prg prg(TestSeed(41));
   const Field fields[] = {Field::kTripleA, Field::kTripleB, Field::kTripleC, Field::kEdaBit,

@@ -66,8 +66,10 @@ ViewStats Summarise(const RecordingChannel& ch) {
       if (w < (1u << 20) || w > ~std::uint64_t{0} - (1u << 20)) {
         // The arithmetic MAC check's messages (112 B round 1, 64 B round 4) carry constant
         // fields: the digest of the input broadcasts is all zero when there were none, and
-        // the agreed z is 0 mod 2^64 whenever the check passes. Counted apart.
-        if (m.size() == 112 || m.size() == 64) {
+        // the agreed z is 0 mod 2^64 whenever the check passes. Counted apart. When the
+        // binary check travels in the same rounds (CheckAllMacs) its part comes first:
+        // round 1 is 80 + 112 = 192 B, round 4 is 48 + 64 = 112 B.
+        if (m.size() == 112 || m.size() == 64 || m.size() == 192) {
           ++s.check_constants;
         } else {
           ++s.small_words;

@@ -233,6 +233,62 @@ TEST(FixedMath, Softmax) {
   }
 }
 
+// RowMax's 4-ary tournament, per row: a level of width w has ceil(w / 4) groups (the last
+// one w - 4 floor(w / 4) wide when 4 does not divide w); a group of g costs g(g - 1)/2
+// comparisons; each level is one comparison batch and 2 product batches (1 when no group
+// has more than 2 members, i.e. w == 2).
+struct MaxTheory {
+  std::uint64_t cmp_per_row = 0, cmp_batches = 0, mul_batches = 0;
+};
+MaxTheory RowMaxTheory(std::size_t cols) {
+  MaxTheory t;
+  for (std::size_t w = cols; w > 1; w = (w + 3) / 4) {
+    std::size_t widest = 0;
+    for (std::size_t k = 0; k * 4 < w; ++k) {
+      const std::size_t g = std::min<std::size_t>(4, w - 4 * k);
+      t.cmp_per_row += g * (g - 1) / 2;
+      widest = std::max(widest, g);
+    }
+    t.cmp_batches += 1;
+    t.mul_batches += widest > 2 ? 2 : 1;
+  }
+  return t;
+}
+
+TEST(FixedMath, RowMaxExactWithTiesAndCounts) {
+  Prg prg(TestSeed(4));
+  for (std::size_t cols :
+       {1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u, 9u, 15u, 16u, 17u, 37u, 64u, 100u, 1024u}) {
+    const std::size_t rows = 3;
+    std::vector<Ring64> x(rows * cols);
+    for (auto& v : x) v = static_cast<Ring64>(static_cast<std::int64_t>(prg.Uniform(2001)) - 1000);
+    if (cols >= 3) x[cols + 2] = x[cols];                        // possible ties in row 1
+    for (std::size_t c = 0; c < cols; ++c) x[2 * cols + c] = 7;  // all equal in row 2
+    PlainBackend be;
+    const auto got = RowMax(be, x, rows, cols);
+    ASSERT_EQ(got.size(), rows);
+    for (std::size_t r = 0; r < rows; ++r) {
+      std::int64_t want = static_cast<std::int64_t>(x[r * cols]);
+      for (std::size_t c = 1; c < cols; ++c) {
+        want = std::max(want, static_cast<std::int64_t>(x[r * cols + c]));
+      }
+      EXPECT_EQ(static_cast<std::int64_t>(got[r]), want) << "cols " << cols << " row " << r;
+    }
+    const MaxTheory t = RowMaxTheory(cols);
+    EXPECT_EQ(be.counts().cmp_elems, rows * t.cmp_per_row) << cols;
+    EXPECT_EQ(be.counts().cmp_batches, t.cmp_batches) << cols;
+    EXPECT_EQ(be.counts().mul_batches, t.mul_batches) << cols;
+  }
+  // Written out for the softmax widths of the docs: C = 1024: 341 groups of 4 (2046
+  // comparisons) in 5 levels; C = 64: 21 groups (126) in 3 levels; C = 100: 150 + 36 + 9 + 1.
+  EXPECT_EQ(RowMaxTheory(1024).cmp_per_row, 2046u);
+  EXPECT_EQ(RowMaxTheory(1024).cmp_batches, 5u);
+  EXPECT_EQ(RowMaxTheory(1024).mul_batches, 10u);
+  EXPECT_EQ(RowMaxTheory(64).cmp_per_row, 126u);
+  EXPECT_EQ(RowMaxTheory(100).cmp_per_row, 196u);
+  EXPECT_EQ(RowMaxTheory(100).mul_batches, 7u);
+}
+
 TEST(FixedMath, SoftmaxOpCounts) {
   FixedMathParams p;
   FixedMath fm(p);
@@ -240,10 +296,11 @@ TEST(FixedMath, SoftmaxOpCounts) {
   std::vector<Ring64> x(rows * cols, 0);
   fm.Softmax(x, rows, cols);
   const auto& k = fm.backend().counts();
-  // max tree: cols-1 comparisons per row in ceil(log2 cols) batches; exp: cols per row;
-  // reciprocal over [1, 2^7]: 6 per row.
-  EXPECT_EQ(k.cmp_elems, rows * (cols - 1) + rows * cols + rows * 6);
-  EXPECT_EQ(k.cmp_batches, 7u + 1 + 1);
+  // max tournament (widths 100, 25, 7, 2): 150 + 36 + 9 + 1 = 196 comparisons per row in 4
+  // batches, 2 + 2 + 2 + 1 product batches; exp: cols per row; reciprocal over [1, 2^7]: 6
+  // per row.
+  EXPECT_EQ(k.cmp_elems, rows * 196 + rows * cols + rows * 6);
+  EXPECT_EQ(k.cmp_batches, 4u + 1 + 1);
   EXPECT_EQ(k.mul_batches, 7u + (p.exp_squarings + 3) + 5 + 1);
 }
 
