@@ -90,22 +90,21 @@ class RemotePreprocessing<P>::Bits final : public mpc::BitPreprocessing<P> {
   Result<T> Get(BitItem item, std::size_t n) {
     BitReserve<P, T>& reserve = Reserve<T>();
     const QueueKey key{1, static_cast<std::uint64_t>(item), 0, 0, 0};
+    const std::uint64_t ahead = RoundUp64(owner_.Ahead(key, n, Chunk(item)));
     while (reserve.left() < n) {
       if (owner_.Pending(key) > 0) {
         MPCACHE_RETURN_IF_ERROR(owner_.Drain(key));
         continue;
       }
-      const std::uint64_t want =
-          RoundUp64(std::max<std::uint64_t>(n - reserve.left(), Chunk(item)));
+      const std::uint64_t want = RoundUp64(std::max<std::uint64_t>(n - reserve.left(), ahead));
       MPCACHE_RETURN_IF_ERROR(owner_.IssueBits(item, want, false));
       owner_.traffic_.waited += 1;
       MPCACHE_RETURN_IF_ERROR(owner_.Drain(key));
       if (reserve.left() < n) return Exhausted("the dealer sent fewer comparison items than asked");
     }
     T out = reserve.Take(n);
-    if (owner_.Pending(key) == 0 && reserve.left() < Chunk(item) &&
-        owner_.in_flight() < kMaxInFlight) {
-      MPCACHE_RETURN_IF_ERROR(owner_.IssueBits(item, Chunk(item), true));
+    if (owner_.Pending(key) == 0 && reserve.left() < ahead && owner_.in_flight() < kMaxInFlight) {
+      MPCACHE_RETURN_IF_ERROR(owner_.IssueBits(item, ahead, true));
     }
     return out;
   }
@@ -192,6 +191,14 @@ Status RemotePreprocessing<P>::ReadOne() {
 }
 
 template <typename P>
+std::uint64_t RemotePreprocessing<P>::Ahead(const QueueKey& key, std::uint64_t n,
+                                            std::uint64_t chunk) {
+  std::uint64_t& largest = largest_[key];
+  largest = std::max(largest, n);
+  return std::max(chunk, 2 * largest);
+}
+
+template <typename P>
 Status RemotePreprocessing<P>::Drain(const QueueKey& key) {
   while (Pending(key) > 0) MPCACHE_RETURN_IF_ERROR(ReadOne());
   return Status::Ok();
@@ -235,8 +242,9 @@ Status RemotePreprocessing<P>::Refill(const BatchRequest& need) {
     if (got < need.count) {
       BatchRequest r = need;
       r.count = need.count - got;
-      if (need.type != ItemType::kInputMask)
-        r.count = std::max<std::uint64_t>(r.count, kChunkItems);
+      if (need.type != ItemType::kInputMask) {
+        r.count = std::max<std::uint64_t>(r.count, Ahead(key, need.count, kChunkItems));
+      }
       MPCACHE_RETURN_IF_ERROR(Issue(r, false));
       traffic_.waited += 1;
       MPCACHE_RETURN_IF_ERROR(Drain(key));
@@ -261,6 +269,7 @@ template <typename P>
 Status RemotePreprocessing<P>::OnTake(const BatchRequest& taken) {
   preproc::PartyStore<P>& s = *store_;
   const QueueKey key = KeyOf(taken);
+  const std::uint64_t ahead = Ahead(key, taken.count, kChunkItems);
   if (Pending(key) > 0 || in_flight_.size() >= kMaxInFlight) return Status::Ok();
   switch (taken.type) {
     case ItemType::kTriple:
@@ -268,9 +277,9 @@ Status RemotePreprocessing<P>::OnTake(const BatchRequest& taken) {
     case ItemType::kTrunc:
     case ItemType::kBit:
     case ItemType::kRandom: {
-      if (s.available(taken.type, Param(taken)) >= kChunkItems) return Status::Ok();
+      if (s.available(taken.type, Param(taken)) >= ahead) return Status::Ok();
       BatchRequest next = taken;
-      next.count = kChunkItems;
+      next.count = ahead;
       return Issue(next, true);
     }
     case ItemType::kMatrixMask:

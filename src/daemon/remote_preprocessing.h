@@ -7,8 +7,9 @@
 // into the store or a reserve) only when its queue runs short. Queues, each with at most
 // one request in flight ahead of need:
 //   elementwise arithmetic items (triples, squares, truncation pairs per precision, bits,
-//     randoms): a chunk of kChunkItems as soon as the previous chunk is taken;
-//   comparison material, per item: a chunk as soon as one is taken;
+//     randoms) and comparison material per item: when fewer than `ahead` items are left,
+//     `ahead` more, where ahead = max(a chunk, twice the largest call so far) (calls grow
+//     with the context, so the next call is covered by what is left plus what arrives);
 //   small matrix masks (KV-cache rows), per shape: the next mask of the shape;
 //   matrix triples, per (mask, side, other): the next triple as soon as one is taken, and
 //     a prefetched mask's first triple with the (side, other) the previous mask of its
@@ -78,6 +79,9 @@ class RemotePreprocessing {
   // Reads answers until no request of `key` is in flight.
   Status Drain(const QueueKey& key);
   std::size_t Pending(const QueueKey& key) const;
+  // Items to ask for ahead in `key`'s queue after a call for n: a chunk, or twice the
+  // largest call seen so far (calls grow with the context), whichever is more.
+  std::uint64_t Ahead(const QueueKey& key, std::uint64_t n, std::uint64_t chunk);
   // The store's refill: make `need` available (waits for the dealer).
   Status Refill(const preproc::BatchRequest& need);
   // The store's take hook: ask ahead for the queue the take drained.
@@ -93,6 +97,7 @@ class RemotePreprocessing {
   DealerTraffic traffic_;
   std::deque<InFlight> in_flight_;
   std::map<QueueKey, std::size_t> pending_;
+  std::map<QueueKey, std::uint64_t> largest_;  // largest call per queue
   // Matrix masks this party asked for: id -> shape; per shape, the (side, other) of the
   // last triple asked for a mask of that shape.
   std::map<std::uint64_t, std::pair<std::uint64_t, std::uint64_t>> mask_shape_;
