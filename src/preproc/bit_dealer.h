@@ -23,17 +23,9 @@
 
 #include "common/prg.h"
 #include "mpc/compare/bit_preprocessing.h"
+#include "preproc/bit_batch.h"
 
 namespace mpcache::preproc {
-
-enum class BitItem : std::uint8_t {
-  kBitTriple = 0,
-  kEdaBit = 1,
-  kDaBit = 2,
-  kBitRandom = 3,
-  kRootTuple = 4
-};
-inline constexpr int kNumBitItems = 5;
 
 struct BitOfflineStats {
   std::uint64_t correction_bytes = 0;  // sent to the last party (the others expand seeds)
@@ -79,6 +71,11 @@ class InProcessBitDealer {
   int num_parties() const { return static_cast<int>(stores_.size()); }
   // Offline: add n items (rounded up to whole units) to every party's pool.
   Status Provide(BitItem item, std::size_t n);
+  // The next batch of n items (1..kMaxBitBatchItems) of `item` for every party (index =
+  // party id), to be expanded by BitExpander at each party. Thread-safe.
+  Result<std::vector<BitBatch>> MakeBatch(BitItem item, std::uint64_t n);
+  // The bit seed party p shares with the dealer (sent once, over TLS, at session set-up).
+  const Seed& bit_seed(mpc::PartyId p) const { return seeds_[static_cast<std::size_t>(p)]; }
   BitOfflineStats stats() const;
   std::uint64_t mac_key() const { return beta_; }  // for tests
 
@@ -89,16 +86,18 @@ class InProcessBitDealer {
  private:
   friend class BitStore<P>;
   explicit InProcessBitDealer(const Seed& prg_seed) : prg_(prg_seed) {}
-  // Units handed to a party: whole pool chunks moved out (no copy) and freed as they are
-  // read; only the first may start at an offset.
-  struct Units {
-    std::deque<std::vector<std::uint64_t>> chunks;
-    std::size_t first_offset = 0;
-  };
-  // Take `units` units of `item` for party p, making what is missing (under mu_).
-  Result<Units> Take(mpc::PartyId p, BitItem item, std::size_t units);
-  Status MakeLocked(BitItem item, std::size_t units);  // one batch for every party
+  static constexpr Security kSecurity =
+      P::kMalicious ? Security::kMalicious : Security::kSemiHonest;
+  // Take `units` units of `item` for party p, making what is missing (under mu_): whole
+  // pool chunks moved out (no copy) and freed as they are read.
+  Result<BitUnits> Take(mpc::PartyId p, BitItem item, std::size_t units);
+  Status MakeLocked(BitItem item, std::size_t units);  // one batch for every party's pool
   void MakeChunkLocked(BitItem item, std::uint64_t seq, std::uint64_t chunk, std::size_t units);
+  // Every party's stream of chunk `chunk` of batch (item, seq) into part[p] (units * unit
+  // words each), then the last party's determined words set so the shares are consistent.
+  void FillChunkLocked(BitItem item, std::uint64_t seq, std::uint64_t chunk, std::size_t units,
+                       const std::vector<std::uint64_t*>& part);
+  void CountLocked(BitItem item, std::size_t units, double seconds);
 
   struct Pool {
     std::deque<std::vector<std::uint64_t>> chunks;  // at most kChunkWords words each
