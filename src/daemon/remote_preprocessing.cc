@@ -17,8 +17,8 @@ constexpr std::size_t kCreditEvery = 8;                 // streamed answers per 
 template <typename P>
 class RemotePreprocessing<P>::Bits final : public mpc::BitPreprocessing<P> {
  public:
-  Bits(RemotePreprocessing& owner, mpc::PartyId party, std::uint64_t key)
-      : owner_(owner), party_(party), key_(key) {}
+  Bits(RemotePreprocessing& owner, mpc::PartyId party, std::uint64_t key, const Seed& bit_seed)
+      : owner_(owner), party_(party), key_(key), expander_(party, 3, bit_seed) {}
   mpc::PartyId party() const override { return party_; }
   std::uint64_t bit_mac_key_share() const override { return key_; }
   Result<mpc::BitTriples<P>> GetBitTriples(std::size_t n) override {
@@ -42,7 +42,14 @@ class RemotePreprocessing<P>::Bits final : public mpc::BitPreprocessing<P> {
   Result<T> Exact(preproc::BitItem item, std::size_t n) {
     MPCACHE_ASSIGN_OR_RETURN(auto answer,
                              owner_.Ask(dealer_proto::Encode(dealer_proto::BitRequest{item, n})));
-    return dealer_proto::DecodeBits<T>(answer);
+    // A seed-compressed batch (preproc/bit_batch.h), expanded with this party's bit seed.
+    MPCACHE_ASSIGN_OR_RETURN(preproc::BitBatch batch, dealer_proto::DecodeBitBatch(answer));
+    if (batch.count != n) {
+      return ProtocolError("asked the dealer for " + std::to_string(n) + " " +
+                           preproc::BitItemName(item) + " items, got " +
+                           std::to_string(batch.count));
+    }
+    return expander_.template Expand<T>(batch);
   }
   template <typename T>
   Result<T> Get(preproc::BitItem item, std::size_t n) {
@@ -63,6 +70,7 @@ class RemotePreprocessing<P>::Bits final : public mpc::BitPreprocessing<P> {
   RemotePreprocessing& owner_;
   mpc::PartyId party_;
   std::uint64_t key_;
+  preproc::BitExpander<P> expander_;
 };
 
 template <typename P>
@@ -127,7 +135,7 @@ Result<std::unique_ptr<RemotePreprocessing<P>>> RemotePreprocessing<P>::Open(
             auto answer, self->Ask(dealer_proto::Encode(dealer_proto::BatchRequest{req, seq})));
         return dealer_proto::DecodeBatch(answer);
       });
-  r->bits_ = std::make_unique<Bits>(*r, party, r->setup_.bit_key_share);
+  r->bits_ = std::make_unique<Bits>(*r, party, r->setup_.bit_key_share, r->setup_.bit_seed);
   return r;
 }
 
