@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <deque>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include "common/prg.h"

@@ -3,7 +3,7 @@
 //
 // Seed compression as in batch.h: party i shares a seed with the dealer; every word of
 // party i's part of batch (item, seq) that is free (a triple's a and b, a binary share of
-// an edaBit's bits, ...) is the AES-CTR stream of DeriveSeed(DeriveSeed(seed_i, item), seq).
+// an edaBit's bits, ...) is the AES-CTR stream of BitChunkSeed(seed_i, item, seq, chunk).
 // Determined words (c = a AND b, every MAC, the arithmetic half of an edaBit/daBit) come
 // from the stream at parties 0..n-2 and as a correction at the last party, so dealer ->
 // party traffic is one share per determined value at one party only (counted in stats()).
@@ -13,6 +13,12 @@
 // party to ask makes the batch for all; the parties consume in the same order, so their
 // pools stay aligned). Items are removed when handed out and never handed out twice.
 // Semi-honest bit triples and bit randoms are made and handed out in units of 64.
+//
+// Over the network (daemon/dealer_session.cc): MakeBatch(item, n) makes one batch for every
+// party and returns each party's serialisable part (bit_batch.h: a header for parties
+// 0..n-2, the corrections for the last), which the party expands with its bit seed
+// (BitExpander). The pools are not involved; both paths share the per-item sequence
+// numbers, so their streams never repeat.
 #pragma once
 
 #include <array>
@@ -100,7 +106,7 @@ class InProcessBitDealer {
   void CountLocked(BitItem item, std::size_t units, double seconds);
 
   struct Pool {
-    std::deque<std::vector<std::uint64_t>> chunks;  // at most kChunkWords words each
+    std::deque<std::vector<std::uint64_t>> chunks;  // BitChunkUnits() units each at most
     std::size_t head = 0;                           // words consumed in chunks.front()
     std::size_t words = 0;                          // words available
   };
