@@ -13,35 +13,6 @@ Status Expect(Reader& r, Type t, const char* name) {
   return Status::Ok();
 }
 
-template <typename P>
-void Put(Writer& w, const mpc::Shares<P>& s) {
-  w.Vec(s.v);
-  w.Vec(s.m);
-}
-template <typename P>
-void Put(Writer& w, const mpc::BitShares<P>& s) {
-  w.U64(s.n);
-  w.Vec(s.v);
-  w.Vec(s.m);
-}
-template <typename P>
-Status Get(Reader& r, mpc::Shares<P>& s) {
-  MPCACHE_ASSIGN_OR_RETURN(s.v, r.Vec<typename P::Word>());
-  MPCACHE_ASSIGN_OR_RETURN(s.m, r.Vec<mpc::u128>());
-  if (P::kMalicious && s.m.size() != s.v.size()) return CorruptData("dealer: MACs missing");
-  return Status::Ok();
-}
-template <typename P>
-Status Get(Reader& r, mpc::BitShares<P>& s) {
-  MPCACHE_ASSIGN_OR_RETURN(std::uint64_t n, r.U64());
-  s.n = static_cast<std::size_t>(n);
-  MPCACHE_ASSIGN_OR_RETURN(s.v, r.Vec<std::uint64_t>());
-  MPCACHE_ASSIGN_OR_RETURN(s.m, r.Vec<std::uint64_t>());
-  const std::size_t want = P::kMalicious ? s.n : mpc::WordsFor(s.n);
-  if (s.v.size() != want) return CorruptData("dealer: binary shares of the wrong size");
-  return Status::Ok();
-}
-
 }  // namespace
 
 std::vector<std::uint8_t> Encode(const Join& m) {
@@ -57,7 +28,7 @@ std::vector<std::uint8_t> Encode(const Join& m) {
 
 std::vector<std::uint8_t> Encode(const Setup& m) {
   Writer w(kSetup);
-  w.Raw(m.party_seed.data(), 16).U64(m.bit_key_share);
+  w.Raw(m.party_seed.data(), 16).U64(m.bit_key_share).Raw(m.bit_seed.data(), 16);
   w.Raw(m.client_seed_share.data(), 16).Raw(m.client_seed_hash.data(), 32);
   w.U32(static_cast<std::uint32_t>(m.client_batches.size()));
   for (const auto& b : m.client_batches) w.Bytes(b.Serialize());
@@ -115,6 +86,7 @@ Result<Setup> DecodeSetup(const std::vector<std::uint8_t>& p) {
   Setup m;
   MPCACHE_RETURN_IF_ERROR(r.Raw(m.party_seed.data(), 16));
   MPCACHE_ASSIGN_OR_RETURN(m.bit_key_share, r.U64());
+  MPCACHE_RETURN_IF_ERROR(r.Raw(m.bit_seed.data(), 16));
   MPCACHE_RETURN_IF_ERROR(r.Raw(m.client_seed_share.data(), 16));
   MPCACHE_RETURN_IF_ERROR(r.Raw(m.client_seed_hash.data(), 32));
   MPCACHE_ASSIGN_OR_RETURN(std::uint32_t n, r.U32());
@@ -182,103 +154,17 @@ Error UnexpectedMessage(const std::vector<std::uint8_t>& p, const char* wanted) 
   return ProtocolError(std::string("expected a dealer ") + wanted + " message");
 }
 
-template <typename P>
-std::vector<std::uint8_t> EncodeBits(const mpc::BitTriples<P>& x) {
-  Writer w(kBits);
-  Put(w, x.a), Put(w, x.b), Put(w, x.c);
-  return w.Take();
-}
-template <typename P>
-std::vector<std::uint8_t> EncodeBits(const mpc::EdaBits<P>& x) {
-  Writer w(kBits);
-  Put(w, x.r);
-  for (const auto& b : x.bits) Put(w, b);
-  w.U64(x.prods.size());
-  for (const auto& b : x.prods) Put(w, b);
-  return w.Take();
-}
-template <typename P>
-std::vector<std::uint8_t> EncodeBits(const mpc::DaBits<P>& x) {
-  Writer w(kBits);
-  Put(w, x.b), Put(w, x.a);
-  return w.Take();
-}
-template <typename P>
-std::vector<std::uint8_t> EncodeBits(const mpc::RootTuples<P>& x) {
-  Writer w(kBits);
-  Put(w, x.u), Put(w, x.v), Put(w, x.w);
-  for (const auto& m : x.mono) Put(w, m);
-  return w.Take();
-}
-template <typename P>
-std::vector<std::uint8_t> EncodeBits(const mpc::BitShares<P>& x) {
-  Writer w(kBits);
-  Put(w, x);
-  return w.Take();
+std::vector<std::uint8_t> EncodeBitBatch(const preproc::BitBatch& b) {
+  return Writer(kBits).Bytes(b.Serialize()).Take();
 }
 
-namespace {
-template <typename P>
-Status DecodeInto(Reader& r, mpc::BitTriples<P>& x) {
-  MPCACHE_RETURN_IF_ERROR(Get(r, x.a));
-  MPCACHE_RETURN_IF_ERROR(Get(r, x.b));
-  return Get(r, x.c);
-}
-template <typename P>
-Status DecodeInto(Reader& r, mpc::EdaBits<P>& x) {
-  MPCACHE_RETURN_IF_ERROR(Get(r, x.r));
-  for (auto& b : x.bits) MPCACHE_RETURN_IF_ERROR(Get(r, b));
-  MPCACHE_ASSIGN_OR_RETURN(std::uint64_t n, r.U64());
-  if (n > 4096) return CorruptData("dealer: too many edaBit products");
-  x.prods.resize(static_cast<std::size_t>(n));
-  for (auto& b : x.prods) MPCACHE_RETURN_IF_ERROR(Get(r, b));
-  return Status::Ok();
-}
-template <typename P>
-Status DecodeInto(Reader& r, mpc::DaBits<P>& x) {
-  MPCACHE_RETURN_IF_ERROR(Get(r, x.b));
-  return Get(r, x.a);
-}
-template <typename P>
-Status DecodeInto(Reader& r, mpc::RootTuples<P>& x) {
-  MPCACHE_RETURN_IF_ERROR(Get(r, x.u));
-  MPCACHE_RETURN_IF_ERROR(Get(r, x.v));
-  MPCACHE_RETURN_IF_ERROR(Get(r, x.w));
-  for (auto& m : x.mono) MPCACHE_RETURN_IF_ERROR(Get(r, m));
-  return Status::Ok();
-}
-template <typename P>
-Status DecodeInto(Reader& r, mpc::BitShares<P>& x) {
-  return Get(r, x);
-}
-}  // namespace
-
-template <typename T>
-Result<T> DecodeBits(const std::vector<std::uint8_t>& p) {
+Result<preproc::BitBatch> DecodeBitBatch(const std::vector<std::uint8_t>& p) {
   if (!p.empty() && p[0] == kError) return UnexpectedMessage(p, "Bits");
   Reader r(p);
   MPCACHE_RETURN_IF_ERROR(Expect(r, kBits, "Bits"));
-  T x;
-  MPCACHE_RETURN_IF_ERROR(DecodeInto(r, x));
+  MPCACHE_ASSIGN_OR_RETURN(auto bytes, r.Bytes());
   MPCACHE_RETURN_IF_ERROR(r.End());
-  return x;
+  return preproc::BitBatch::Parse(bytes);
 }
-
-#define MPCACHE_DEALER_BITS(P)                                                                    \
-  template std::vector<std::uint8_t> EncodeBits<P>(const mpc::BitTriples<P>&);                    \
-  template std::vector<std::uint8_t> EncodeBits<P>(const mpc::EdaBits<P>&);                       \
-  template std::vector<std::uint8_t> EncodeBits<P>(const mpc::DaBits<P>&);                        \
-  template std::vector<std::uint8_t> EncodeBits<P>(const mpc::RootTuples<P>&);                    \
-  template std::vector<std::uint8_t> EncodeBits<P>(const mpc::BitShares<P>&);                     \
-  template Result<mpc::BitTriples<P>> DecodeBits<mpc::BitTriples<P>>(                             \
-      const std::vector<std::uint8_t>&);                                                          \
-  template Result<mpc::EdaBits<P>> DecodeBits<mpc::EdaBits<P>>(const std::vector<std::uint8_t>&); \
-  template Result<mpc::DaBits<P>> DecodeBits<mpc::DaBits<P>>(const std::vector<std::uint8_t>&);   \
-  template Result<mpc::RootTuples<P>> DecodeBits<mpc::RootTuples<P>>(                             \
-      const std::vector<std::uint8_t>&);                                                          \
-  template Result<mpc::BitShares<P>> DecodeBits<mpc::BitShares<P>>(                               \
-      const std::vector<std::uint8_t>&);
-MPCACHE_DEALER_BITS(mpc::SemiHonest)
-MPCACHE_DEALER_BITS(mpc::Spdz2k)
 
 }  // namespace mpcache::daemon::dealer_proto

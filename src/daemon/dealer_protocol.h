@@ -2,12 +2,13 @@
 // is the request's): one connection per party per request.
 //
 //   party  -> dealer   Join {party, security, prompt_len, steps, vocab}
-//   dealer -> party    Setup {party seed, binary MAC key share, XOR share of the client's
-//                      seed and its SHA-256, the session's two client mask batches}
+//   dealer -> party    Setup {party seed, binary MAC key share, bit seed, XOR share of the
+//                      client's seed and its SHA-256, the session's two client mask batches}
 //   party  -> dealer   BatchRequest {request, seq}   -> Batch (seed-compressed: parties 0
 //                      and 1 get a header, the last party the corrections; batch.h)
-//   party  -> dealer   BitRequest {item, n}          -> Bits (the party's comparison
-//                      material, mpc/compare/bit_preprocessing.h)
+//   party  -> dealer   BitRequest {item, n}          -> Bits (the party's part of a
+//                      seed-compressed batch of comparison material: parties 0 and 1
+//                      get a header, the last party the corrections; bit_batch.h)
 //   dealer -> party    Error {message} instead of any answer
 // Requests are answered in order. A party sends its requests ahead of need and reads the
 // answers when it needs them (daemon/remote_preprocessing.h), so neither side waits for a
@@ -45,6 +46,7 @@ struct Join {
 struct Setup {
   Seed party_seed{};
   std::uint64_t bit_key_share = 0;
+  Seed bit_seed{};  // expands the comparison material (preproc::BitExpander)
   std::array<std::uint8_t, 16> client_seed_share{};
   std::array<std::uint8_t, 32> client_seed_hash{};
   std::vector<preproc::Batch> client_batches;  // this party's part of batches 0 and 1
@@ -73,19 +75,8 @@ Result<BitRequest> DecodeBitRequest(const std::vector<std::uint8_t>& p);
 // The dealer's Error message as an error (kProtocol), or kProtocol for an unexpected type.
 Error UnexpectedMessage(const std::vector<std::uint8_t>& p, const char* wanted);
 
-// Comparison material <-> bytes (type kBits).
-template <typename P>
-std::vector<std::uint8_t> EncodeBits(const mpc::BitTriples<P>& x);
-template <typename P>
-std::vector<std::uint8_t> EncodeBits(const mpc::EdaBits<P>& x);
-template <typename P>
-std::vector<std::uint8_t> EncodeBits(const mpc::DaBits<P>& x);
-template <typename P>
-std::vector<std::uint8_t> EncodeBits(const mpc::RootTuples<P>& x);
-template <typename P>
-std::vector<std::uint8_t> EncodeBits(const mpc::BitShares<P>& x);
-
-template <typename T>
-Result<T> DecodeBits(const std::vector<std::uint8_t>& p);
+// Comparison material (type kBits): one party's part of a bit batch.
+std::vector<std::uint8_t> EncodeBitBatch(const preproc::BitBatch& b);
+Result<preproc::BitBatch> DecodeBitBatch(const std::vector<std::uint8_t>& p);
 
 }  // namespace mpcache::daemon::dealer_proto

@@ -66,6 +66,7 @@ class DealerSessionImpl final : public DealerSession {
     dealer_proto::Setup s;
     s.party_seed = dealer_->party_seed(party);
     s.bit_key_share = bits_->store(party).bit_mac_key_share();
+    s.bit_seed = bits_->bit_seed(party);
     s.client_seed_share = shares_[i];
     s.client_seed_hash = hash_;
     s.client_batches = std::move(client_batches_[i]);
@@ -116,39 +117,45 @@ class DealerSessionImpl final : public DealerSession {
   }
 
   Result<std::vector<std::uint8_t>> Bits(int party, BitItem item, std::uint64_t n) override {
-    if (n == 0 || n > (std::uint64_t{1} << 24)) {
+    if (n == 0 || n > preproc::kMaxBitBatchItems) {
       return ProtocolError("binary request of " + std::to_string(n) + " items");
     }
     const auto t0 = std::chrono::steady_clock::now();
-    preproc::BitStore<P>& store = bits_->store(party);  // thread-safe (dealer mutex)
     std::vector<std::uint8_t> out;
-    const std::size_t k = static_cast<std::size_t>(n);
-    switch (item) {
-      case BitItem::kBitTriple: {
-        MPCACHE_ASSIGN_OR_RETURN(auto x, store.GetBitTriples(k));
-        out = dealer_proto::EncodeBits<P>(x);
-        break;
+    {
+      // A party's k-th request of an item is answered from batch #k of that item, made for
+      // all three by the first party to ask (under bit_mu_, so that arithmetic batches are
+      // not held up). Parties 0 and 1 get a header, party 2 the corrections (bit_batch.h).
+      std::lock_guard<std::mutex> lock(bit_mu_);
+      const auto it = static_cast<std::size_t>(item);
+      const std::uint64_t k = bit_asked_[static_cast<std::size_t>(party)][it]++;
+      const auto key = std::make_pair(item, k);
+      if (k == bit_made_[it]) {
+        MPCACHE_ASSIGN_OR_RETURN(std::vector<preproc::BitBatch> parts, bits_->MakeBatch(item, n));
+        ++bit_made_[it];
+        BitPending pend;
+        pend.n = n;
+        pend.left = 3;
+        for (auto& b : parts) pend.parts.emplace_back(std::move(b));
+        bit_pending_[key] = std::move(pend);
       }
-      case BitItem::kEdaBit: {
-        MPCACHE_ASSIGN_OR_RETURN(auto x, store.GetEdaBits(k));
-        out = dealer_proto::EncodeBits<P>(x);
-        break;
+      auto found = bit_pending_.find(key);
+      if (found == bit_pending_.end()) {
+        return ProtocolError("party " + std::to_string(party) + " took " +
+                             preproc::BitItemName(item) + " batch #" + std::to_string(k) +
+                             " twice");
       }
-      case BitItem::kDaBit: {
-        MPCACHE_ASSIGN_OR_RETURN(auto x, store.GetDaBits(k));
-        out = dealer_proto::EncodeBits<P>(x);
-        break;
+      BitPending& pend = found->second;
+      if (pend.n != n) {
+        return ProtocolError("parties asked for different numbers of " +
+                             std::string(preproc::BitItemName(item)) + " under request #" +
+                             std::to_string(k) + " (" + std::to_string(pend.n) + " and " +
+                             std::to_string(n) + ")");
       }
-      case BitItem::kRootTuple: {
-        MPCACHE_ASSIGN_OR_RETURN(auto x, store.GetRootTuples(k));
-        out = dealer_proto::EncodeBits<P>(x);
-        break;
-      }
-      case BitItem::kBitRandom: {
-        MPCACHE_ASSIGN_OR_RETURN(auto x, store.GetBitRandoms(k));
-        out = dealer_proto::EncodeBits<P>(x);
-        break;
-      }
+      auto& slot = pend.parts[static_cast<std::size_t>(party)];
+      out = dealer_proto::EncodeBitBatch(*slot);
+      slot.reset();
+      if (--pend.left == 0) bit_pending_.erase(found);
     }
     std::lock_guard<std::mutex> lock(mu_);
     stats_.bit_requests += 1;
@@ -177,6 +184,16 @@ class DealerSessionImpl final : public DealerSession {
   std::array<std::vector<Batch>, 3> client_batches_;
   std::array<bool, 3> setup_done_{};
   std::map<std::pair<preproc::ItemType, std::uint64_t>, Pending> pending_;
+  // Comparison material: batch #k of an item, until all three parties took their part.
+  struct BitPending {
+    std::uint64_t n = 0;
+    std::vector<std::optional<preproc::BitBatch>> parts;
+    int left = 0;
+  };
+  std::mutex bit_mu_;
+  std::array<std::array<std::uint64_t, preproc::kNumBitItems>, 3> bit_asked_{};
+  std::array<std::uint64_t, preproc::kNumBitItems> bit_made_{};
+  std::map<std::pair<BitItem, std::uint64_t>, BitPending> bit_pending_;
   DealerSessionStats stats_;
 };
 

@@ -32,8 +32,8 @@ std::int32_t Param(const BatchRequest& r) {
 template <typename P>
 class RemotePreprocessing<P>::Bits final : public mpc::BitPreprocessing<P> {
  public:
-  Bits(RemotePreprocessing& owner, mpc::PartyId party, std::uint64_t key)
-      : owner_(owner), party_(party), key_(key) {}
+  Bits(RemotePreprocessing& owner, mpc::PartyId party, std::uint64_t key, const Seed& bit_seed)
+      : owner_(owner), party_(party), key_(key), expander_(party, 3, bit_seed) {}
   mpc::PartyId party() const override { return party_; }
   std::uint64_t bit_mac_key_share() const override { return key_; }
   Result<mpc::BitTriples<P>> GetBitTriples(std::size_t n) override {
@@ -53,18 +53,26 @@ class RemotePreprocessing<P>::Bits final : public mpc::BitPreprocessing<P> {
   }
 
   // Files one answer of the dealer into the item's reserve.
-  Status Deliver(BitItem item, const std::vector<std::uint8_t>& answer) {
+  // The answer is a seed-compressed batch (preproc/bit_batch.h) of the n items asked for,
+  // expanded with this party's bit seed.
+  Status Deliver(BitItem item, std::uint64_t n, const std::vector<std::uint8_t>& answer) {
+    MPCACHE_ASSIGN_OR_RETURN(preproc::BitBatch batch, dealer_proto::DecodeBitBatch(answer));
+    if (batch.item != item || batch.count != n) {
+      return ProtocolError("asked the dealer for " + std::to_string(n) + " " +
+                           preproc::BitItemName(item) + " items, got " +
+                           std::to_string(batch.count) + " " + preproc::BitItemName(batch.item));
+    }
     switch (item) {
       case BitItem::kBitTriple:
-        return Add<mpc::BitTriples<P>>(answer);
+        return Add<mpc::BitTriples<P>>(batch);
       case BitItem::kEdaBit:
-        return Add<mpc::EdaBits<P>>(answer);
+        return Add<mpc::EdaBits<P>>(batch);
       case BitItem::kDaBit:
-        return Add<mpc::DaBits<P>>(answer);
+        return Add<mpc::DaBits<P>>(batch);
       case BitItem::kRootTuple:
-        return Add<mpc::RootTuples<P>>(answer);
+        return Add<mpc::RootTuples<P>>(batch);
       case BitItem::kBitRandom:
-        return Add<mpc::BitShares<P>>(answer);
+        return Add<mpc::BitShares<P>>(batch);
     }
     return Internal("unknown comparison item");
   }
@@ -81,8 +89,8 @@ class RemotePreprocessing<P>::Bits final : public mpc::BitPreprocessing<P> {
     return std::get<BitReserve<P, T>>(reserves_);
   }
   template <typename T>
-  Status Add(const std::vector<std::uint8_t>& answer) {
-    MPCACHE_ASSIGN_OR_RETURN(T x, dealer_proto::DecodeBits<T>(answer));
+  Status Add(const preproc::BitBatch& batch) {
+    MPCACHE_ASSIGN_OR_RETURN(T x, expander_.template Expand<T>(batch));
     Reserve<T>().Add(std::move(x));
     return Status::Ok();
   }
@@ -116,6 +124,7 @@ class RemotePreprocessing<P>::Bits final : public mpc::BitPreprocessing<P> {
   RemotePreprocessing& owner_;
   mpc::PartyId party_;
   std::uint64_t key_;
+  preproc::BitExpander<P> expander_;
 };
 
 template <typename P>
@@ -166,7 +175,7 @@ template <typename P>
 Status RemotePreprocessing<P>::IssueBits(BitItem item, std::uint64_t n, bool ahead) {
   MPCACHE_RETURN_IF_ERROR(link_->Send(dealer_proto::Encode(dealer_proto::BitRequest{item, n})));
   const QueueKey key{1, static_cast<std::uint64_t>(item), 0, 0, 0};
-  in_flight_.push_back({key, true, item});
+  in_flight_.push_back({key, true, item, n});
   ++pending_[key];
   traffic_.requests += 1;
   if (ahead) traffic_.prefetched += 1;
@@ -185,7 +194,7 @@ Status RemotePreprocessing<P>::ReadOne() {
   in_flight_.pop_front();
   if (--pending_[f.key] == 0) pending_.erase(f.key);
   traffic_.bytes_received += answer->size();
-  if (f.bits) return bits_->Deliver(f.item, *answer);
+  if (f.bits) return bits_->Deliver(f.item, f.n, *answer);
   MPCACHE_ASSIGN_OR_RETURN(preproc::Batch b, dealer_proto::DecodeBatch(*answer));
   return store_->Accept(b);
 }
@@ -315,7 +324,7 @@ Result<std::unique_ptr<RemotePreprocessing<P>>> RemotePreprocessing<P>::Open(
   RemotePreprocessing* self = r.get();
   r->store_->set_refill([self](const BatchRequest& need) { return self->Refill(need); });
   r->store_->set_on_take([self](const BatchRequest& taken) { return self->OnTake(taken); });
-  r->bits_ = std::make_unique<Bits>(*r, party, r->setup_.bit_key_share);
+  r->bits_ = std::make_unique<Bits>(*r, party, r->setup_.bit_key_share, r->setup_.bit_seed);
   return r;
 }
 

@@ -68,6 +68,7 @@ class RemotePreprocessing {
     QueueKey key{};
     bool bits = false;
     preproc::BitItem item = preproc::BitItem::kBitTriple;
+    std::uint64_t n = 0;  // comparison items asked for
   };
   RemotePreprocessing() = default;
 

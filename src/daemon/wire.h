@@ -19,7 +19,12 @@ namespace mpcache::daemon::wire {
 
 class Writer {
  public:
-  explicit Writer(std::uint8_t type) { out_.push_back(type); }
+  explicit Writer(std::uint8_t type) {
+    // Room for a small message up front: fewer reallocations, and g++ 12 -O2 no longer
+    // reports a false stringop-overflow when many small writes are inlined together.
+    out_.reserve(64);
+    out_.push_back(type);
+  }
   Writer& U8(std::uint8_t v) {
     out_.push_back(v);
     return *this;

@@ -3,7 +3,7 @@
 //
 // Seed compression as in batch.h: party i shares a seed with the dealer; every word of
 // party i's part of batch (item, seq) that is free (a triple's a and b, a binary share of
-// an edaBit's bits, ...) is the AES-CTR stream of DeriveSeed(DeriveSeed(seed_i, item), seq).
+// an edaBit's bits, ...) is the AES-CTR stream of BitChunkSeed(seed_i, item, seq, chunk).
 // Determined words (c = a AND b, every MAC, the arithmetic half of an edaBit/daBit) come
 // from the stream at parties 0..n-2 and as a correction at the last party, so dealer ->
 // party traffic is one share per determined value at one party only (counted in stats()).
@@ -13,6 +13,12 @@
 // party to ask makes the batch for all; the parties consume in the same order, so their
 // pools stay aligned). Items are removed when handed out and never handed out twice.
 // Semi-honest bit triples and bit randoms are made and handed out in units of 64.
+//
+// Over the network (daemon/dealer_session.cc): MakeBatch(item, n) makes one batch for every
+// party and returns each party's serialisable part (bit_batch.h: a header for parties
+// 0..n-2, the corrections for the last), which the party expands with its bit seed
+// (BitExpander). The pools are not involved; both paths share the per-item sequence
+// numbers, so their streams never repeat.
 #pragma once
 
 #include <array>
@@ -23,17 +29,9 @@
 
 #include "common/prg.h"
 #include "mpc/compare/bit_preprocessing.h"
+#include "preproc/bit_batch.h"
 
 namespace mpcache::preproc {
-
-enum class BitItem : std::uint8_t {
-  kBitTriple = 0,
-  kEdaBit = 1,
-  kDaBit = 2,
-  kBitRandom = 3,
-  kRootTuple = 4
-};
-inline constexpr int kNumBitItems = 5;
 
 struct BitOfflineStats {
   std::uint64_t correction_bytes = 0;  // sent to the last party (the others expand seeds)
@@ -79,6 +77,11 @@ class InProcessBitDealer {
   int num_parties() const { return static_cast<int>(stores_.size()); }
   // Offline: add n items (rounded up to whole units) to every party's pool.
   Status Provide(BitItem item, std::size_t n);
+  // The next batch of n items (1..kMaxBitBatchItems) of `item` for every party (index =
+  // party id), to be expanded by BitExpander at each party. Thread-safe.
+  Result<std::vector<BitBatch>> MakeBatch(BitItem item, std::uint64_t n);
+  // The bit seed party p shares with the dealer (sent once, over TLS, at session set-up).
+  const Seed& bit_seed(mpc::PartyId p) const { return seeds_[static_cast<std::size_t>(p)]; }
   BitOfflineStats stats() const;
   std::uint64_t mac_key() const { return beta_; }  // for tests
 
@@ -89,19 +92,21 @@ class InProcessBitDealer {
  private:
   friend class BitStore<P>;
   explicit InProcessBitDealer(const Seed& prg_seed) : prg_(prg_seed) {}
-  // Units handed to a party: whole pool chunks moved out (no copy) and freed as they are
-  // read; only the first may start at an offset.
-  struct Units {
-    std::deque<std::vector<std::uint64_t>> chunks;
-    std::size_t first_offset = 0;
-  };
-  // Take `units` units of `item` for party p, making what is missing (under mu_).
-  Result<Units> Take(mpc::PartyId p, BitItem item, std::size_t units);
-  Status MakeLocked(BitItem item, std::size_t units);  // one batch for every party
+  static constexpr Security kSecurity =
+      P::kMalicious ? Security::kMalicious : Security::kSemiHonest;
+  // Take `units` units of `item` for party p, making what is missing (under mu_): whole
+  // pool chunks moved out (no copy) and freed as they are read.
+  Result<BitUnits> Take(mpc::PartyId p, BitItem item, std::size_t units);
+  Status MakeLocked(BitItem item, std::size_t units);  // one batch for every party's pool
   void MakeChunkLocked(BitItem item, std::uint64_t seq, std::uint64_t chunk, std::size_t units);
+  // Every party's stream of chunk `chunk` of batch (item, seq) into part[p] (units * unit
+  // words each), then the last party's determined words set so the shares are consistent.
+  void FillChunkLocked(BitItem item, std::uint64_t seq, std::uint64_t chunk, std::size_t units,
+                       const std::vector<std::uint64_t*>& part);
+  void CountLocked(BitItem item, std::size_t units, double seconds);
 
   struct Pool {
-    std::deque<std::vector<std::uint64_t>> chunks;  // at most kChunkWords words each
+    std::deque<std::vector<std::uint64_t>> chunks;  // BitChunkUnits() units each at most
     std::size_t head = 0;                           // words consumed in chunks.front()
     std::size_t words = 0;                          // words available
   };

@@ -5,6 +5,8 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <array>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -21,6 +23,13 @@ const char* kGolden64 =
     "Once upon a time, there was a little girl named Lily. She loved to play outside in the "
     "park. One day, she saw a big, red ball. She wanted to play with it, but it was too "
     "high.\nLily";
+
+// The value of an unlabelled metric in a /metrics page (-1 when absent).
+double MetricValue(const std::string& page, const std::string& name) {
+  const auto at = page.find("\n" + name + " ");
+  if (at == std::string::npos) return -1;
+  return std::strtod(page.c_str() + at + 1 + name.size() + 1, nullptr);
+}
 
 std::string ModelDir() {
   const char* env = std::getenv("MPCACHE_MODEL_DIR");
@@ -69,6 +78,20 @@ TEST(Daemons, GoldenTextAndPerTokenBytesMatchInProcess) {
   for (const auto& p : j["parties"]) {
     EXPECT_GT(p["bytes_per_token"].get<double>(), 0.0);
   }
+  // Dealer -> party traffic of this 64-step malicious request (docs/network.md): parties
+  // 0 and 1 expand seeds (headers only: 1.9 MB; full comparison shares were 1.75 GB),
+  // party 2 receives the corrections.
+  std::array<double, 3> dealer{};
+  for (int i = 0; i < 3; ++i) {
+    dealer[static_cast<std::size_t>(i)] =
+        MetricValue(HttpGet(c.metrics_port(i), "/metrics"), "mpcache_dealer_bytes_received_total");
+    std::printf("dealer bytes received by party %d: %.0f\n", i,
+                dealer[static_cast<std::size_t>(i)]);
+  }
+  EXPECT_GT(dealer[0], 0.0);
+  EXPECT_LT(dealer[0], 16e6);
+  EXPECT_EQ(dealer[1], dealer[0]);
+  EXPECT_GT(dealer[2], 100 * dealer[0]);
 }
 
 TEST(Daemons, KilledPartyIsNamedAndTheOthersServeTheNextRequest) {

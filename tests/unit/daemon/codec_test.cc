@@ -4,7 +4,6 @@
 
 #include <random>
 
-#include "daemon/bit_pool.h"
 #include "daemon/client_protocol.h"
 #include "daemon/dealer_protocol.h"
 
@@ -48,7 +47,7 @@ TEST(ClientProtocol, TruncatedAndGarbageAreErrors) {
     (void)dp::DecodeJoin(junk);
     (void)dp::DecodeSetup(junk);
     (void)dp::DecodeBatchRequest(junk);
-    (void)dp::DecodeBits<mpc::EdaBits<mpc::Spdz2k>>(junk);
+    (void)dp::DecodeBitBatch(junk);
   }
 }
 
@@ -78,23 +77,47 @@ TEST(DealerProtocol, JoinAndBatchRequestRoundTrip) {
             std::string::npos);
 }
 
-// Items 0..n-1 with value i (every field), malicious layout.
-mpc::DaBits<mpc::Spdz2k> Numbered(std::size_t from, std::size_t n) {
-  mpc::DaBits<mpc::Spdz2k> d;
-  d.b = mpc::BitShares<mpc::Spdz2k>(n);
-  d.a = mpc::Shares<mpc::Spdz2k>(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    d.b.v[i] = d.b.m[i] = from + i;
-    d.a.v[i] = d.a.m[i] = from + i;
+TEST(DealerProtocol, SetupCarriesTheBitSeed) {
+  dp::Setup s;
+  s.party_seed = TestSeed(1);
+  s.bit_key_share = 0x1234;
+  s.bit_seed = TestSeed(2);
+  s.client_seed_share = TestSeed(3);
+  s.client_seed_hash[31] = 7;
+  auto s2 = dp::DecodeSetup(dp::Encode(s));
+  ASSERT_TRUE(s2.ok()) << s2.error().ToString();
+  EXPECT_EQ(s2->party_seed, s.party_seed);
+  EXPECT_EQ(s2->bit_key_share, 0x1234u);
+  EXPECT_EQ(s2->bit_seed, s.bit_seed);
+  EXPECT_EQ(s2->client_seed_share, s.client_seed_share);
+  EXPECT_EQ(s2->client_seed_hash, s.client_seed_hash);
+  // Cut anywhere: an error.
+  const auto bytes = dp::Encode(s);
+  for (std::size_t n = 0; n < bytes.size(); ++n) {
+    EXPECT_FALSE(
+        dp::DecodeSetup({bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(n)}).ok())
+        << n;
   }
-  return d;
 }
 
-TEST(DealerProtocol, BitsRoundTrip) {
-  auto round =
-      dp::DecodeBits<mpc::DaBits<mpc::Spdz2k>>(dp::EncodeBits<mpc::Spdz2k>(Numbered(0, 5)));
-  ASSERT_TRUE(round.ok());
-  EXPECT_EQ(round->a.v[4], 4u);
+TEST(DealerProtocol, BitBatchRoundTripAndDealerErrors) {
+  preproc::BitBatch b;
+  b.party = 2;
+  b.item = preproc::BitItem::kRootTuple;
+  b.seq = 4;
+  b.count = 3;
+  b.corrections = {1, 2, 3};
+  const auto bytes = dp::EncodeBitBatch(b);
+  EXPECT_EQ(bytes.size(), 1 + 8 + 36 + 24u);  // type, length, header, corrections
+  auto b2 = dp::DecodeBitBatch(bytes);
+  ASSERT_TRUE(b2.ok()) << b2.error().ToString();
+  EXPECT_EQ(b2->item, preproc::BitItem::kRootTuple);
+  EXPECT_EQ(b2->seq, 4u);
+  EXPECT_EQ(b2->corrections, b.corrections);
+  auto refused = dp::DecodeBitBatch(dp::EncodeError("out of items"));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message().find("refused: out of items"), std::string::npos);
+  EXPECT_FALSE(dp::DecodeBitBatch(dp::Encode(dp::BitRequest{b.item, 3})).ok());
 }
 
 }  // namespace

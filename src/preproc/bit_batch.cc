@@ -1,0 +1,412 @@
+#include "preproc/bit_batch.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+namespace mpcache::preproc {
+
+namespace {
+
+using mpc::u128;
+
+constexpr std::uint8_t kMagic[4] = {'M', 'P', 'B', 'B'};
+constexpr std::uint8_t kVersion = 1;
+constexpr std::uint64_t kBitSeedLabel = 0xB1700000ull;
+
+// Unit layouts (words). Semi-honest: triple [a b c] (64 triples per unit, bitsliced),
+// edaBit: 64 edaBits per unit, bit-major [bit 0..63 words, product 0..168 words, 64 arith
+// words] (word j's bit i belongs to item i), daBit [bit(low) arith], random [64 bits]. Malicious:
+// triple [av am bv bm cv cm], edaBit [v0..v63 pv0..pv168 m0..m63 pm0..pm168 rv_lo rv_hi
+// rm_lo rm_hi], daBit [v m rv_lo rv_hi rm_lo rm_hi], random [v m]. Root tuple: semi-honest
+// [bits u v w in bits 0..2, then 7 arithmetic words]; malicious [uv vv wv um vm wm, then 7 x
+// (v_lo v_hi m_lo m_hi)]. Free words come first in every unit, except the malicious triple
+// (free: av and bv).
+constexpr std::size_t kP = mpc::edabit::kProducts;
+constexpr std::size_t kLifts = 64 + kP;  // binary lifts of an edaBit (bits, then products)
+constexpr std::size_t kSemiWords[kNumBitItems] = {3, 64 + kP + 64, 2, 1, 8};
+constexpr std::size_t kSemiItems[kNumBitItems] = {64, 64, 1, 64, 1};
+constexpr std::size_t kMalWords[kNumBitItems] = {6, 2 * kLifts + 4, 6, 2, 34};
+constexpr std::size_t kSemiFree[kNumBitItems] = {2, 64, 1, 1, 1};
+constexpr std::size_t kMalFree[kNumBitItems] = {2, 64, 1, 1, 3};
+// Stream chunks of about 16 MB per party (a pool can free them one at a time).
+constexpr std::size_t kChunkWords = std::size_t{1} << 21;
+
+inline u128 Join(std::uint64_t lo, std::uint64_t hi) {
+  return (u128{hi} << 64) | lo;
+}
+
+bool Mal(Security s) {
+  return s == Security::kMalicious;
+}
+
+template <typename T>
+void Put(std::vector<std::uint8_t>& out, std::size_t& off, T v) {
+  std::memcpy(out.data() + off, &v, sizeof(T));
+  off += sizeof(T);
+}
+
+template <typename T>
+T Take(std::span<const std::uint8_t> in, std::size_t& off) {
+  T v;
+  std::memcpy(&v, in.data() + off, sizeof(T));
+  off += sizeof(T);
+  return v;
+}
+
+// fn(unit index, words of the unit) for every unit, freeing each chunk once read.
+template <typename F>
+void ForEachUnit(BitUnits&& in, std::size_t uw, F&& fn) {
+  std::size_t u = 0;
+  bool first = true;
+  while (!in.chunks.empty()) {
+    const std::vector<std::uint64_t> c = std::move(in.chunks.front());
+    in.chunks.pop_front();
+    for (std::size_t off = first ? in.first_offset : 0; off + uw <= c.size(); off += uw) {
+      fn(u++, c.data() + off);
+    }
+    first = false;
+  }
+}
+
+template <typename P>
+constexpr Security SecurityOf() {
+  return P::kMalicious ? Security::kMalicious : Security::kSemiHonest;
+}
+
+}  // namespace
+
+const char* BitItemName(BitItem item) {
+  switch (item) {
+    case BitItem::kBitTriple:
+      return "bit-triple";
+    case BitItem::kEdaBit:
+      return "edabit";
+    case BitItem::kDaBit:
+      return "dabit";
+    case BitItem::kBitRandom:
+      return "bit-random";
+    case BitItem::kRootTuple:
+      return "root-tuple";
+  }
+  return "unknown";
+}
+
+std::size_t BitUnitWords(Security security, BitItem item) {
+  return Mal(security) ? kMalWords[static_cast<int>(item)] : kSemiWords[static_cast<int>(item)];
+}
+
+std::size_t BitUnitItems(Security security, BitItem item) {
+  return Mal(security) ? 1 : kSemiItems[static_cast<int>(item)];
+}
+
+std::size_t BitDeterminedWords(Security security, BitItem item) {
+  const int it = static_cast<int>(item);
+  return BitUnitWords(security, item) - (Mal(security) ? kMalFree[it] : kSemiFree[it]);
+}
+
+bool IsBitDetermined(Security security, BitItem item, std::size_t w) {
+  const int it = static_cast<int>(item);
+  if (Mal(security) && item == BitItem::kBitTriple) return w != 0 && w != 2;
+  return w >= (Mal(security) ? kMalFree[it] : kSemiFree[it]);
+}
+
+std::size_t BitChunkUnits(Security security, BitItem item) {
+  return std::max<std::size_t>(1, kChunkWords / BitUnitWords(security, item));
+}
+
+std::uint64_t BitUnitsFor(Security security, BitItem item, std::uint64_t n) {
+  const std::uint64_t per = BitUnitItems(security, item);
+  return (n + per - 1) / per;
+}
+
+Seed BitChunkSeed(const Seed& party_bit_seed, BitItem item, std::uint64_t seq,
+                  std::uint64_t chunk) {
+  const Seed s = DeriveSeed(
+      DeriveSeed(party_bit_seed, kBitSeedLabel + 16 + static_cast<std::uint64_t>(item)), seq);
+  return DeriveSeed(s, chunk);
+}
+
+// Header: magic[4] version u8, security u8, item u8, reserved u8, party i32, seq u64,
+// count u64, corrections u64; then the corrections (little-endian words).
+std::vector<std::uint8_t> BitBatch::Serialize() const {
+  std::vector<std::uint8_t> out(WireSize());
+  std::memcpy(out.data(), kMagic, 4);
+  std::size_t off = 4;
+  Put<std::uint8_t>(out, off, kVersion);
+  Put<std::uint8_t>(out, off, static_cast<std::uint8_t>(security));
+  Put<std::uint8_t>(out, off, static_cast<std::uint8_t>(item));
+  Put<std::uint8_t>(out, off, 0);
+  Put<std::int32_t>(out, off, party);
+  Put<std::uint64_t>(out, off, seq);
+  Put<std::uint64_t>(out, off, count);
+  Put<std::uint64_t>(out, off, static_cast<std::uint64_t>(corrections.size()));
+  if (!corrections.empty()) {
+    std::memcpy(out.data() + off, corrections.data(), 8 * corrections.size());
+  }
+  return out;
+}
+
+Result<BitBatch> BitBatch::Parse(std::span<const std::uint8_t> bytes) {
+  if (bytes.size() < kBitBatchHeaderBytes || std::memcmp(bytes.data(), kMagic, 4) != 0) {
+    return CorruptData("not a comparison-material batch (bad magic or a header shorter than " +
+                       std::to_string(kBitBatchHeaderBytes) + " bytes)");
+  }
+  std::size_t off = 4;
+  if (Take<std::uint8_t>(bytes, off) != kVersion) {
+    return Unsupported(
+        "comparison-material batch version not supported (dealer and party "
+        "binaries differ: upgrade both)");
+  }
+  BitBatch b;
+  const auto sec = Take<std::uint8_t>(bytes, off);
+  const auto item = Take<std::uint8_t>(bytes, off);
+  (void)Take<std::uint8_t>(bytes, off);
+  if (sec > 1 || item >= kNumBitItems) {
+    return CorruptData("comparison-material batch header has an unknown security mode (" +
+                       std::to_string(sec) + ") or item (" + std::to_string(item) + ")");
+  }
+  b.security = static_cast<Security>(sec);
+  b.item = static_cast<BitItem>(item);
+  b.party = Take<std::int32_t>(bytes, off);
+  b.seq = Take<std::uint64_t>(bytes, off);
+  b.count = Take<std::uint64_t>(bytes, off);
+  const auto n = Take<std::uint64_t>(bytes, off);
+  if (b.count == 0 || b.count > kMaxBitBatchItems) {
+    return CorruptData("comparison-material batch of " + std::to_string(b.count) + " items (1.." +
+                       std::to_string(kMaxBitBatchItems) + " allowed)");
+  }
+  const std::size_t body = bytes.size() - kBitBatchHeaderBytes;
+  if (body % 8 != 0 || n != body / 8) {
+    return CorruptData("comparison-material batch announces " + std::to_string(n) +
+                       " corrections but carries " + std::to_string(body) +
+                       " bytes (truncated or corrupted in transit)");
+  }
+  b.corrections.resize(static_cast<std::size_t>(n));
+  if (n > 0) std::memcpy(b.corrections.data(), bytes.data() + kBitBatchHeaderBytes, body);
+  return b;
+}
+
+// ---- units -> items ----
+
+template <typename P>
+mpc::BitTriples<P> UnpackBitTriples(BitUnits w, std::size_t n) {
+  mpc::BitTriples<P> t;
+  t.a = mpc::BitShares<P>(n);
+  t.b = mpc::BitShares<P>(n);
+  t.c = mpc::BitShares<P>(n);
+  ForEachUnit(std::move(w), BitUnitWords(SecurityOf<P>(), BitItem::kBitTriple),
+              [&](std::size_t u, const std::uint64_t* x) {
+                if constexpr (P::kMalicious) {
+                  t.a.v[u] = x[0], t.a.m[u] = x[1], t.b.v[u] = x[2], t.b.m[u] = x[3],
+                  t.c.v[u] = x[4], t.c.m[u] = x[5];
+                } else {
+                  t.a.v[u] = x[0], t.b.v[u] = x[1], t.c.v[u] = x[2];
+                }
+              });
+  return t;
+}
+
+template <typename P>
+mpc::EdaBits<P> UnpackEdaBits(BitUnits w, std::size_t n) {
+  mpc::EdaBits<P> e;
+  e.r = mpc::Shares<P>(n);
+  for (auto& b : e.bits) b = mpc::BitShares<P>(n);
+  e.prods.assign(kP, mpc::BitShares<P>(n));
+  const std::size_t uw = BitUnitWords(SecurityOf<P>(), BitItem::kEdaBit);
+  if constexpr (P::kMalicious) {
+    // Unit-major words -> per-bit arrays, in blocks of 64 units (~240 KB, cache-resident)
+    // so that each of the 466 destination arrays is written in runs.
+    std::size_t base = 0;
+    bool first = true;
+    while (!w.chunks.empty()) {
+      const std::vector<std::uint64_t> c = std::move(w.chunks.front());
+      w.chunks.pop_front();
+      const std::size_t off0 = first ? w.first_offset : 0;
+      first = false;
+      const std::size_t cu = (c.size() - off0) / uw;
+      for (std::size_t b = 0; b < cu; b += 64) {
+        const std::size_t len = std::min<std::size_t>(64, cu - b);
+        const std::uint64_t* src = c.data() + off0 + b * uw;
+        auto copy = [&](std::vector<std::uint64_t>& dst, std::size_t k) {
+          std::uint64_t* d = dst.data() + base + b;
+          for (std::size_t t = 0; t < len; ++t) d[t] = src[t * uw + k];
+        };
+        for (std::size_t j = 0; j < 64; ++j) {
+          copy(e.bits[j].v, j);
+          copy(e.bits[j].m, kLifts + j);
+        }
+        for (std::size_t k = 0; k < kP; ++k) {
+          copy(e.prods[k].v, 64 + k);
+          copy(e.prods[k].m, kLifts + 64 + k);
+        }
+        for (std::size_t t = 0; t < len; ++t) {
+          const std::uint64_t* x = src + t * uw;
+          e.r.v[base + b + t] = Join(x[2 * kLifts], x[2 * kLifts + 1]);
+          e.r.m[base + b + t] = Join(x[2 * kLifts + 2], x[2 * kLifts + 3]);
+        }
+      }
+      base += cu;
+    }
+  } else {
+    ForEachUnit(std::move(w), uw, [&](std::size_t u, const std::uint64_t* x) {
+      for (std::size_t j = 0; j < 64; ++j) e.bits[j].v[u] = x[j];
+      for (std::size_t k = 0; k < kP; ++k) e.prods[k].v[u] = x[64 + k];
+      for (std::size_t i = 0; i < 64 && 64 * u + i < n; ++i) e.r.v[64 * u + i] = x[64 + kP + i];
+    });
+  }
+  return e;
+}
+
+template <typename P>
+mpc::DaBits<P> UnpackDaBits(BitUnits w, std::size_t n) {
+  mpc::DaBits<P> d;
+  d.b = mpc::BitShares<P>(n);
+  d.a = mpc::Shares<P>(n);
+  ForEachUnit(std::move(w), BitUnitWords(SecurityOf<P>(), BitItem::kDaBit),
+              [&](std::size_t i, const std::uint64_t* x) {
+                if constexpr (P::kMalicious) {
+                  d.b.v[i] = x[0];
+                  d.b.m[i] = x[1];
+                  d.a.v[i] = Join(x[2], x[3]);
+                  d.a.m[i] = Join(x[4], x[5]);
+                } else {
+                  d.b.v[i / 64] |= (x[0] & 1) << (i % 64);
+                  d.a.v[i] = x[1];
+                }
+              });
+  return d;
+}
+
+template <typename P>
+mpc::RootTuples<P> UnpackRootTuples(BitUnits w, std::size_t n) {
+  mpc::RootTuples<P> t;
+  t.u = mpc::BitShares<P>(n);
+  t.v = mpc::BitShares<P>(n);
+  t.w = mpc::BitShares<P>(n);
+  for (auto& m : t.mono) m = mpc::Shares<P>(n);
+  ForEachUnit(std::move(w), BitUnitWords(SecurityOf<P>(), BitItem::kRootTuple),
+              [&](std::size_t i, const std::uint64_t* x) {
+                if constexpr (P::kMalicious) {
+                  t.u.v[i] = x[0], t.v.v[i] = x[1], t.w.v[i] = x[2];
+                  t.u.m[i] = x[3], t.v.m[i] = x[4], t.w.m[i] = x[5];
+                  for (std::size_t k = 0; k < 7; ++k) {
+                    t.mono[k].v[i] = Join(x[6 + 4 * k], x[7 + 4 * k]);
+                    t.mono[k].m[i] = Join(x[8 + 4 * k], x[9 + 4 * k]);
+                  }
+                } else {
+                  const std::size_t wi = i / 64, sh = i % 64;
+                  t.u.v[wi] |= (x[0] & 1) << sh;
+                  t.v.v[wi] |= ((x[0] >> 1) & 1) << sh;
+                  t.w.v[wi] |= ((x[0] >> 2) & 1) << sh;
+                  for (std::size_t k = 0; k < 7; ++k) t.mono[k].v[i] = x[1 + k];
+                }
+              });
+  return t;
+}
+
+template <typename P>
+mpc::BitShares<P> UnpackBitRandoms(BitUnits w, std::size_t n) {
+  mpc::BitShares<P> r(n);
+  ForEachUnit(std::move(w), BitUnitWords(SecurityOf<P>(), BitItem::kBitRandom),
+              [&](std::size_t u, const std::uint64_t* x) {
+                r.v[u] = x[0];
+                if constexpr (P::kMalicious) r.m[u] = x[1];
+              });
+  return r;
+}
+
+// ---- party side ----
+
+template <typename P>
+Result<BitUnits> BitExpander<P>::Units(const BitBatch& b, BitItem want) {
+  const Security sec = SecurityOf<P>();
+  const std::string what = std::string(BitItemName(b.item)) + " batch #" + std::to_string(b.seq);
+  if (b.party != party_) {
+    return ProtocolError("party " + std::to_string(party_) + " got the " + what + " of party " +
+                         std::to_string(b.party) + " (dealer mix-up: refused)");
+  }
+  if (b.item != want) {
+    return ProtocolError(std::string("expected a ") + BitItemName(want) + " batch, got a " + what);
+  }
+  if (b.security != sec) {
+    return ProtocolError("the " + what + " is for the other security mode than this session's");
+  }
+  if (b.count == 0 || b.count > kMaxBitBatchItems) {
+    return ProtocolError("the " + what + " holds " + std::to_string(b.count) + " items");
+  }
+  const int it = static_cast<int>(want);
+  if (b.seq != next_seq_[it]) {
+    return ProtocolError("the " + what + " is out of sequence (expected #" +
+                         std::to_string(next_seq_[it]) + "): dealer and party are misaligned");
+  }
+  const bool last = party_ == num_parties_ - 1;
+  const std::uint64_t units = BitUnitsFor(sec, want, b.count);
+  const std::size_t uw = BitUnitWords(sec, want);
+  const std::uint64_t want_corr = last ? units * BitDeterminedWords(sec, want) : 0;
+  if (b.corrections.size() != want_corr) {
+    return ProtocolError("the " + what + " carries " + std::to_string(b.corrections.size()) +
+                         " corrections, expected " + std::to_string(want_corr) + " for party " +
+                         std::to_string(party_));
+  }
+  ++next_seq_[it];
+  std::vector<std::uint32_t> det;  // determined word offsets within a unit
+  for (std::size_t w = 0; w < uw; ++w) {
+    if (IsBitDetermined(sec, want, w)) det.push_back(static_cast<std::uint32_t>(w));
+  }
+  BitUnits out;
+  const std::size_t per_chunk = BitChunkUnits(sec, want);
+  const std::uint64_t* corr = b.corrections.data();
+  std::uint64_t chunk = 0;
+  for (std::uint64_t done = 0; done < units; done += per_chunk, ++chunk) {
+    const std::size_t cu =
+        static_cast<std::size_t>(std::min<std::uint64_t>(per_chunk, units - done));
+    std::vector<std::uint64_t>& words = out.chunks.emplace_back(cu * uw);
+    Prg(BitChunkSeed(seed_, want, b.seq, chunk)).Fill(words.data(), words.size() * 8);
+    if (last) {
+      for (std::size_t u = 0; u < cu; ++u) {
+        std::uint64_t* x = words.data() + u * uw;
+        for (std::uint32_t w : det) x[w] = *corr++;
+      }
+    }
+  }
+  return out;
+}
+
+template <typename P>
+Result<mpc::BitTriples<P>> BitExpander<P>::BitTriples(const BitBatch& b) {
+  MPCACHE_ASSIGN_OR_RETURN(BitUnits w, Units(b, BitItem::kBitTriple));
+  return UnpackBitTriples<P>(std::move(w), static_cast<std::size_t>(b.count));
+}
+template <typename P>
+Result<mpc::EdaBits<P>> BitExpander<P>::EdaBits(const BitBatch& b) {
+  MPCACHE_ASSIGN_OR_RETURN(BitUnits w, Units(b, BitItem::kEdaBit));
+  return UnpackEdaBits<P>(std::move(w), static_cast<std::size_t>(b.count));
+}
+template <typename P>
+Result<mpc::DaBits<P>> BitExpander<P>::DaBits(const BitBatch& b) {
+  MPCACHE_ASSIGN_OR_RETURN(BitUnits w, Units(b, BitItem::kDaBit));
+  return UnpackDaBits<P>(std::move(w), static_cast<std::size_t>(b.count));
+}
+template <typename P>
+Result<mpc::RootTuples<P>> BitExpander<P>::RootTuples(const BitBatch& b) {
+  MPCACHE_ASSIGN_OR_RETURN(BitUnits w, Units(b, BitItem::kRootTuple));
+  return UnpackRootTuples<P>(std::move(w), static_cast<std::size_t>(b.count));
+}
+template <typename P>
+Result<mpc::BitShares<P>> BitExpander<P>::BitRandoms(const BitBatch& b) {
+  MPCACHE_ASSIGN_OR_RETURN(BitUnits w, Units(b, BitItem::kBitRandom));
+  return UnpackBitRandoms<P>(std::move(w), static_cast<std::size_t>(b.count));
+}
+
+#define MPCACHE_BIT_BATCH(P)                                              \
+  template mpc::BitTriples<P> UnpackBitTriples<P>(BitUnits, std::size_t); \
+  template mpc::EdaBits<P> UnpackEdaBits<P>(BitUnits, std::size_t);       \
+  template mpc::DaBits<P> UnpackDaBits<P>(BitUnits, std::size_t);         \
+  template mpc::RootTuples<P> UnpackRootTuples<P>(BitUnits, std::size_t); \
+  template mpc::BitShares<P> UnpackBitRandoms<P>(BitUnits, std::size_t);  \
+  template class BitExpander<P>;
+MPCACHE_BIT_BATCH(mpc::SemiHonest)
+MPCACHE_BIT_BATCH(mpc::Spdz2k)
+
+}  // namespace mpcache::preproc

@@ -1,0 +1,131 @@
+// The bit dealer's unit of output over the network: one BitBatch per party per request of
+// comparison material (mpc/compare/bit_preprocessing.h), the binary-domain twin of batch.h.
+//
+// Seed compression (bit_dealer.h): party i shares a bit seed with the dealer. Party i's
+// part of batch (item, seq) is `units` fixed-size units of 64-bit words (layout in
+// bit_batch.cc), cut into chunks of BitChunkUnits() units; chunk c is the AES-CTR stream of
+// BitChunkSeed(seed_i, item, seq, c). Free words (a triple's a and b, the bits of an edaBit)
+// are final at every party; determined words (c = a AND b, every MAC, the arithmetic half
+// of an edaBit/daBit) are final at parties 0..n-2 and replaced, at the last party, by the
+// corrections the batch carries (unit-major, in word order). So parties 0..n-2 receive a
+// header only (kBitBatchHeaderBytes), the last party 8 bytes per determined word more.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <span>
+#include <type_traits>
+#include <vector>
+
+#include "common/prg.h"
+#include "common/result.h"
+#include "mpc/compare/bit_preprocessing.h"
+#include "preproc/batch.h"
+
+namespace mpcache::preproc {
+
+enum class BitItem : std::uint8_t {
+  kBitTriple = 0,
+  kEdaBit = 1,
+  kDaBit = 2,
+  kBitRandom = 3,
+  kRootTuple = 4
+};
+inline constexpr int kNumBitItems = 5;
+const char* BitItemName(BitItem item);
+
+// Items in one batch at most (a malicious edaBit unit is 3.7 KB: 2^24 of them is 63 GB).
+inline constexpr std::uint64_t kMaxBitBatchItems = std::uint64_t{1} << 24;
+inline constexpr std::size_t kBitBatchHeaderBytes = 36;
+
+// Unit layout: words per unit, items per unit (semi-honest triples, edaBits and randoms
+// come 64 to a unit, bitsliced), determined words per unit and whether word w is one.
+std::size_t BitUnitWords(Security security, BitItem item);
+std::size_t BitUnitItems(Security security, BitItem item);
+std::size_t BitDeterminedWords(Security security, BitItem item);
+bool IsBitDetermined(Security security, BitItem item, std::size_t w);
+// Units per stream chunk (about 16 MB of words per party), and units for n items.
+std::size_t BitChunkUnits(Security security, BitItem item);
+std::uint64_t BitUnitsFor(Security security, BitItem item, std::uint64_t n);
+// The stream seed of chunk `chunk` of batch (item, seq) for a party with bit seed `seed`.
+Seed BitChunkSeed(const Seed& party_bit_seed, BitItem item, std::uint64_t seq, std::uint64_t chunk);
+
+struct BitBatch {
+  Security security = Security::kMalicious;
+  std::int32_t party = 0;  // receiver
+  BitItem item = BitItem::kBitTriple;
+  std::uint64_t seq = 0;                   // per-item sequence number of the dealer, from 0
+  std::uint64_t count = 0;                 // items (1..kMaxBitBatchItems)
+  std::vector<std::uint64_t> corrections;  // last party only: determined words, unit-major
+
+  std::size_t WireSize() const { return kBitBatchHeaderBytes + 8 * corrections.size(); }
+  std::vector<std::uint8_t> Serialize() const;
+  static Result<BitBatch> Parse(std::span<const std::uint8_t> bytes);
+};
+
+// Consecutive units of one item as chunks of words (only the first may start at an
+// offset); the unpackers free each chunk once read.
+struct BitUnits {
+  std::deque<std::vector<std::uint64_t>> chunks;
+  std::size_t first_offset = 0;
+};
+
+// Units -> the n items they hold (shared by BitStore and BitExpander).
+template <typename P>
+mpc::BitTriples<P> UnpackBitTriples(BitUnits w, std::size_t n);
+template <typename P>
+mpc::EdaBits<P> UnpackEdaBits(BitUnits w, std::size_t n);
+template <typename P>
+mpc::DaBits<P> UnpackDaBits(BitUnits w, std::size_t n);
+template <typename P>
+mpc::RootTuples<P> UnpackRootTuples(BitUnits w, std::size_t n);
+template <typename P>
+mpc::BitShares<P> UnpackBitRandoms(BitUnits w, std::size_t n);
+
+// A party's side: expands the batches addressed to it (its bit seed from the dealer's
+// Setup) into items. Refuses batches for another party, item or security mode, with a
+// payload of the wrong size, or out of sequence (batches of an item come in order).
+template <typename P>
+class BitExpander {
+ public:
+  BitExpander(mpc::PartyId party, int num_parties, const Seed& bit_seed)
+      : party_(party), num_parties_(num_parties), seed_(bit_seed) {}
+
+  Result<mpc::BitTriples<P>> BitTriples(const BitBatch& b);
+  Result<mpc::EdaBits<P>> EdaBits(const BitBatch& b);
+  Result<mpc::DaBits<P>> DaBits(const BitBatch& b);
+  Result<mpc::RootTuples<P>> RootTuples(const BitBatch& b);
+  Result<mpc::BitShares<P>> BitRandoms(const BitBatch& b);
+  // The same, chosen by the item type T (mpc::BitTriples<P>, ..., mpc::BitShares<P>).
+  template <typename T>
+  Result<T> Expand(const BitBatch& b);
+
+ private:
+  // Checks b against (party, item, security, sequence) and regenerates its units.
+  Result<BitUnits> Units(const BitBatch& b, BitItem want);
+
+  mpc::PartyId party_;
+  int num_parties_;
+  Seed seed_;
+  std::uint64_t next_seq_[kNumBitItems] = {};
+};
+
+template <typename P>
+template <typename T>
+Result<T> BitExpander<P>::Expand(const BitBatch& b) {
+  if constexpr (std::is_same_v<T, mpc::BitTriples<P>>) {
+    return BitTriples(b);
+  } else if constexpr (std::is_same_v<T, mpc::EdaBits<P>>) {
+    return EdaBits(b);
+  } else if constexpr (std::is_same_v<T, mpc::DaBits<P>>) {
+    return DaBits(b);
+  } else if constexpr (std::is_same_v<T, mpc::RootTuples<P>>) {
+    return RootTuples(b);
+  } else {
+    static_assert(std::is_same_v<T, mpc::BitShares<P>>, "not a comparison item type");
+    return BitRandoms(b);
+  }
+}
+
+}  // namespace mpcache::preproc
