@@ -104,8 +104,8 @@ struct DealerConfig {
   TlsPaths tls;
   Security security = Security::kMalicious;
   int frac_bits = kDefaultFracBits;
-  std::uint64_t pool_capacity_items = 1u << 22;  // per party and item type
-  std::uint64_t batch_items = 1u << 16;
+  std::uint64_t pool_capacity_items = 1u << 22;  // largest request served (items)
+  std::uint64_t batch_items = 1u << 16;          // parties ask ahead for at least this many
   std::string log_level = "info";
   int metrics_port = 0;
 };

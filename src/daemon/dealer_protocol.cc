@@ -32,6 +32,7 @@ std::vector<std::uint8_t> Encode(const Setup& m) {
   w.Raw(m.client_seed_share.data(), 16).Raw(m.client_seed_hash.data(), 32);
   w.U32(static_cast<std::uint32_t>(m.client_batches.size()));
   for (const auto& b : m.client_batches) w.Bytes(b.Serialize());
+  w.U64(m.chunk_items).U64(m.max_request_items);
   return w.Take();
 }
 
@@ -95,6 +96,12 @@ Result<Setup> DecodeSetup(const std::vector<std::uint8_t>& p) {
     MPCACHE_ASSIGN_OR_RETURN(auto bytes, r.Bytes());
     MPCACHE_ASSIGN_OR_RETURN(preproc::Batch b, preproc::Batch::Parse(bytes));
     m.client_batches.push_back(std::move(b));
+  }
+  MPCACHE_ASSIGN_OR_RETURN(m.chunk_items, r.U64());
+  MPCACHE_ASSIGN_OR_RETURN(m.max_request_items, r.U64());
+  if (m.chunk_items < 64 || m.max_request_items < m.chunk_items) {
+    return ProtocolError("Setup: chunk of " + std::to_string(m.chunk_items) +
+                         " items with requests of at most " + std::to_string(m.max_request_items));
   }
   MPCACHE_RETURN_IF_ERROR(r.End());
   return m;

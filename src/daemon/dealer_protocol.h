@@ -49,7 +49,9 @@ struct Setup {
   Seed bit_seed{};  // expands the comparison material (preproc::BitExpander)
   std::array<std::uint8_t, 16> client_seed_share{};
   std::array<std::uint8_t, 32> client_seed_hash{};
-  std::vector<preproc::Batch> client_batches;  // this party's part of batches 0 and 1
+  std::vector<preproc::Batch> client_batches;    // this party's part of batches 0 and 1
+  std::uint64_t chunk_items = 32768;             // ask ahead for at least this many items
+  std::uint64_t max_request_items = 1ull << 22;  // never ask for more in one request
 };
 struct BatchRequest {
   preproc::BatchRequest request;

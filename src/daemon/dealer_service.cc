@@ -112,7 +112,10 @@ Status DealerService::Impl::Handle(SyncLink& link, int party, std::uint64_t& ses
     if (stopping) return Aborted("the dealer is shutting down");
     if (auto it = sessions.find(session_id); it != sessions.end()) session = it->second.lock();
     if (!session) {
-      MPCACHE_ASSIGN_OR_RETURN(session, DealerSession::Create(join));
+      DealerLimits limits;
+      limits.chunk_items = cfg.batch_items;
+      limits.max_request_items = cfg.pool_capacity_items;
+      MPCACHE_ASSIGN_OR_RETURN(session, DealerSession::Create(join, limits));
       sessions[session_id] = session;
       metrics.Add("mpcache_dealer_sessions_total", 1);
       log->info("[session {:016x}] new session ({} prompt tokens, {} steps)", session_id,

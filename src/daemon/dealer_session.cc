@@ -70,6 +70,8 @@ class DealerSessionImpl final : public DealerSession {
     s.client_seed_share = shares_[i];
     s.client_seed_hash = hash_;
     s.client_batches = std::move(client_batches_[i]);
+    s.chunk_items = limits_.chunk_items;
+    s.max_request_items = limits_.max_request_items;
     return s;
   }
 
@@ -199,7 +201,13 @@ class DealerSessionImpl final : public DealerSession {
 
 }  // namespace
 
-Result<std::shared_ptr<DealerSession>> DealerSession::Create(const dealer_proto::Join& join) {
+Result<std::shared_ptr<DealerSession>> DealerSession::Create(const dealer_proto::Join& join,
+                                                             const DealerLimits& limits) {
+  if (limits.chunk_items < 64 || limits.max_request_items < limits.chunk_items) {
+    return InvalidArgument(
+        "dealer limits: pool.batch_items must be at least 64 and at most "
+        "pool.capacity_items");
+  }
   if (join.prompt_len < 1 || join.prompt_len > 65536 || join.vocab < 2 || join.vocab > (1u << 20) ||
       std::uint64_t{join.prompt_len} * join.vocab > (1u << 26) || join.steps < 1 ||
       join.steps > (1u << 20)) {
@@ -209,24 +217,41 @@ Result<std::shared_ptr<DealerSession>> DealerSession::Create(const dealer_proto:
   }
   if (join.security == preproc::Security::kMalicious) {
     auto s = std::make_shared<DealerSessionImpl<mpc::Spdz2k>>(join);
+    s->limits_ = limits;
     MPCACHE_RETURN_IF_ERROR(s->Init());
     return std::shared_ptr<DealerSession>(std::move(s));
   }
   auto s = std::make_shared<DealerSessionImpl<mpc::SemiHonest>>(join);
+  s->limits_ = limits;
   MPCACHE_RETURN_IF_ERROR(s->Init());
   return std::shared_ptr<DealerSession>(std::move(s));
 }
+
+namespace {
+Status CheckSize(const DealerSession& session, int party, std::uint64_t items) {
+  if (items <= session.limits().max_request_items) return Status::Ok();
+  return ProtocolError("party " + std::to_string(party) + " asked for " + std::to_string(items) +
+                       " items in one request; the dealer serves at most " +
+                       std::to_string(session.limits().max_request_items) +
+                       " (pool.capacity_items in the dealer's config)");
+}
+}  // namespace
 
 Result<std::vector<std::uint8_t>> Answer(DealerSession& session, int party,
                                          const std::vector<std::uint8_t>& request) {
   const std::uint8_t type = request.empty() ? 0 : request[0];
   if (type == dealer_proto::kBatchRequest) {
     MPCACHE_ASSIGN_OR_RETURN(auto req, dealer_proto::DecodeBatchRequest(request));
+    const preproc::ItemType t = req.request.type;
+    if (t != preproc::ItemType::kMatrixMask && t != preproc::ItemType::kMatrixTriple) {
+      MPCACHE_RETURN_IF_ERROR(CheckSize(session, party, req.request.count));
+    }
     MPCACHE_ASSIGN_OR_RETURN(preproc::Batch b, session.Fetch(party, req.request, req.seq));
     return dealer_proto::EncodeBatch(b);
   }
   if (type == dealer_proto::kBitRequest) {
     MPCACHE_ASSIGN_OR_RETURN(auto req, dealer_proto::DecodeBitRequest(request));
+    MPCACHE_RETURN_IF_ERROR(CheckSize(session, party, req.n));
     return session.Bits(party, req.item, req.n);
   }
   return ProtocolError("party " + std::to_string(party) + " sent an unexpected message (type " +

@@ -28,12 +28,20 @@ struct DealerSessionStats {
   double dealer_seconds = 0;
 };
 
+// The dealer's limits (config/dealer.yaml, pool.*), told to every party in its Setup.
+struct DealerLimits {
+  std::uint64_t chunk_items = 32768;             // elementwise items a party asks ahead for
+  std::uint64_t max_request_items = 1ull << 22;  // largest elementwise / comparison request
+};
+
 class DealerSession {
  public:
   virtual ~DealerSession() = default;
   // Makes the session for the first Join (fresh OS seeds; the client's two mask batches,
   // prompt then outputs, are made first so they are batches 0 and 1 of their type).
-  static Result<std::shared_ptr<DealerSession>> Create(const dealer_proto::Join& join);
+  static Result<std::shared_ptr<DealerSession>> Create(const dealer_proto::Join& join,
+                                                       const DealerLimits& limits = {});
+  const DealerLimits& limits() const { return limits_; }
 
   const dealer_proto::Join& join() const { return join_; }
   // The Setup message of `party` (once per party).
@@ -48,6 +56,7 @@ class DealerSession {
  protected:
   explicit DealerSession(const dealer_proto::Join& join) : join_(join) {}
   dealer_proto::Join join_;
+  DealerLimits limits_;
 };
 
 // What the dealer answered: the request message and the answer's size (for metrics).

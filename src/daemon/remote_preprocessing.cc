@@ -104,11 +104,11 @@ class RemotePreprocessing<P>::Bits final : public mpc::BitPreprocessing<P> {
         MPCACHE_RETURN_IF_ERROR(owner_.Drain(key));
         continue;
       }
-      const std::uint64_t want = RoundUp64(std::max<std::uint64_t>(n - reserve.left(), ahead));
+      const std::uint64_t want = std::min<std::uint64_t>(
+          owner_.max_request_, RoundUp64(std::max<std::uint64_t>(n - reserve.left(), ahead)));
       MPCACHE_RETURN_IF_ERROR(owner_.IssueBits(item, want, false));
       owner_.traffic_.waited += 1;
       MPCACHE_RETURN_IF_ERROR(owner_.Drain(key));
-      if (reserve.left() < n) return Exhausted("the dealer sent fewer comparison items than asked");
     }
     T out = reserve.Take(n);
     if (owner_.Pending(key) == 0 && reserve.left() < ahead && owner_.in_flight() < kMaxInFlight) {
@@ -204,7 +204,7 @@ std::uint64_t RemotePreprocessing<P>::Ahead(const QueueKey& key, std::uint64_t n
                                             std::uint64_t chunk) {
   std::uint64_t& largest = largest_[key];
   largest = std::max(largest, n);
-  return std::max(chunk, 2 * largest);
+  return std::min(max_request_, std::max(chunk, 2 * largest));
 }
 
 template <typename P>
@@ -247,13 +247,14 @@ Status RemotePreprocessing<P>::Refill(const BatchRequest& need) {
     const std::int32_t param = Param(need);
     const std::size_t before = s.available(need.type, param);
     MPCACHE_RETURN_IF_ERROR(Drain(key));
-    const std::size_t got = s.available(need.type, param) - before;
-    if (got < need.count) {
+    const std::uint64_t ahead =
+        need.type == ItemType::kInputMask ? 0 : Ahead(key, need.count, chunk_);
+    // Requests of at most max_request_ items (the dealer's pool.capacity_items).
+    for (std::size_t got = s.available(need.type, param) - before; got < need.count;
+         got = s.available(need.type, param) - before) {
       BatchRequest r = need;
-      r.count = need.count - got;
-      if (need.type != ItemType::kInputMask) {
-        r.count = std::max<std::uint64_t>(r.count, Ahead(key, need.count, kChunkItems));
-      }
+      r.count =
+          std::min<std::uint64_t>(max_request_, std::max<std::uint64_t>(need.count - got, ahead));
       MPCACHE_RETURN_IF_ERROR(Issue(r, false));
       traffic_.waited += 1;
       MPCACHE_RETURN_IF_ERROR(Drain(key));
@@ -278,7 +279,7 @@ template <typename P>
 Status RemotePreprocessing<P>::OnTake(const BatchRequest& taken) {
   preproc::PartyStore<P>& s = *store_;
   const QueueKey key = KeyOf(taken);
-  const std::uint64_t ahead = Ahead(key, taken.count, kChunkItems);
+  const std::uint64_t ahead = Ahead(key, taken.count, chunk_);
   if (Pending(key) > 0 || in_flight_.size() >= kMaxInFlight) return Status::Ok();
   switch (taken.type) {
     case ItemType::kTriple:
@@ -324,6 +325,8 @@ Result<std::unique_ptr<RemotePreprocessing<P>>> RemotePreprocessing<P>::Open(
   RemotePreprocessing* self = r.get();
   r->store_->set_refill([self](const BatchRequest& need) { return self->Refill(need); });
   r->store_->set_on_take([self](const BatchRequest& taken) { return self->OnTake(taken); });
+  r->chunk_ = r->setup_.chunk_items;
+  r->max_request_ = r->setup_.max_request_items / 64 * 64;  // whole semi-honest bit units
   r->bits_ = std::make_unique<Bits>(*r, party, r->setup_.bit_key_share, r->setup_.bit_seed);
   return r;
 }

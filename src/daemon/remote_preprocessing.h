@@ -9,7 +9,8 @@
 //   elementwise arithmetic items (triples, squares, truncation pairs per precision, bits,
 //     randoms) and comparison material per item: when fewer than `ahead` items are left,
 //     `ahead` more, where ahead = max(a chunk, twice the largest call so far) (calls grow
-//     with the context, so the next call is covered by what is left plus what arrives);
+//     with the context, so the next call is covered by what is left plus what arrives),
+//     capped at the largest request the dealer serves (bigger needs are split);
 //   small matrix masks (KV-cache rows), per shape: the next mask of the shape;
 //   matrix triples, per (mask, side, other): the next triple as soon as one is taken, and
 //     a prefetched mask's first triple with the (side, other) the previous mask of its
@@ -56,7 +57,6 @@ class RemotePreprocessing {
   const DealerTraffic& traffic() const { return traffic_; }
   std::size_t in_flight() const { return in_flight_.size(); }
 
-  static constexpr std::uint64_t kChunkItems = 32768;  // elementwise items per request
   static constexpr std::size_t kMaxInFlight = 512;
   static constexpr std::size_t kMaxPrefetchElements = std::size_t{1} << 16;  // per matrix item
 
@@ -99,6 +99,8 @@ class RemotePreprocessing {
   std::deque<InFlight> in_flight_;
   std::map<QueueKey, std::size_t> pending_;
   std::map<QueueKey, std::uint64_t> largest_;  // largest call per queue
+  // From the dealer's Setup: elementwise chunk; largest request it serves (items).
+  std::uint64_t chunk_ = 32768, max_request_ = std::uint64_t{1} << 22;
   // Matrix masks this party asked for: id -> shape; per shape, the (side, other) of the
   // last triple asked for a mask of that shape.
   std::map<std::uint64_t, std::pair<std::uint64_t, std::uint64_t>> mask_shape_;

@@ -84,10 +84,14 @@ TEST(DealerProtocol, SetupCarriesTheBitSeed) {
   s.bit_seed = TestSeed(2);
   s.client_seed_share = TestSeed(3);
   s.client_seed_hash[31] = 7;
+  s.chunk_items = 4096;
+  s.max_request_items = 1 << 20;
   auto s2 = dp::DecodeSetup(dp::Encode(s));
   ASSERT_TRUE(s2.ok()) << s2.error().ToString();
   EXPECT_EQ(s2->party_seed, s.party_seed);
   EXPECT_EQ(s2->bit_key_share, 0x1234u);
+  EXPECT_EQ(s2->chunk_items, 4096u);
+  EXPECT_EQ(s2->max_request_items, 1u << 20);
   EXPECT_EQ(s2->bit_seed, s.bit_seed);
   EXPECT_EQ(s2->client_seed_share, s.client_seed_share);
   EXPECT_EQ(s2->client_seed_hash, s.client_seed_hash);

@@ -155,14 +155,14 @@ std::vector<std::uint64_t> Plain(int s, int l) {
 }
 
 template <typename P>
-std::vector<PartyOutcome> Run(int steps) {
+std::vector<PartyOutcome> RunSession(int steps, const DealerLimits& limits = {}) {
   dealer_proto::Join join;
   join.session = 7;
   join.security = P::kMalicious ? preproc::Security::kMalicious : preproc::Security::kSemiHonest;
   join.prompt_len = 1;
   join.steps = static_cast<std::uint32_t>(steps);
   join.vocab = 16;
-  auto session = DealerSession::Create(join);
+  auto session = DealerSession::Create(join, limits);
   EXPECT_TRUE(session.ok()) << session.error().ToString();
   std::vector<std::unique_ptr<MessageLink>> party_ends(3);
   std::vector<std::thread> dealers;
@@ -196,7 +196,7 @@ std::vector<PartyOutcome> Run(int steps) {
 
 template <typename P>
 void CheckPrefetching() {
-  const auto few = Run<P>(3), many = Run<P>(8);
+  const auto few = RunSession<P>(3), many = RunSession<P>(8);
   ASSERT_EQ(few.size(), 3u);
   ASSERT_EQ(many.size(), 3u);
   const int layers = SmallConfig().n_layers;
@@ -227,6 +227,37 @@ void CheckPrefetching() {
   EXPECT_EQ(many[0].traffic.requests, many[0].traffic.prefetched + many[0].traffic.waited);
   EXPECT_GT(many[0].traffic.requests, few[0].traffic.requests + 5 * 2 * layers);
   EXPECT_GT(many[0].traffic.prefetched, many[0].traffic.requests / 2);
+}
+
+// A dealer serving small requests only (pool.capacity_items): the parties split what they
+// need into requests it accepts, and the results are the same; an oversized request is
+// refused with an error naming the limit.
+TEST(RemotePreprocessing, NeedsAboveTheDealersRequestLimitAreSplit) {
+  DealerLimits small;
+  small.chunk_items = 64;
+  small.max_request_items = 200;  // the parties round it down to 192
+  const auto runs = RunSession<mpc::Spdz2k>(3, small);
+  ASSERT_EQ(runs.size(), 3u);
+  const int layers = SmallConfig().n_layers;
+  for (int s = 0; s < 3; ++s) {
+    for (int l = 0; l < layers; ++l) {
+      EXPECT_EQ(runs[0].scores[static_cast<std::size_t>(s * layers + l)], Plain(s, l));
+    }
+  }
+  EXPECT_GT(runs[0].traffic.requests, RunSession<mpc::Spdz2k>(3)[0].traffic.requests);
+
+  dealer_proto::Join join;
+  join.prompt_len = 1, join.steps = 4, join.vocab = 16;
+  auto session = DealerSession::Create(join, small).value();
+  auto big =
+      Answer(*session, 0,
+             dealer_proto::Encode(dealer_proto::BitRequest{preproc::BitItem::kBitTriple, 256}));
+  ASSERT_FALSE(big.ok());
+  EXPECT_NE(big.error().message().find("pool.capacity_items"), std::string::npos)
+      << big.error().message();
+  DealerLimits wrong;
+  wrong.chunk_items = 1000, wrong.max_request_items = 10;
+  EXPECT_FALSE(DealerSession::Create(join, wrong).ok());
 }
 
 TEST(RemotePreprocessing, MaliciousDecodeIsServedAheadOfNeed) {
