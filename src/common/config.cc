@@ -44,8 +44,8 @@ struct Context {
 // key nobody asked for. Errors read "<file>: field '<a.b>': <problem>; fix: <fix>".
 class Section {
  public:
-  Section(const Context& ctx, YAML::Node node, std::string path)
-      : ctx_(ctx), node_(std::move(node)), path_(std::move(path)) {}
+  Section(const Context& ctx, const YAML::Node& node, std::string path)
+      : ctx_(ctx), node_(node), path_(std::move(path)) {}
 
   Error Fail(std::string_view key, const std::string& problem, const std::string& fix) const {
     return InvalidArgument(ctx_.file + ": field '" + Join(key) + "': " + problem + "; fix: " + fix);
@@ -199,8 +199,10 @@ class Section {
       } else if (def) {
         expanded += *def;
       } else {
+        // NOLINTBEGIN(performance-inefficient-string-concatenation): error path
         return Fail(key, "environment variable " + name + " is not set",
                     "set " + name + " or write ${" + name + ":-default}");
+        // NOLINTEND(performance-inefficient-string-concatenation)
       }
       i = close + 1;
     }
@@ -276,9 +278,11 @@ class Section {
       }
       std::string known;
       for (const auto& k : asked_) known += (known.empty() ? "" : ", ") + k;
+      // NOLINTBEGIN(performance-inefficient-string-concatenation): error path
       return InvalidArgument(ctx_.file + ": unknown field '" + Join(key) + "'" +
                              (best.empty() ? "" : "; did you mean '" + best + "'?") +
                              " (fields here: " + known + ")");
+      // NOLINTEND(performance-inefficient-string-concatenation)
     }
     return Status::Ok();
   }

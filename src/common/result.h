@@ -44,8 +44,8 @@ class Error {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
-  Result(Error error) : v_(std::move(error)) {}    // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}      // NOLINT(google-explicit-constructor)
+  Result(Error error) : v_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
   bool ok() const { return v_.index() == 0; }
   explicit operator bool() const { return ok(); }
   T& value() & { return std::get<0>(v_); }
@@ -75,17 +75,39 @@ class [[nodiscard]] Status {
   bool ok_ = true;
 };
 
-inline Error InvalidArgument(std::string m) { return {ErrorCode::kInvalidArgument, std::move(m)}; }
-inline Error NotFound(std::string m) { return {ErrorCode::kNotFound, std::move(m)}; }
-inline Error CorruptData(std::string m) { return {ErrorCode::kCorruptData, std::move(m)}; }
-inline Error Unsupported(std::string m) { return {ErrorCode::kUnsupported, std::move(m)}; }
-inline Error IoError(std::string m) { return {ErrorCode::kIo, std::move(m)}; }
-inline Error ProtocolError(std::string m) { return {ErrorCode::kProtocol, std::move(m)}; }
-inline Error MacCheckFailed(std::string m) { return {ErrorCode::kMacCheckFailed, std::move(m)}; }
-inline Error Exhausted(std::string m) { return {ErrorCode::kExhausted, std::move(m)}; }
-inline Error Timeout(std::string m) { return {ErrorCode::kTimeout, std::move(m)}; }
-inline Error Aborted(std::string m) { return {ErrorCode::kAborted, std::move(m)}; }
-inline Error Internal(std::string m) { return {ErrorCode::kInternal, std::move(m)}; }
+inline Error InvalidArgument(std::string m) {
+  return {ErrorCode::kInvalidArgument, std::move(m)};
+}
+inline Error NotFound(std::string m) {
+  return {ErrorCode::kNotFound, std::move(m)};
+}
+inline Error CorruptData(std::string m) {
+  return {ErrorCode::kCorruptData, std::move(m)};
+}
+inline Error Unsupported(std::string m) {
+  return {ErrorCode::kUnsupported, std::move(m)};
+}
+inline Error IoError(std::string m) {
+  return {ErrorCode::kIo, std::move(m)};
+}
+inline Error ProtocolError(std::string m) {
+  return {ErrorCode::kProtocol, std::move(m)};
+}
+inline Error MacCheckFailed(std::string m) {
+  return {ErrorCode::kMacCheckFailed, std::move(m)};
+}
+inline Error Exhausted(std::string m) {
+  return {ErrorCode::kExhausted, std::move(m)};
+}
+inline Error Timeout(std::string m) {
+  return {ErrorCode::kTimeout, std::move(m)};
+}
+inline Error Aborted(std::string m) {
+  return {ErrorCode::kAborted, std::move(m)};
+}
+inline Error Internal(std::string m) {
+  return {ErrorCode::kInternal, std::move(m)};
+}
 
 }  // namespace mpcache
 
@@ -93,14 +115,16 @@ inline Error Internal(std::string m) { return {ErrorCode::kInternal, std::move(m
 #define MPCACHE_CONCAT_(a, b) MPCACHE_CONCAT_INNER_(a, b)
 
 // Evaluate a Status expression; return its error from the enclosing function if it failed.
-#define MPCACHE_RETURN_IF_ERROR(expr)          \
-  do {                                         \
-    auto mpcache_status_ = (expr);             \
-    if (!mpcache_status_.ok()) {               \
-      return mpcache_status_.error();          \
-    }                                          \
+#define MPCACHE_RETURN_IF_ERROR(expr)     \
+  do {                                    \
+    const auto& mpcache_status_ = (expr); \
+    if (!mpcache_status_.ok()) {          \
+      return mpcache_status_.error();     \
+    }                                     \
   } while (false)
 
+// tmp and lhs name declarations, which cannot be parenthesised.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 // MPCACHE_ASSIGN_OR_RETURN(auto x, MakeX()); declares x from a Result or returns its error.
 #define MPCACHE_ASSIGN_OR_RETURN(lhs, expr) \
   MPCACHE_ASSIGN_OR_RETURN_IMPL_(MPCACHE_CONCAT_(mpcache_result_, __LINE__), lhs, expr)
@@ -110,3 +134,4 @@ inline Error Internal(std::string m) { return {ErrorCode::kInternal, std::move(m
     return tmp.error();                                \
   }                                                    \
   lhs = std::move(tmp).value()
+// NOLINTEND(bugprone-macro-parentheses)

@@ -56,7 +56,15 @@ std::string Metrics::Render() const {
     }
     for (const auto& [labels, v] : series) {
       std::snprintf(buf, sizeof(buf), "%.17g", v);
-      out += name + (labels.empty() ? "" : "{" + labels + "}") + " " + buf + "\n";
+      out += name;
+      if (!labels.empty()) {
+        out += '{';
+        out += labels;
+        out += '}';
+      }
+      out += ' ';
+      out += buf;
+      out += '\n';
     }
   }
   return out;

@@ -11,7 +11,8 @@ using mpc::Shares;
 
 template <typename P>
 Result<SecureWeights<P>> PublicWeights(const mpc::Context<P>& ctx,
-                                       std::shared_ptr<const RingModel> model) {
+                                       // NOLINTNEXTLINE(performance-unnecessary-value-param)
+                                       std::shared_ptr<const RingModel> model) {  // kept in w
   if (!model) return InvalidArgument("no model");
   MPCACHE_RETURN_IF_ERROR(model->CheckShapes());
   const model::ModelConfig& c = model->config;

@@ -58,7 +58,7 @@ class GgufParser {
   Result<GgufValue> ReadInteger(GgufValue v, const std::string& what) {
     MPCACHE_ASSIGN_OR_RETURN(T x, r_.template ReadValue<T>(what));
     if constexpr (std::is_signed_v<T>) {
-      v.i = x;
+      v.i = x;  // NOLINT(bugprone-signed-char-misuse): int8 metadata is signed
       v.u = x >= 0 ? static_cast<std::uint64_t>(x) : 0;
     } else {
       v.u = x;

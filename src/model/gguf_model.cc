@@ -142,7 +142,7 @@ Result<Checkpoint> LoadGgufCheckpoint(FileReader& reader) {
 
   const std::uint64_t d = c.dim, h = c.hidden_dim, kv = c.kv_dim(), v = c.vocab_size;
   std::string types;
-  auto load = [&](const std::string& name, std::vector<std::uint64_t> dims,
+  auto load = [&](const std::string& name, const std::vector<std::uint64_t>& dims,
                   std::vector<float>* out) -> Status {
     const GgufTensorInfo* t = file.FindTensor(name);
     if (t == nullptr) return CorruptData(path + ": GGUF has no tensor '" + name + "'");

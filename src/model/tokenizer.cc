@@ -92,11 +92,13 @@ Result<Tokenizer> Tokenizer::LoadLlama2c(const std::string& path, int vocab_size
     }
     float score = 0.0f;
     std::int32_t len = 0;
+    // NOLINTBEGIN(performance-inefficient-string-concatenation): labels for errors
     MPCACHE_RETURN_IF_ERROR(reader.Read(&score, 4, what + " score"));
     MPCACHE_RETURN_IF_ERROR(reader.Read(&len, 4, what + " length"));
     if (len < 0 || len > max_len) {
       return CorruptData(path + ": " + what + " has length " + std::to_string(len) +
                          ", expected 0.." + std::to_string(max_len) + " (max_token_length)");
+      // NOLINTEND(performance-inefficient-string-concatenation)
     }
     std::string piece(static_cast<std::size_t>(len), '\0');
     MPCACHE_RETURN_IF_ERROR(reader.Read(piece.data(), piece.size(), what + " bytes"));

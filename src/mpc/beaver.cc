@@ -99,7 +99,7 @@ Status BeaverBatch<P>::Exchange(OpenMode mode, PartyId king) {
         const u128* bm = t.b.m.data() + om;
         const u128* cm = t.c.m.data() + om;
         for (std::size_t i = 0; i < n; ++i) {
-          z.m[i] = cm[i] + d[i] * bm[i] + e[i] * am[i] + alpha * (d[i] * e[i]);
+          z.m[i] = cm[i] + d[i] * bm[i] + e[i] * am[i] + alpha * static_cast<u128>(d[i] * e[i]);
         }
       }
       om += n;
@@ -115,7 +115,8 @@ Status BeaverBatch<P>::Exchange(OpenMode mode, PartyId king) {
         const u128* am = s.a.m.data() + os;
         const u128* aam = s.aa.m.data() + os;
         for (std::size_t i = 0; i < n; ++i) {
-          z.m[i] = aam[i] + (2 * d[i]) * am[i] + alpha * (d[i] * d[i]);
+          z.m[i] =
+              aam[i] + static_cast<u128>(2 * d[i]) * am[i] + alpha * static_cast<u128>(d[i] * d[i]);
         }
       }
       os += n;
@@ -141,10 +142,13 @@ Result<Shares<P>> Square(Context<P>& ctx, const Shares<P>& x) {
   return batch.Take(h);
 }
 
+// P names a type in explicit instantiations: it cannot be parenthesised.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define MPCACHE_INSTANTIATE_BEAVER(P)                                                 \
   template class BeaverBatch<P>;                                                      \
   template Result<Shares<P>> Mul<P>(Context<P>&, const Shares<P>&, const Shares<P>&); \
   template Result<Shares<P>> Square<P>(Context<P>&, const Shares<P>&);
+// NOLINTEND(bugprone-macro-parentheses)
 MPCACHE_INSTANTIATE_BEAVER(SemiHonest)
 MPCACHE_INSTANTIATE_BEAVER(Spdz2k)
 

@@ -82,7 +82,7 @@ Status Context<P>::SendToPeers(std::span<const std::uint8_t> bytes) {
 }
 
 template <typename P>
-Status Context<P>::Fail(std::string why) {
+Status Context<P>::Fail(const std::string& why) {
   failed_ = true;
   log_.clear();
   pending_ = 0;

@@ -115,7 +115,7 @@ class Context {
   Context(net::Channel& channel, Preprocessing<P>& prep, const Seed& local_seed,
           ContextOptions options);
   Status SendToPeers(std::span<const std::uint8_t> bytes);
-  Status Fail(std::string why);
+  Status Fail(const std::string& why);
   Status StartCoin();  // draw the next coin seed share and its commitment
 
   net::Channel& channel_;

@@ -92,6 +92,8 @@ Result<std::vector<std::uint64_t>> OutputToClient(Context<P>& ctx, const Shares<
   return opened;
 }
 
+// P names a type in explicit instantiations: it cannot be parenthesised.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define MPCACHE_INSTANTIATE_IO(P)                                                                  \
   template Result<Shares<P>> Input<P>(Context<P>&, PartyId, std::span<const std::uint64_t>,        \
                                       std::size_t);                                                \
@@ -99,6 +101,7 @@ Result<std::vector<std::uint64_t>> OutputToClient(Context<P>& ctx, const Shares<
                                                 std::span<const std::uint64_t>);                   \
   template Result<std::vector<std::uint64_t>> OutputTo<P>(Context<P>&, const Shares<P>&, PartyId); \
   template Result<std::vector<std::uint64_t>> OutputToClient<P>(Context<P>&, const Shares<P>&);
+// NOLINTEND(bugprone-macro-parentheses)
 MPCACHE_INSTANTIATE_IO(SemiHonest)
 MPCACHE_INSTANTIATE_IO(Spdz2k)
 

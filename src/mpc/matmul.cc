@@ -164,6 +164,8 @@ Result<Shares<P>> MatMul(Context<P>& ctx, const Shares<P>& x, const Shares<P>& y
   return z;
 }
 
+// P names a type in explicit instantiations: it cannot be parenthesised.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define MPCACHE_INSTANTIATE_MATMUL(P)                                                              \
   template Shares<P> MatMulPublicRight<P>(const Context<P>&, const Shares<P>&, std::size_t,        \
                                           std::size_t, std::span<const std::uint64_t>,             \
@@ -177,6 +179,7 @@ Result<Shares<P>> MatMul(Context<P>& ctx, const Shares<P>& x, const Shares<P>& y
                                        std::size_t);                                               \
   template Result<Shares<P>> MatMul<P>(Context<P>&, const Shares<P>&, const Shares<P>&,            \
                                        std::size_t, std::size_t, std::size_t);
+// NOLINTEND(bugprone-macro-parentheses)
 MPCACHE_INSTANTIATE_MATMUL(SemiHonest)
 MPCACHE_INSTANTIATE_MATMUL(Spdz2k)
 

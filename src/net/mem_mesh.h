@@ -58,7 +58,8 @@ class MemMesh {
   Status Push(PartyId from, PartyId to, std::span<const std::uint8_t> data);
   Status Pop(PartyId from, PartyId to, std::span<std::uint8_t> out);
   Queue& queue(PartyId from, PartyId to) {
-    return queues_[static_cast<std::size_t>(from * num_parties() + to)];
+    return queues_[static_cast<std::size_t>(from) * static_cast<std::size_t>(num_parties()) +
+                   static_cast<std::size_t>(to)];
   }
 
   MemMeshOptions options_;

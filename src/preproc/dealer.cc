@@ -141,11 +141,14 @@ Status Dealer::Generate(const BatchRequest& req, std::uint64_t seq,
     switch (req.type) {
       case ItemType::kTriple:
         for (std::size_t t = 0; t < len0; ++t) {
+          // The product is meant mod 2^64 (the values' ring); W only widens the result.
+          // NOLINTNEXTLINE(bugprone-misplaced-widening-cast)
           vals[2][t] = static_cast<W>(mpc::Low64(vals[0][t]) * mpc::Low64(vals[1][t]));
         }
         break;
       case ItemType::kSquare:
         for (std::size_t t = 0; t < len0; ++t) {
+          // NOLINTNEXTLINE(bugprone-misplaced-widening-cast): mod 2^64, as above
           vals[1][t] = static_cast<W>(mpc::Low64(vals[0][t]) * mpc::Low64(vals[0][t]));
         }
         break;

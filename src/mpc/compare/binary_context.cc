@@ -88,7 +88,7 @@ Status BinaryContext<P>::SendToPeers(std::span<const std::uint8_t> bytes) {
 }
 
 template <typename P>
-Status BinaryContext<P>::Fail(std::string why) {
+Status BinaryContext<P>::Fail(const std::string& why) {
   failed_ = true;
   log_.clear();
   pending_ = 0;

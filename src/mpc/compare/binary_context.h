@@ -69,7 +69,7 @@ class BinaryContext {
   friend class BinaryCheckSteps<P>;
   BinaryContext(Context<P>& arith, BitPreprocessing<P>& prep, const Seed& local_seed);
   Status SendToPeers(std::span<const std::uint8_t> bytes);
-  Status Fail(std::string why);
+  Status Fail(const std::string& why);
 
   Context<P>& arith_;
   BitPreprocessing<P>& prep_;

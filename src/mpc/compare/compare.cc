@@ -77,9 +77,10 @@ BitShares<P> Evaluate(const BitKey& key, const Poly& p, const EdaBits<P>& eda, i
   for (unsigned s = 1; s < 16; ++s) {
     if (!p.nz[s]) continue;
     const int idx = edabit::MaskIndex(s);
-    const BitShares<P>& m = idx < 0
-                                ? eda.bits[static_cast<std::size_t>(base + std::countr_zero(s))]
-                                : eda.prods[static_cast<std::size_t>(edabit::GroupOffset(g) + idx)];
+    const BitShares<P>& m = idx < 0 ? eda.bits[static_cast<std::size_t>(base) +
+                                               static_cast<std::size_t>(std::countr_zero(s))]
+                                    : eda.prods[static_cast<std::size_t>(edabit::GroupOffset(g)) +
+                                                static_cast<std::size_t>(idx)];
     const auto& c = p.coef[s].w;
     if constexpr (P::kMalicious) {
       for (std::size_t i = 0; i < n; ++i) {
@@ -104,7 +105,7 @@ Node<P> GroupNode(const BitKey& key, const EdaBits<P>& eda, const std::vector<Pu
   const int base = edabit::GroupBase(g), size = edabit::GroupSize(g);
   Poly lt, eq;
   for (int t = 0; t < size; ++t) {
-    PublicBits nc = cb[static_cast<std::size_t>(base + t)];
+    PublicBits nc = cb[static_cast<std::size_t>(base) + static_cast<std::size_t>(t)];
     for (auto& w : nc.w) w = ~w;
     const unsigned bit = 1u << t;
     Poly lt_t = Constant(nc, bit);  // r_t & ~c_t
@@ -285,11 +286,14 @@ Result<Shares<P>> LessThan(BinaryContext<P>& ctx, const Shares<P>& x, const Shar
   return LessThanZero(ctx, Sub(x, y));
 }
 
+// P names a type in explicit instantiations: it cannot be parenthesised.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define MPCACHE_INSTANTIATE_COMPARE(P)                                             \
   template Result<BitShares<P>> MsbBits<P>(BinaryContext<P>&, const Shares<P>&);   \
   template Result<Shares<P>> BitToArith<P>(BinaryContext<P>&, BitShares<P>);       \
   template Result<Shares<P>> LessThanZero<P>(BinaryContext<P>&, const Shares<P>&); \
   template Result<Shares<P>> LessThan<P>(BinaryContext<P>&, const Shares<P>&, const Shares<P>&);
+// NOLINTEND(bugprone-macro-parentheses)
 MPCACHE_INSTANTIATE_COMPARE(SemiHonest)
 MPCACHE_INSTANTIATE_COMPARE(Spdz2k)
 

@@ -231,6 +231,8 @@ Result<TopKResult<P>> RowTopK(BinaryContext<P>& ctx, const Shares<P>& x, std::si
   return out;
 }
 
+// P names a type in explicit instantiations: it cannot be parenthesised.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define MPCACHE_INSTANTIATE_SELECT(P)                                                             \
   template Result<Shares<P>> RowMax<P>(BinaryContext<P>&, const Shares<P>&, std::size_t,          \
                                        std::size_t);                                              \
@@ -238,6 +240,7 @@ Result<TopKResult<P>> RowTopK(BinaryContext<P>& ctx, const Shares<P>& x, std::si
                                                 std::size_t);                                     \
   template Result<TopKResult<P>> RowTopK<P>(BinaryContext<P>&, const Shares<P>&, std::size_t,     \
                                             std::size_t, std::size_t);
+// NOLINTEND(bugprone-macro-parentheses)
 MPCACHE_INSTANTIATE_SELECT(SemiHonest)
 MPCACHE_INSTANTIATE_SELECT(Spdz2k)
 

@@ -44,7 +44,9 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   // Queues one frame. `urgent` frames (aborts) go ahead of frames not yet being written.
   // A write failure is reported once to the write-error handler; later sends are dropped.
   void Send(proto::FrameKind kind, std::vector<std::uint8_t> payload, bool urgent = false);
-  void set_write_error_handler(std::function<void(const Error&)> h) { on_write_error_ = h; }
+  void set_write_error_handler(std::function<void(const Error&)> h) {
+    on_write_error_ = std::move(h);
+  }
 
   // Reads the next frame. With a deadline, the connection is closed when it passes and
   // the handler gets kTimeout. Frames that break the rules give kProtocol (the caller

@@ -225,7 +225,7 @@ void TlsMesh::OnAccepted(const std::shared_ptr<SetupState>& state, Result<Accept
   auto conn = MakeConnection(peer, std::move(a->stream));
   const auto hello_deadline = std::min(state->deadline, Clock::now() + options_.handshake_timeout);
   conn->ReadFrame(
-      [this, state, conn, peer, refuse](Result<Frame> f) {
+      [this, state, conn, peer, refuse](const Result<Frame>& f) {
         if (state->finished) return conn->Close();
         Status s = CheckHello(f, peer);
         if (s.ok() && conns_[static_cast<std::size_t>(peer)]) {
@@ -251,7 +251,7 @@ void TlsMesh::OnConnected(const std::shared_ptr<SetupState>& state, PartyId peer
   auto conn = MakeConnection(peer, std::move(stream).value());
   conn->Send(proto::FRAME_HELLO, HelloBytes());
   conn->ReadFrame(
-      [this, state, conn, peer](Result<Frame> f) {
+      [this, state, conn, peer](const Result<Frame>& f) {
         if (state->finished) return conn->Close();
         Status s = CheckHello(f, peer);
         if (!s.ok()) {

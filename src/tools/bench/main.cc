@@ -2,9 +2,12 @@
 // reported separately). Subcommands live in their own files (see commands.h).
 #include <malloc.h>
 
+#include <exception>
+#include <iostream>
+
 #include "tools/bench/commands.h"
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   // Keep freed big buffers in the heap for reuse instead of returning them to the OS, as a
   // long-running party daemon reaches steady state: without this every multi-MB vector
   // is a fresh mmap and the online phase pays its page faults.
@@ -22,4 +25,10 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   return exit_code;
+} catch (const std::exception& e) {
+  std::cerr << "error: " << e.what() << "\n";
+  return 1;
+} catch (...) {
+  std::cerr << "error: unexpected failure\n";
+  return 1;
 }

@@ -3,6 +3,7 @@
 // arrive (prompt included, as llama2.c prints it), a stats line on stderr; --json prints
 // one JSON object on stdout instead. Errors: one line, non-zero exit.
 #include <CLI/CLI.hpp>
+#include <exception>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -77,7 +78,7 @@ int Generate(const std::string& config_path, const mpcache::client::GenerateOpti
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   CLI::App app{"mpcache-client: private Llama-2 generation against three MPCache parties"};
   app.require_subcommand(1);
   std::string config_path;
@@ -100,4 +101,10 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   return exit_code;
+} catch (const std::exception& e) {
+  std::cerr << "error: " << e.what() << "\n";
+  return 1;
+} catch (...) {
+  std::cerr << "error: unexpected failure\n";
+  return 1;
 }

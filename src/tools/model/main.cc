@@ -6,7 +6,7 @@
 
 #include "tools/model/commands.h"
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   CLI::App app{"mpcache-model: inspect, run, synthesise and share Llama-2 checkpoints"};
   app.require_subcommand(1);
   int exit_code = 0;
@@ -30,4 +30,10 @@ int main(int argc, char** argv) {
     return e.get_exit_code() != 0 ? e.get_exit_code() : 2;
   }
   return exit_code;
+} catch (const std::exception& e) {
+  std::cerr << "error: " << e.what() << "\n";
+  return 1;
+} catch (...) {
+  std::cerr << "error: unexpected failure\n";
+  return 1;
 }
