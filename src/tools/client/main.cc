@@ -3,12 +3,12 @@
 // arrive (prompt included, as llama2.c prints it), a stats line on stderr; --json prints
 // one JSON object on stdout instead. Errors: one line, non-zero exit.
 #include <CLI/CLI.hpp>
-#include <exception>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "client/private_generation.h"
 #include "common/config.h"
+#include "common/guarded_main.h"
 #include "common/logging.h"
 
 namespace {
@@ -78,33 +78,29 @@ int Generate(const std::string& config_path, const mpcache::client::GenerateOpti
 
 }  // namespace
 
-int main(int argc, char** argv) try {
-  CLI::App app{"mpcache-client: private Llama-2 generation against three MPCache parties"};
-  app.require_subcommand(1);
-  std::string config_path;
-  mpcache::client::GenerateOptions opts;
-  bool json = false;
-  int exit_code = 0;
-  CLI::App* gen = app.add_subcommand(
-      "generate",
-      "Secret-share the prompt to the parties over TLS and stream the reconstructed text");
-  gen->add_option("--config", config_path, "Client YAML (config/client.yaml)")->required();
-  gen->add_option("--prompt", opts.prompt, "Prompt text (default: BOS only)");
-  gen->add_option("--max-tokens", opts.max_tokens,
-                  "Positions incl. the prompt, as llama2.c's steps (default 64)")
-      ->check(CLI::Range(1, 1 << 20));
-  gen->add_flag("--json", json, "Print one JSON object on stdout");
-  gen->callback([&] { exit_code = Generate(config_path, opts, json); });
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  return exit_code;
-} catch (const std::exception& e) {
-  std::cerr << "error: " << e.what() << "\n";
-  return 1;
-} catch (...) {
-  std::cerr << "error: unexpected failure\n";
-  return 1;
+int main(int argc, char** argv) {
+  return mpcache::GuardedMain([&]() -> int {
+    CLI::App app{"mpcache-client: private Llama-2 generation against three MPCache parties"};
+    app.require_subcommand(1);
+    std::string config_path;
+    mpcache::client::GenerateOptions opts;
+    bool json = false;
+    int exit_code = 0;
+    CLI::App* gen = app.add_subcommand(
+        "generate",
+        "Secret-share the prompt to the parties over TLS and stream the reconstructed text");
+    gen->add_option("--config", config_path, "Client YAML (config/client.yaml)")->required();
+    gen->add_option("--prompt", opts.prompt, "Prompt text (default: BOS only)");
+    gen->add_option("--max-tokens", opts.max_tokens,
+                    "Positions incl. the prompt, as llama2.c's steps (default 64)")
+        ->check(CLI::Range(1, 1 << 20));
+    gen->add_flag("--json", json, "Print one JSON object on stdout");
+    gen->callback([&] { exit_code = Generate(config_path, opts, json); });
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+      return app.exit(e);
+    }
+    return exit_code;
+  });
 }

@@ -1,33 +1,28 @@
 // mpcache-dealer --config config/dealer.yaml: the preprocessing service (SPEC §2, §8).
 #include <CLI/CLI.hpp>
-#include <exception>
-#include <iostream>
 #include <string>
 
 #include "common/config.h"
+#include "common/guarded_main.h"
 #include "daemon/daemon_main.h"
 #include "daemon/dealer_service.h"
 
-int main(int argc, char** argv) try {
-  CLI::App app{
-      "mpcache-dealer: the trusted preprocessing service. Accepts the three parties over "
-      "mutually authenticated TLS and streams each its seed-compressed share of every "
-      "request's correlated randomness; /metrics and /healthz on metrics.port; stops on "
-      "SIGTERM."};
-  std::string config_path;
-  app.add_option("--config", config_path, "Dealer YAML (config/dealer.yaml)")->required();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  return mpcache::daemon::RunDaemon<mpcache::daemon::DealerService>(
-      mpcache::config::LoadDealerConfig(config_path),
-      [](const mpcache::config::DealerConfig&) { return std::string("dealer"); });
-} catch (const std::exception& e) {
-  std::cerr << "error: " << e.what() << "\n";
-  return 1;
-} catch (...) {
-  std::cerr << "error: unexpected failure\n";
-  return 1;
+int main(int argc, char** argv) {
+  return mpcache::GuardedMain([&]() -> int {
+    CLI::App app{
+        "mpcache-dealer: the trusted preprocessing service. Accepts the three parties over "
+        "mutually authenticated TLS and streams each its seed-compressed share of every "
+        "request's correlated randomness; /metrics and /healthz on metrics.port; stops on "
+        "SIGTERM."};
+    std::string config_path;
+    app.add_option("--config", config_path, "Dealer YAML (config/dealer.yaml)")->required();
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+      return app.exit(e);
+    }
+    return mpcache::daemon::RunDaemon<mpcache::daemon::DealerService>(
+        mpcache::config::LoadDealerConfig(config_path),
+        [](const mpcache::config::DealerConfig&) { return std::string("dealer"); });
+  });
 }

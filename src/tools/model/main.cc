@@ -4,36 +4,33 @@
 #include <iostream>
 #include <string>
 
+#include "common/guarded_main.h"
 #include "tools/model/commands.h"
 
-int main(int argc, char** argv) try {
-  CLI::App app{"mpcache-model: inspect, run, synthesise and share Llama-2 checkpoints"};
-  app.require_subcommand(1);
-  int exit_code = 0;
-  mpcache::tools::AddInfoCommand(app, &exit_code);
-  mpcache::tools::AddRunCommand(app, &exit_code);
-  mpcache::tools::AddSynthCommand(app, &exit_code);
-  mpcache::tools::AddShareCommand(app, &exit_code);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    // One line, as every mpcache command error.
-    std::string message = e.what();
-    std::replace(message.begin(), message.end(), '\n', ' ');
-    std::cerr << "mpcache-model: " << message << " (see --help)\n";
-    return e.get_exit_code() != 0 ? e.get_exit_code() : 2;
-  }
-  return exit_code;
-} catch (const std::exception& e) {
-  std::cerr << "error: " << e.what() << "\n";
-  return 1;
-} catch (...) {
-  std::cerr << "error: unexpected failure\n";
-  return 1;
+int main(int argc, char** argv) {
+  return mpcache::GuardedMain([&]() -> int {
+    CLI::App app{"mpcache-model: inspect, run, synthesise and share Llama-2 checkpoints"};
+    app.require_subcommand(1);
+    int exit_code = 0;
+    mpcache::tools::AddInfoCommand(app, &exit_code);
+    mpcache::tools::AddRunCommand(app, &exit_code);
+    mpcache::tools::AddSynthCommand(app, &exit_code);
+    mpcache::tools::AddShareCommand(app, &exit_code);
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+      return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+      return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
+      return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+      // One line, as every mpcache command error.
+      std::string message = e.what();
+      std::replace(message.begin(), message.end(), '\n', ' ');
+      std::cerr << "mpcache-model: " << message << " (see --help)\n";
+      return e.get_exit_code() != 0 ? e.get_exit_code() : 2;
+    }
+    return exit_code;
+  });
 }

@@ -1,33 +1,28 @@
 // mpcache-party --config config/partyN.yaml: one compute party (SPEC §2, §8).
 #include <CLI/CLI.hpp>
-#include <exception>
-#include <iostream>
 #include <string>
 
 #include "common/config.h"
+#include "common/guarded_main.h"
 #include "daemon/daemon_main.h"
 #include "daemon/party_service.h"
 
-int main(int argc, char** argv) try {
-  CLI::App app{
-      "mpcache-party: one of the three compute parties. Connects to the other parties over "
-      "mutually authenticated TLS, streams preprocessing from the dealer, serves private "
-      "generation requests from clients; /metrics and /healthz on metrics.port; stops on "
-      "SIGTERM."};
-  std::string config_path;
-  app.add_option("--config", config_path, "Party YAML (config/party0.yaml ...)")->required();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  return mpcache::daemon::RunDaemon<mpcache::daemon::PartyService>(
-      mpcache::config::LoadPartyConfig(config_path),
-      [](const mpcache::config::PartyConfig& c) { return "party" + std::to_string(c.party_id); });
-} catch (const std::exception& e) {
-  std::cerr << "error: " << e.what() << "\n";
-  return 1;
-} catch (...) {
-  std::cerr << "error: unexpected failure\n";
-  return 1;
+int main(int argc, char** argv) {
+  return mpcache::GuardedMain([&]() -> int {
+    CLI::App app{
+        "mpcache-party: one of the three compute parties. Connects to the other parties over "
+        "mutually authenticated TLS, streams preprocessing from the dealer, serves private "
+        "generation requests from clients; /metrics and /healthz on metrics.port; stops on "
+        "SIGTERM."};
+    std::string config_path;
+    app.add_option("--config", config_path, "Party YAML (config/party0.yaml ...)")->required();
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+      return app.exit(e);
+    }
+    return mpcache::daemon::RunDaemon<mpcache::daemon::PartyService>(
+        mpcache::config::LoadPartyConfig(config_path),
+        [](const mpcache::config::PartyConfig& c) { return "party" + std::to_string(c.party_id); });
+  });
 }
