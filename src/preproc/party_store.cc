@@ -184,10 +184,9 @@ Result<typename PartyStore<P>::Chunk> PartyStore<P>::TakeElements(const BatchReq
 }
 
 template <typename P>
-Result<typename PartyStore<P>::Chunk> PartyStore<P>::TakeFront(Pool& pool_ref,
+Result<typename PartyStore<P>::Chunk> PartyStore<P>::TakeFront(Pool& pool,
                                                                const BatchRequest& req) {
   const std::size_t n = req.count;
-  Pool* pool = &pool_ref;
   if (n == 0) {
     Chunk empty;
     const std::size_t nf = req.type == ItemType::kTriple   ? 3
@@ -197,17 +196,17 @@ Result<typename PartyStore<P>::Chunk> PartyStore<P>::TakeFront(Pool& pool_ref,
     empty.fields.resize(nf);
     return empty;
   }
-  Chunk& front = pool->chunks.front();
+  Chunk& front = pool.chunks.front();
   if (front.offset == 0 && front.size() == n) {  // the common case: no copy
     Chunk out = std::move(front);
-    pool->chunks.pop_front();
+    pool.chunks.pop_front();
     return out;
   }
   Chunk out;
   out.fields.resize(front.fields.size());
   std::size_t need = n;
   while (need > 0) {
-    Chunk& c = pool->chunks.front();
+    Chunk& c = pool.chunks.front();
     const std::size_t take = std::min(need, c.size() - c.offset);
     for (std::size_t f = 0; f < c.fields.size(); ++f) {
       out.fields[f].Append(c.fields[f].Slice(c.offset, take));
@@ -218,7 +217,7 @@ Result<typename PartyStore<P>::Chunk> PartyStore<P>::TakeFront(Pool& pool_ref,
     }
     c.offset += take;
     need -= take;
-    if (c.offset == c.size()) pool->chunks.pop_front();
+    if (c.offset == c.size()) pool.chunks.pop_front();
   }
   return out;
 }

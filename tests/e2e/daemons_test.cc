@@ -56,6 +56,22 @@ ClientRun RunClient(Cluster& c, const std::string& prompt, int steps, bool json,
   return r;
 }
 
+// Starts a 64-step generation of "Once upon a time" and waits (at most 120 s) until
+// generated text streams past the prompt, or the client exits.
+std::unique_ptr<Process> StartStreamingClient(Cluster& c, const std::string& out,
+                                              const std::string& err) {
+  auto client = std::make_unique<Process>(
+      std::vector<std::string>{MPCACHE_CLIENT_BIN, "generate", "--config", c.client_config(),
+                               "--prompt", "Once upon a time", "--max-tokens", "64"},
+      out, err);
+  const auto end = std::chrono::steady_clock::now() + 120s;
+  while (ReadFile(out).size() <= std::string("Once upon a time, there").size() &&
+         std::chrono::steady_clock::now() < end && client->running()) {
+    std::this_thread::sleep_for(50ms);
+  }
+  return client;
+}
+
 TEST(Daemons, GoldenTextAndPerTokenBytesMatchInProcess) {
   Cluster c;
   ASSERT_TRUE(c.StartAll()) << c.dir();
@@ -98,17 +114,8 @@ TEST(Daemons, KilledPartyIsNamedAndTheOthersServeTheNextRequest) {
   Cluster c(ClusterOptions{.recv_ms = 6000});
   ASSERT_TRUE(c.StartAll()) << c.dir();
   const std::string out = c.dir() + "/killed.out", err = c.dir() + "/killed.err";
-  auto client = std::make_unique<Process>(
-      std::vector<std::string>{MPCACHE_CLIENT_BIN, "generate", "--config", c.client_config(),
-                               "--prompt", "Once upon a time", "--max-tokens", "64"},
-      out, err);
-  // Wait until generated text streams (more than the prompt), then kill party 2.
-  const auto end = std::chrono::steady_clock::now() + 120s;
-  while (ReadFile(out).size() <= std::string("Once upon a time, there").size() &&
-         std::chrono::steady_clock::now() < end && client->running()) {
-    std::this_thread::sleep_for(50ms);
-  }
-  ASSERT_TRUE(client->running()) << ReadFile(err);
+  auto client = StartStreamingClient(c, out, err);
+  ASSERT_TRUE(client->running()) << ReadFile(err);  // then kill party 2
   const auto killed_at = std::chrono::steady_clock::now();
   c.KillParty(2);
   const auto code = client->Wait(20s);
@@ -137,18 +144,11 @@ TEST(Daemons, StalledPartyIsNamedWithinTheTimeout) {
   Cluster c(ClusterOptions{.recv_ms = 4000});
   ASSERT_TRUE(c.StartAll()) << c.dir();
   const std::string out = c.dir() + "/stalled.out", err = c.dir() + "/stalled.err";
-  Process client({MPCACHE_CLIENT_BIN, "generate", "--config", c.client_config(), "--prompt",
-                  "Once upon a time", "--max-tokens", "64"},
-                 out, err);
-  const auto end = std::chrono::steady_clock::now() + 120s;
-  while (ReadFile(out).size() <= std::string("Once upon a time, there").size() &&
-         std::chrono::steady_clock::now() < end && client.running()) {
-    std::this_thread::sleep_for(50ms);
-  }
-  ASSERT_TRUE(client.running()) << ReadFile(err);
+  auto client = StartStreamingClient(c, out, err);
+  ASSERT_TRUE(client->running()) << ReadFile(err);
   const auto stalled_at = std::chrono::steady_clock::now();
   c.party(1)->Signal(SIGSTOP);
-  const auto code = client.Wait(30s);
+  const auto code = client->Wait(30s);
   const auto took = std::chrono::steady_clock::now() - stalled_at;
   c.party(1)->Signal(SIGCONT);
   ASSERT_TRUE(code.has_value()) << "the client did not give up";
@@ -228,18 +228,11 @@ TEST(Daemons, SigtermMidRequestAbortsItAndExitsZero) {
   Cluster c;
   ASSERT_TRUE(c.StartAll()) << c.dir();
   const std::string out = c.dir() + "/term.out", err = c.dir() + "/term.err";
-  Process client({MPCACHE_CLIENT_BIN, "generate", "--config", c.client_config(), "--prompt",
-                  "Once upon a time", "--max-tokens", "64"},
-                 out, err);
-  const auto end = std::chrono::steady_clock::now() + 120s;
-  while (ReadFile(out).size() <= std::string("Once upon a time, there").size() &&
-         std::chrono::steady_clock::now() < end && client.running()) {
-    std::this_thread::sleep_for(50ms);
-  }
-  ASSERT_TRUE(client.running()) << ReadFile(err);
+  auto client = StartStreamingClient(c, out, err);
+  ASSERT_TRUE(client->running()) << ReadFile(err);
   c.party(0)->Signal(SIGTERM);
   EXPECT_EQ(c.party(0)->Wait(20s), 0);
-  const auto code = client.Wait(20s);
+  const auto code = client->Wait(20s);
   ASSERT_TRUE(code.has_value());
   EXPECT_NE(*code, 0);
   EXPECT_NE(ReadFile(err).find("party 0"), std::string::npos) << ReadFile(err);
