@@ -241,8 +241,11 @@ void InProcessBitDealer<P>::FillChunkLocked(BitItem item, std::uint64_t seq, std
             fix(u, 64 + k, bit);
             fix(u, kLifts + 64 + k, beta * bit);
           }
-          fix128(u, 2 * kLifts, u128{r});
-          fix128(u, 2 * kLifts + 2, alpha_ * u128{r});
+          // r mod 2^64 is the bits; the upper half is uniform (the sum of the parties'
+          // stream words), so that c = x + r opened at full share width is uniform.
+          const u128 r_full = (u128{all(u, 2 * kLifts + 1)} << 64) | r;
+          fix128(u, 2 * kLifts, r_full);
+          fix128(u, 2 * kLifts + 2, alpha_ * r_full);
           break;
         }
         case BitItem::kDaBit: {

@@ -169,7 +169,12 @@ Status Dealer::Generate(const BatchRequest& req, std::uint64_t seq,
       case ItemType::kInputMask:
         clear.resize(len0);
         clear_prg->FillValues(std::span<std::uint64_t>(clear));
-        for (std::size_t t = 0; t < len0; ++t) vals[0][t] = static_cast<W>(clear[t]);
+        for (std::size_t t = 0; t < len0; ++t) {
+          // The owner knows r mod 2^64; in malicious mode the upper half of the 128-bit
+          // value stays the (uniform) sum of the parties' streams, so that an opening of
+          // x + r at full share width is uniform (docs/mpc-core.md).
+          vals[0][t] = (sums[0][t] - static_cast<W>(mpc::Low64(sums[0][t]))) + static_cast<W>(clear[t]);
+        }
         break;
       case ItemType::kMatrixMask:
         for (std::size_t t = 0; t < len0; ++t) new_mask->a[start + t] = mpc::Low64(vals[0][t]);
