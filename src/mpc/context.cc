@@ -128,6 +128,11 @@ Result<std::vector<std::uint64_t>> Context<P>::OpenOwned(Shares<P>&& x, OpenMode
     for (std::size_t i = 0; i < n; ++i) sum[i] += in[i];
     return Status::Ok();
   };
+  if (adversary_ != nullptr && (mode == OpenMode::kAllToAll || self() != king)) {
+    adversary_->OnOpen(Domain::kArith, opens_, n,
+                       {reinterpret_cast<std::uint8_t*>(sum.data()), n * sizeof(std::uint64_t)});
+  }
+  ++opens_;
   if (mode == OpenMode::kAllToAll) {
     for (PartyId p = 0; p < num_parties(); ++p) {
       if (p != self()) MPCACHE_RETURN_IF_ERROR(channel_.SendValues<std::uint64_t>(p, sum));
@@ -210,7 +215,9 @@ class ContextCheckSteps final : public MacCheckSteps {
         msg.Put(z_);
         break;
     }
-    return msg.Take();
+    std::vector<std::uint8_t> out = msg.Take();
+    if (ctx_.adversary_ != nullptr) ctx_.adversary_->OnCheckMessage(Domain::kArith, round, out);
+    return out;
   }
 
   void Receive(int round, PartyId p, std::span<const std::uint8_t> buf) override {

@@ -34,6 +34,7 @@
 
 #include "common/prg.h"
 #include "common/result.h"
+#include "mpc/adversary.h"
 #include "mpc/mac_check.h"
 #include "mpc/preprocessing.h"
 #include "mpc/share.h"
@@ -109,6 +110,9 @@ class Context {
     std::vector<u128> macs;
   };
   std::vector<OpenedChunk>& log_for_testing() { return log_; }
+  // For attacker tests only (mpc/adversary.h): this party deviates as `adversary` says.
+  void set_adversary_for_testing(Adversary* adversary) { adversary_ = adversary; }
+  Adversary* adversary() const { return adversary_; }
 
  private:
   friend class ContextCheckSteps<P>;
@@ -134,6 +138,8 @@ class Context {
   // Chained hash of the input broadcasts since the last check (h = H(h || values)).
   bool broadcast_pending_ = false;
   Digest broadcast_hash_{};
+  Adversary* adversary_ = nullptr;
+  std::uint64_t opens_ = 0;  // openings so far (the adversary's index)
 };
 
 // SHA-256 of the concatenation of `parts` (OpenSSL).

@@ -131,6 +131,18 @@ Result<std::vector<PublicBits>> BinaryContext<P>::OpenMany(std::vector<BitShares
     }
   }
   const std::size_t total_bytes = (total_bits + 7) / 8;
+  if (adversary_ != nullptr) {
+    adversary_->OnOpen(Domain::kBinary, opens_, total_bits,
+                       {reinterpret_cast<std::uint8_t*>(msg.data()), total_bytes});
+    // The liar's own view includes its lie: re-split the (possibly changed) message.
+    std::size_t off = 0;
+    for (std::size_t k = 0; k < xs.size(); ++k) {
+      std::fill(mine[k].begin(), mine[k].end(), 0);
+      XorBitsFrom(mine[k], msg, off, xs[k].n);
+      off += xs[k].n;
+    }
+  }
+  ++opens_;
   MPCACHE_RETURN_IF_ERROR(
       SendToPeers({reinterpret_cast<const std::uint8_t*>(msg.data()), total_bytes}));
   arith_.stats().RecordRound();
@@ -204,6 +216,7 @@ class BinaryCheckSteps final : public MacCheckSteps {
         std::memcpy(msg.data() + 40, &z_, 8);
         break;
     }
+    if (ctx_.adversary_ != nullptr) ctx_.adversary_->OnCheckMessage(Domain::kBinary, round, msg);
     return msg;
   }
 

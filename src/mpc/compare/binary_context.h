@@ -64,6 +64,8 @@ class BinaryContext {
     std::vector<std::uint64_t> shares, macs;
   };
   std::vector<OpenedChunk>& log_for_testing() { return log_; }
+  // For attacker tests only (mpc/adversary.h).
+  void set_adversary_for_testing(Adversary* adversary) { adversary_ = adversary; }
 
  private:
   friend class BinaryCheckSteps<P>;
@@ -81,6 +83,8 @@ class BinaryContext {
   Seed coin_share_{};
   Digest coin_nonce_{};
   std::vector<Digest> peer_commitments_;
+  Adversary* adversary_ = nullptr;
+  std::uint64_t opens_ = 0;
 };
 
 // A batch of independent AND gates: one round for all of them.

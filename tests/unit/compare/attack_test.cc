@@ -1,0 +1,158 @@
+// The optimal attacker against comparisons (issue 10 §1, SPEC §3): a corrupt party lies
+// consistently — the same wrong bytes to both peers — on
+//   * the arithmetic opening of the masked value c = x + r (any bit 0..63 of the value:
+//     a lie at bit 63 flips the comparison), or
+//   * any opened bit of the binary domain (an AND gate's d or e, or one of the fused
+//     root's three masked bits: a flipped root bit flips the result),
+// and then runs the combined MAC check with its own view of the opened values. The check
+// must reject every such lie (probability >= 1 - 2^-40): zero accepted trials. The unit
+// label samples positions; the heavy label (MPCACHE_ATTACK_FULL) takes every bit position
+// of c and every opened bit, 200 trials each.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <memory>
+#include <string>
+
+#include "cmp_harness.h"
+#include "common/prg.h"
+#include "mpc/adversary.h"
+#include "mpc/compare/compare.h"
+
+namespace mpcache::mpc {
+namespace {
+
+using P = Spdz2k;
+using testing::CmpHarness;
+using testing::ShareVec;
+using testing::Vec;
+
+#ifdef MPCACHE_ATTACK_FULL
+constexpr int kTrials = 200;
+#else
+constexpr int kTrials = 16;
+#endif
+constexpr std::size_t kN = 3;
+
+// Arithmetic: adds 2^bit to value `elem` of arithmetic opening `target`. Binary: flips bit
+// `elem` of binary opening `target`. The same bytes go to both peers.
+class ConsistentLiar final : public Adversary {
+ public:
+  // elem: the value (bit) lied about, drawn uniformly from the opening's when `pick` is set.
+  ConsistentLiar(Domain d, std::uint64_t target, std::uint64_t pick, int bit)
+      : domain_(d), target_(target), pick_(pick), bit_(bit) {}
+  bool lied = false;
+  void OnOpen(Domain d, std::uint64_t index, std::size_t n,
+              std::span<std::uint8_t> out) override {
+    if (d != domain_ || index != target_ || n == 0) return;
+    elem_ = static_cast<std::size_t>(pick_ % n);
+    lied = true;
+    if (d == Domain::kBinary) {
+      out[elem_ / 8] ^= static_cast<std::uint8_t>(1u << (elem_ % 8));
+      return;
+    }
+    const std::size_t width = out.size() / n;
+    std::uint8_t* v = out.data() + elem_ * width;
+    unsigned carry = 0;
+    for (std::size_t i = 0; i < width; ++i) {
+      unsigned add = carry;
+      if (i == static_cast<std::size_t>(bit_ / 8)) add += 1u << (bit_ % 8);
+      const unsigned s = v[i] + add;
+      v[i] = static_cast<std::uint8_t>(s);
+      carry = s >> 8;
+    }
+  }
+
+ private:
+  Domain domain_;
+  std::uint64_t target_;
+  std::uint64_t pick_;
+  std::size_t elem_ = 0;
+  int bit_;
+};
+
+// Values spread over both signs, small enough for any comparison width.
+Vec Inputs(std::uint64_t seed) {
+  Prg prg(TestSeed(seed));
+  Vec v(kN);
+  for (auto& e : v) e = (prg.NextU64() >> 40) - (std::uint64_t{1} << 23);
+  return v;
+}
+
+// Counts the trials in which some honest party's check passed.
+// Trials in which the lie was told (the opening exists) count in `told`.
+int Accepted(Domain d, std::uint64_t target, int bit, int trials, std::uint64_t seed,
+             int* told) {
+  CmpHarness<P> h(seed);
+  Prg prg(TestSeed(seed + 1));
+  const Vec x = Inputs(seed + 2);
+  int accepted = 0;
+  for (int trial = 0; trial < trials; ++trial) {
+    const int liar_id = static_cast<int>(prg.Uniform(3));
+    ConsistentLiar liar(d, target, prg.NextU64(), bit);
+    auto res = h.Run([&](BinaryContext<P>& ctx) -> Status {
+      MPCACHE_ASSIGN_OR_RETURN(Shares<P> s, ShareVec(ctx.arith(), x));
+      if (ctx.self() == liar_id) {
+        ctx.arith().set_adversary_for_testing(&liar);
+        ctx.set_adversary_for_testing(&liar);
+      }
+      MPCACHE_ASSIGN_OR_RETURN(Shares<P> lt, LessThanZero(ctx, s));
+      ctx.arith().set_adversary_for_testing(nullptr);
+      ctx.set_adversary_for_testing(nullptr);
+      MPCACHE_ASSIGN_OR_RETURN(Vec v, ctx.arith().Open(lt));
+      (void)v;
+      return CheckAllMacs(ctx);
+    });
+    if (!liar.lied) continue;
+    ++*told;
+    bool passed = false;
+    for (int p = 0; p < 3; ++p) {
+      if (p == liar_id) continue;
+      const auto& r = res[static_cast<std::size_t>(p)];
+      if (r.ok()) {
+        passed = true;
+      } else {
+        EXPECT_EQ(r.error().code(), ErrorCode::kMacCheckFailed) << r.error().ToString();
+      }
+    }
+    if (passed) ++accepted;
+  }
+  return accepted;
+}
+
+TEST(CompareAttack, ConsistentLieOnTheMaskedValueIsRejected) {
+#ifdef MPCACHE_ATTACK_FULL
+  std::vector<int> bits;
+  for (int b = 0; b < 64; ++b) bits.push_back(b);
+#else
+  const std::vector<int> bits = {0, 5, 30, 31, 62, 63};
+#endif
+  std::string accepted_at;
+  int told = 0;
+  for (int bit : bits) {
+    const int a = Accepted(Domain::kArith, 0, bit, kTrials,
+                           7100 + 37 * static_cast<std::uint64_t>(bit), &told);
+    if (a > 0) accepted_at += " bit " + std::to_string(bit) + ": " + std::to_string(a) + ";";
+  }
+  EXPECT_TRUE(accepted_at.empty()) << "a consistent lie on c = x + r passed at" << accepted_at;
+  EXPECT_EQ(told, kTrials * static_cast<int>(bits.size()));
+}
+
+TEST(CompareAttack, ConsistentlyFlippedOpenedBitIsRejected) {
+  // Every binary opening of LessThanZero (the AND levels, then the fused root's bits).
+  std::string accepted_at;
+  int told = 0;
+  for (std::uint64_t target = 0; target < 8; ++target) {
+    // Openings past the last one tell no lie and do not count.
+    const int a = Accepted(Domain::kBinary, target, 0, kTrials, 7700 + 53 * target, &told);
+    if (a > 0) {
+      accepted_at += " opening " + std::to_string(target) + ": " + std::to_string(a) + ";";
+    }
+  }
+  EXPECT_TRUE(accepted_at.empty()) << "a consistently flipped opened bit passed at"
+                                   << accepted_at;
+  EXPECT_GE(told, 4 * kTrials);  // at least the AND levels and the root were attacked
+}
+
+}  // namespace
+}  // namespace mpcache::mpc
