@@ -109,33 +109,28 @@ Result<std::vector<std::uint64_t>> Context<P>::Open(const Shares<P>& x, OpenMode
 template <typename P>
 Result<std::vector<std::uint64_t>> Context<P>::OpenOwned(Shares<P>&& x, OpenMode mode,
                                                          PartyId king) {
+  using W = typename P::Word;  // u128 in malicious mode: shares travel at full width
   if (failed_) return MacCheckFailed("a MAC check failed earlier: this session opens nothing");
   if (mode == OpenMode::kKing && (king < 0 || king >= num_parties())) {
     return InvalidArgument("king must be a party id, got " + std::to_string(king));
   }
   const std::size_t n = x.size();
-  // The running sum starts as my share (semi-honest: my share vector itself, no copy).
-  std::vector<std::uint64_t> sum;
-  if constexpr (P::kMalicious) {
-    sum.resize(n);
-    for (std::size_t i = 0; i < n; ++i) sum[i] = Low64(x.v[i]);
-  } else {
-    sum = std::move(x.v);
+  // The running sum starts as my share (the log keeps the opened value, not my share).
+  std::vector<W> sum = std::move(x.v);
+  if (adversary_ != nullptr && (mode == OpenMode::kAllToAll || self() != king)) {
+    adversary_->OnOpen(Domain::kArith, opens_, n,
+                       {reinterpret_cast<std::uint8_t*>(sum.data()), n * sizeof(W)});
   }
-  std::vector<std::uint64_t> in(n);
+  ++opens_;
+  std::vector<W> in(n);
   auto add_from = [&](PartyId p) -> Status {
-    MPCACHE_RETURN_IF_ERROR(channel_.RecvValues<std::uint64_t>(p, in));
+    MPCACHE_RETURN_IF_ERROR(channel_.RecvValues<W>(p, in));
     for (std::size_t i = 0; i < n; ++i) sum[i] += in[i];
     return Status::Ok();
   };
-  if (adversary_ != nullptr && (mode == OpenMode::kAllToAll || self() != king)) {
-    adversary_->OnOpen(Domain::kArith, opens_, n,
-                       {reinterpret_cast<std::uint8_t*>(sum.data()), n * sizeof(std::uint64_t)});
-  }
-  ++opens_;
   if (mode == OpenMode::kAllToAll) {
     for (PartyId p = 0; p < num_parties(); ++p) {
-      if (p != self()) MPCACHE_RETURN_IF_ERROR(channel_.SendValues<std::uint64_t>(p, sum));
+      if (p != self()) MPCACHE_RETURN_IF_ERROR(channel_.SendValues<W>(p, sum));
     }
     MPCACHE_RETURN_IF_ERROR(channel_.Flush());
     stats().RecordRound();
@@ -143,10 +138,10 @@ Result<std::vector<std::uint64_t>> Context<P>::OpenOwned(Shares<P>&& x, OpenMode
       if (p != self()) MPCACHE_RETURN_IF_ERROR(add_from(p));
     }
   } else if (self() != king) {
-    MPCACHE_RETURN_IF_ERROR(channel_.SendValues<std::uint64_t>(king, sum));
+    MPCACHE_RETURN_IF_ERROR(channel_.SendValues<W>(king, sum));
     MPCACHE_RETURN_IF_ERROR(channel_.Flush());
     stats().RecordRound();
-    MPCACHE_RETURN_IF_ERROR(channel_.RecvValues<std::uint64_t>(king, sum));
+    MPCACHE_RETURN_IF_ERROR(channel_.RecvValues<W>(king, sum));
     stats().RecordRound();
   } else {
     stats().RecordRound();
@@ -154,20 +149,23 @@ Result<std::vector<std::uint64_t>> Context<P>::OpenOwned(Shares<P>&& x, OpenMode
       if (p != self()) MPCACHE_RETURN_IF_ERROR(add_from(p));
     }
     for (PartyId p = 0; p < num_parties(); ++p) {
-      if (p != self()) MPCACHE_RETURN_IF_ERROR(channel_.SendValues<std::uint64_t>(p, sum));
+      if (p != self()) MPCACHE_RETURN_IF_ERROR(channel_.SendValues<W>(p, sum));
     }
     MPCACHE_RETURN_IF_ERROR(channel_.Flush());
     stats().RecordRound();
   }
   if constexpr (P::kMalicious) {
+    std::vector<std::uint64_t> low(n);
+    for (std::size_t i = 0; i < n; ++i) low[i] = Low64(sum[i]);
     OpenedChunk chunk;
-    chunk.opened = sum;
-    chunk.shares = std::move(x.v);
+    chunk.opened = std::move(sum);
     chunk.macs = std::move(x.m);
     log_.push_back(std::move(chunk));
     pending_ += n;
+    return low;
+  } else {
+    return sum;
   }
-  return sum;
 }
 
 template <typename P>
@@ -177,15 +175,18 @@ Status Context<P>::StartCoin() {
   return Status::Ok();
 }
 
-// Pi_MACCheck of one Context as the 4 message rounds of mac_check.h (Spdz2k only).
+// The batched MAC check of one Context as the 3 message rounds of mac_check.h (Spdz2k
+// only). Openings are at full width, so with chi_j drawn after they were made the sum of
+// c_i = sum_j chi_j m_j^(i) - alpha_i sum_j chi_j x~_j is 0 mod 2^128 exactly when the
+// opened values carry valid MACs (up to the probability bound of docs/mpc-core.md).
 template <typename P>
 class ContextCheckSteps final : public MacCheckSteps {
  public:
-  ContextCheckSteps(Context<P>& ctx, Shares<P> r)
-      : ctx_(ctx), r_(std::move(r)), commits_(static_cast<std::size_t>(ctx.num_parties())) {}
+  explicit ContextCheckSteps(Context<P>& ctx)
+      : ctx_(ctx), commits_(static_cast<std::size_t>(ctx.num_parties())) {}
 
   std::size_t PeerMessageSize(int round) const override {
-    static constexpr std::size_t kSize[kRounds] = {112, 16, 32, 64};
+    static constexpr std::size_t kSize[kRounds] = {112, 32, 48};
     return kSize[round];
   }
 
@@ -204,15 +205,11 @@ class ContextCheckSteps final : public MacCheckSteps {
         break;
       }
       case 1:
-        msg.Put(z_);  // z_i = y_i + 2^64 r_i (party 0 subtracts y~)
-        break;
-      case 2:
         msg.Put(Sha256({Bytes(c_), nonce_}));
         break;
       default:
         msg.Put(c_);
         msg.Put(nonce_);
-        msg.Put(z_);
         break;
     }
     std::vector<std::uint8_t> out = msg.Take();
@@ -241,20 +238,15 @@ class ContextCheckSteps final : public MacCheckSteps {
         break;
       }
       case 1:
-        z_ += Get<u128>(buf, off);
-        break;
-      case 2:
         commits_[pi] = Get<Digest>(buf, off);
         break;
       default: {
         const auto cp = Get<u128>(buf, off);
         const auto pn = Get<Digest>(buf, off);
-        const auto zp = Get<u128>(buf, off);
         if (Sha256({Bytes(cp), pn}) != commits_[pi]) {
           Mark("party " + std::to_string(p) +
                " opened a check value that does not match its commitment");
         }
-        if (zp != z_) Mark("party " + std::to_string(p) + " computed a different z");
         total_ += cp;
         break;
       }
@@ -267,27 +259,23 @@ class ContextCheckSteps final : public MacCheckSteps {
       Prg chi_prg(coin_);
       constexpr std::size_t kBlock = 4096;
       std::array<std::uint64_t, kBlock> chi{};
+      u128 mac = 0, opened = 0;
       for (const auto& c : ctx_.log_) {
         for (std::size_t base = 0; base < c.opened.size(); base += kBlock) {
           const std::size_t len = std::min(kBlock, c.opened.size() - base);
           chi_prg.Fill(chi.data(), len * sizeof(std::uint64_t));
+          const u128* x = c.opened.data() + base;
+          const u128* m = c.macs.data() + base;
           for (std::size_t j = 0; j < len; ++j) {
-            const u128 x = chi[j];
-            y_ += x * c.shares[base + j];
-            y_open_ += x * c.opened[base + j];
-            mac_ += x * c.macs[base + j];
+            opened += chi[j] * x[j];
+            mac += chi[j] * m[j];
           }
         }
       }
-      // z reveals only (u + r) mod 2^64 of the high half.
-      z_ = y_ + (r_.v[0] << 64);
-      if (ctx_.self() == 0) z_ -= y_open_;
-    } else if (round == 1) {
-      if (Low64(z_) != 0) Mark("opened values are inconsistent with their shares");
-      c_ = mac_ + (r_.m[0] << 64) - ctx_.key_.alpha * (y_open_ + z_);
+      c_ = mac - ctx_.key_.alpha * opened;
       ctx_.local_prg_.Fill(nonce_.data(), nonce_.size());
       total_ = c_;
-    } else if (round == 3) {
+    } else if (round == kRounds - 1) {
       if (total_ != 0) Mark("MAC check failed: an opened value or its MAC was tampered with");
     }
   }
@@ -322,10 +310,9 @@ class ContextCheckSteps final : public MacCheckSteps {
   }
 
   Context<P>& ctx_;
-  Shares<P> r_;
   std::vector<Digest> commits_;
   Seed coin_{};
-  u128 y_ = 0, y_open_ = 0, mac_ = 0, z_ = 0, c_ = 0, total_ = 0;
+  u128 c_ = 0, total_ = 0;
   Digest nonce_{};
   bool bad_ = false;
   std::string why_;
@@ -338,10 +325,7 @@ Result<std::unique_ptr<MacCheckSteps>> Context<P>::BeginMacCheck() {
   } else {
     if (failed_) return MacCheckFailed("a MAC check failed earlier: this session opens nothing");
     if (pending_ == 0 && !broadcast_pending_) return std::unique_ptr<MacCheckSteps>();
-    // The authenticated random [r] that masks the high half of z. Taken before any message
-    // is sent: if preprocessing is short, every party stops here, in step.
-    MPCACHE_ASSIGN_OR_RETURN(Shares<P> r, prep_.GetRandoms(1));
-    return std::unique_ptr<MacCheckSteps>(new ContextCheckSteps<P>(*this, std::move(r)));
+    return std::unique_ptr<MacCheckSteps>(new ContextCheckSteps<P>(*this));
   }
 }
 

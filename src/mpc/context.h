@@ -2,26 +2,29 @@
 // share, the log of values opened since the last MAC check, and whether a check failed.
 // No globals: every protocol function takes the Context.
 //
-// Opening (cost per party for n values; "round" = one set of sends then receives):
-//   kAllToAll: 1 round; each party sends its share's low 64 bits to both peers
-//              (2 peers x 8n bytes sent).
-//   kKing:     2 rounds; non-kings send 8n bytes to the king, the king sends the sum
-//              (8n bytes) to each peer (king sends 16n bytes, the others 8n).
-// In Spdz2k mode each opened value (its share and MAC share) is logged for the next
-// CheckMacs(); after a failed check the context refuses every later open and output.
+// Opening (cost per party for n values; "round" = one set of sends then receives). A
+// malicious (Spdz2k) opening carries each share at full width, 16 bytes (the value's lift
+// in Z_2^128), a semi-honest one 8 bytes (docs/mpc-core.md says why full width):
+//   kAllToAll: 1 round; each party sends its shares to both peers (2 x 16n bytes).
+//   kKing:     2 rounds; non-kings send 16n bytes to the king, the king sends the sum
+//              (16n bytes) to each peer (king sends 32n bytes, the others 16n).
+// Semi-honest: the same with 8 instead of 16. In Spdz2k mode each opened value (the full
+// 128-bit opened value and this party's MAC share) is logged for the next CheckMacs();
+// after a failed check the context refuses every later open and output.
 //
-// CheckMacs() (Spdz2k; SPDZ2k's Pi_MACCheck, batched over everything opened since the last
-// check; no communication when nothing was opened): 4 rounds, per party to each peer:
+// CheckMacs() (Spdz2k; the batched MAC check over everything opened since the last check,
+// SPDZ2k's Pi_MACCheck with full-width openings; free when nothing was opened): 3 rounds,
+// per party to each peer:
 //   round 1: 112 B = coin seed share (16) + nonce (32) + commitment to the next coin seed
 //            share (32) + hash of the input broadcasts seen since the last check (32)
-//   round 2:  16 B = z_i = y_i + 2^64 r_i (party 0 subtracts y~)
-//   round 3:  32 B = SHA-256(c_i || nonce)
-//   round 4:  64 B = c_i (16) + nonce (32) + z (16, so all agree on z)
-// i.e. 448 bytes sent per party. The coefficients chi_j in Z_2^64 come from a coin whose
+//   round 2:  32 B = SHA-256(c_i || nonce), c_i = sum_j chi_j m_j^(i) - alpha_i sum_j chi_j x~_j
+//   round 3:  48 B = c_i (16) + nonce (32); the sum of the c_i must be 0 mod 2^128
+// i.e. 384 bytes sent per party. The coefficients chi_j in Z_2^64 come from a coin whose
 // seed shares were committed before the values being checked were opened (at Create() or
-// at the previous check). Semi-honest: CheckMacs() is free and always succeeds.
+// at the previous check). A lie that survives has probability <= 2^-57 (bound and proof
+// sketch in docs/mpc-core.md). Semi-honest: CheckMacs() is free and always succeeds.
 // BeginMacCheck() hands the same check out as steps (mac_check.h) so that the binary
-// domain's check can travel in the same 4 rounds (CheckAllMacs).
+// domain's check can travel in the same 3 rounds (CheckAllMacs).
 #pragma once
 
 #include <array>
@@ -53,6 +56,11 @@ using Digest = std::array<std::uint8_t, 32>;
 
 template <typename P>
 class ContextCheckSteps;
+
+// Cost of one arithmetic CheckMacs() with something pending (malicious mode): rounds, and
+// bytes sent per party (112 + 32 + 48 to each of 2 peers).
+inline constexpr std::uint64_t kMacCheckRounds = MacCheckSteps::kRounds;
+inline constexpr std::uint64_t kArithCheckBytes = 2 * (112 + 32 + 48);
 
 template <typename P>
 class Context {
@@ -103,10 +111,10 @@ class Context {
   // sharing) into the transcript hash compared at the next check.
   void RecordBroadcast(std::span<const std::uint64_t> values);
 
-  // For tamper tests and debugging only: the most recent logged opening of this party.
+  // For tamper tests and debugging only: the logged openings of this party (the opened
+  // values at full width and this party's MAC shares of them).
   struct OpenedChunk {
-    std::vector<std::uint64_t> opened;
-    std::vector<u128> shares;
+    std::vector<u128> opened;
     std::vector<u128> macs;
   };
   std::vector<OpenedChunk>& log_for_testing() { return log_; }

@@ -24,7 +24,7 @@ namespace mpcache::mpc {
 
 class MacCheckSteps {
  public:
-  static constexpr int kRounds = 4;
+  static constexpr int kRounds = 3;
   virtual ~MacCheckSteps() = default;
   // My round-r message (the same to every peer); may use what EndRound(r - 1) computed.
   virtual std::vector<std::uint8_t> Message(int round) = 0;

@@ -14,7 +14,8 @@ constexpr std::uint8_t kMagic[4] = {'M', 'P', 'B', 'B'};
 constexpr std::uint8_t kVersion = 1;
 constexpr std::uint64_t kBitSeedLabel = 0xB1700000ull;
 
-// Unit layouts (words). Semi-honest: triple [a b c] (64 triples per unit, bitsliced),
+// Unit layouts (words). Binary values are XOR-shared; a malicious binary value word carries
+// the share in bit 0 (the rest is ignored), its MAC word a GF(2^64) share. Semi-honest: triple [a b c] (64 triples per unit, bitsliced),
 // edaBit: 64 edaBits per unit, bit-major [bit 0..63 words, product 0..168 words, 64 arith
 // words] (word j's bit i belongs to item i), daBit [bit(low) arith], random [64 bits]. Malicious:
 // triple [av am bv bm cv cm], edaBit [v0..v63 pv0..pv168 m0..m63 pm0..pm168 rv_lo rv_hi
@@ -198,8 +199,8 @@ mpc::BitTriples<P> UnpackBitTriples(BitUnits w, std::size_t n) {
   ForEachUnit(std::move(w), BitUnitWords(SecurityOf<P>(), BitItem::kBitTriple),
               [&](std::size_t u, const std::uint64_t* x) {
                 if constexpr (P::kMalicious) {
-                  t.a.v[u] = x[0], t.a.m[u] = x[1], t.b.v[u] = x[2], t.b.m[u] = x[3],
-                  t.c.v[u] = x[4], t.c.m[u] = x[5];
+                  t.a.v[u] = x[0] & 1, t.a.m[u] = x[1], t.b.v[u] = x[2] & 1, t.b.m[u] = x[3],
+                  t.c.v[u] = x[4] & 1, t.c.m[u] = x[5];
                 } else {
                   t.a.v[u] = x[0], t.b.v[u] = x[1], t.c.v[u] = x[2];
                 }
@@ -228,17 +229,19 @@ mpc::EdaBits<P> UnpackEdaBits(BitUnits w, std::size_t n) {
       for (std::size_t b = 0; b < cu; b += 64) {
         const std::size_t len = std::min<std::size_t>(64, cu - b);
         const std::uint64_t* src = c.data() + off0 + b * uw;
-        auto copy = [&](std::vector<std::uint64_t>& dst, std::size_t k) {
+        // Value words keep their bit 0 (the share of the bit); MAC words are whole.
+        auto copy = [&](std::vector<std::uint64_t>& dst, std::size_t k, std::uint64_t keep) {
           std::uint64_t* d = dst.data() + base + b;
-          for (std::size_t t = 0; t < len; ++t) d[t] = src[t * uw + k];
+          for (std::size_t t = 0; t < len; ++t) d[t] = src[t * uw + k] & keep;
         };
+        constexpr std::uint64_t kBit = 1, kAll = ~std::uint64_t{0};
         for (std::size_t j = 0; j < 64; ++j) {
-          copy(e.bits[j].v, j);
-          copy(e.bits[j].m, kLifts + j);
+          copy(e.bits[j].v, j, kBit);
+          copy(e.bits[j].m, kLifts + j, kAll);
         }
         for (std::size_t k = 0; k < kP; ++k) {
-          copy(e.prods[k].v, 64 + k);
-          copy(e.prods[k].m, kLifts + 64 + k);
+          copy(e.prods[k].v, 64 + k, kBit);
+          copy(e.prods[k].m, kLifts + 64 + k, kAll);
         }
         for (std::size_t t = 0; t < len; ++t) {
           const std::uint64_t* x = src + t * uw;
@@ -266,7 +269,7 @@ mpc::DaBits<P> UnpackDaBits(BitUnits w, std::size_t n) {
   ForEachUnit(std::move(w), BitUnitWords(SecurityOf<P>(), BitItem::kDaBit),
               [&](std::size_t i, const std::uint64_t* x) {
                 if constexpr (P::kMalicious) {
-                  d.b.v[i] = x[0];
+                  d.b.v[i] = x[0] & 1;
                   d.b.m[i] = x[1];
                   d.a.v[i] = Join(x[2], x[3]);
                   d.a.m[i] = Join(x[4], x[5]);
@@ -288,7 +291,7 @@ mpc::RootTuples<P> UnpackRootTuples(BitUnits w, std::size_t n) {
   ForEachUnit(std::move(w), BitUnitWords(SecurityOf<P>(), BitItem::kRootTuple),
               [&](std::size_t i, const std::uint64_t* x) {
                 if constexpr (P::kMalicious) {
-                  t.u.v[i] = x[0], t.v.v[i] = x[1], t.w.v[i] = x[2];
+                  t.u.v[i] = x[0] & 1, t.v.v[i] = x[1] & 1, t.w.v[i] = x[2] & 1;
                   t.u.m[i] = x[3], t.v.m[i] = x[4], t.w.m[i] = x[5];
                   for (std::size_t k = 0; k < 7; ++k) {
                     t.mono[k].v[i] = Join(x[6 + 4 * k], x[7 + 4 * k]);
@@ -310,8 +313,12 @@ mpc::BitShares<P> UnpackBitRandoms(BitUnits w, std::size_t n) {
   mpc::BitShares<P> r(n);
   ForEachUnit(std::move(w), BitUnitWords(SecurityOf<P>(), BitItem::kBitRandom),
               [&](std::size_t u, const std::uint64_t* x) {
-                r.v[u] = x[0];
-                if constexpr (P::kMalicious) r.m[u] = x[1];
+                if constexpr (P::kMalicious) {
+                  r.v[u] = x[0] & 1;
+                  r.m[u] = x[1];
+                } else {
+                  r.v[u] = x[0];
+                }
               });
   return r;
 }

@@ -61,7 +61,7 @@ Result<std::unique_ptr<InProcessBitDealer<P>>> InProcessBitDealer<P>::Create(con
   std::unique_ptr<InProcessBitDealer> d(new InProcessBitDealer(DeriveSeed(master, kBitSeedLabel)));
   d->alpha_ = P::kMalicious ? alpha : 0;
   d->pools_.resize(static_cast<std::size_t>(num_parties));
-  std::uint64_t beta_sum = 0;
+  std::uint64_t beta_sum = 0;  // XOR of the key shares handed out so far
   if constexpr (P::kMalicious) d->beta_ = d->prg_.NextU64();
   for (int p = 0; p < num_parties; ++p) {
     d->seeds_.push_back(DeriveSeed(master, kBitSeedLabel + 1 + static_cast<std::uint64_t>(p)));
@@ -70,9 +70,9 @@ Result<std::unique_ptr<InProcessBitDealer<P>>> InProcessBitDealer<P>::Create(con
       std::uint64_t share = 0;
       if (p + 1 < num_parties) {
         share = Prg(DeriveSeed(d->seeds_.back(), kBetaLabel)).NextU64();
-        beta_sum += share;
+        beta_sum ^= share;
       } else {
-        share = d->beta_ - beta_sum;  // the last party's key share is a correction
+        share = d->beta_ ^ beta_sum;  // the last party's key share is a correction
         d->stats_.correction_bytes += 8;
       }
       d->stores_.back()->beta_ = share;
@@ -178,36 +178,24 @@ void InProcessBitDealer<P>::FillChunkLocked(BitItem item, std::uint64_t seq, std
     Prg stream(BitChunkSeed(seeds_[p], item, seq, chunk));
     stream.Fill(part[p], total * sizeof(std::uint64_t));
   }
-  // Sum (malicious) or XOR (semi-honest) of word w of unit u over the parties before the
-  // last one, and over all parties.
+  // XOR of binary word w of unit u over the parties before the last one, and over all
+  // parties (binary values and their GF(2^64) MACs are XOR-shared in both modes).
   auto others = [&](std::size_t u, std::size_t w) {
     std::uint64_t s = 0;
-    for (std::size_t p = 0; p < last; ++p) {
-      if constexpr (P::kMalicious) {
-        s += part[p][u * uw + w];
-      } else {
-        s ^= part[p][u * uw + w];
-      }
-    }
+    for (std::size_t p = 0; p < last; ++p) s ^= part[p][u * uw + w];
     return s;
   };
-  auto all = [&](std::size_t u, std::size_t w) {
-    if constexpr (P::kMalicious) {
-      return others(u, w) + part[last][u * uw + w];
-    } else {
-      return others(u, w) ^ part[last][u * uw + w];
-    }
-  };
+  auto all = [&](std::size_t u, std::size_t w) { return others(u, w) ^ part[last][u * uw + w]; };
   std::uint64_t* lp = part[last];
   const std::uint64_t beta = beta_;
-  // Set the last party's word so the shares sum to `value` (mod 2^64).
+  // Set the last party's word so the shares XOR to `value`.
   auto fix = [&](std::size_t u, std::size_t w, std::uint64_t value) {
-    if constexpr (P::kMalicious) {
-      lp[u * uw + w] = value - others(u, w);
-    } else {
-      lp[u * uw + w] = value ^ others(u, w);
-    }
+    lp[u * uw + w] = value ^ others(u, w);
   };
+  // A malicious binary value: bit 0 of the XOR of the stream words; its MAC is beta * bit
+  // in GF(2^64), i.e. beta or 0.
+  auto bit_of = [&](std::size_t u, std::size_t w) { return all(u, w) & 1; };
+  auto mac_of = [beta](std::uint64_t bit) { return beta & (0 - bit); };
   // The same for an arithmetic (u128 in malicious mode) value stored as [lo hi].
   auto fix128 = [&](std::size_t u, std::size_t w, u128 value) {
     u128 s = 0;
@@ -220,50 +208,52 @@ void InProcessBitDealer<P>::FillChunkLocked(BitItem item, std::uint64_t seq, std
     if constexpr (P::kMalicious) {
       switch (item) {
         case BitItem::kBitTriple: {
-          const std::uint64_t a = all(u, 0), b = all(u, 2);
-          const std::uint64_t c = a & b & 1;
-          fix(u, 1, beta * a);
-          fix(u, 3, beta * b);
+          const std::uint64_t a = bit_of(u, 0), b = bit_of(u, 2);
+          const std::uint64_t c = a & b;
+          fix(u, 1, mac_of(a));
+          fix(u, 3, mac_of(b));
           fix(u, 4, c);
-          fix(u, 5, beta * c);
+          fix(u, 5, mac_of(c));
           break;
         }
         case BitItem::kEdaBit: {
           std::uint64_t r = 0;
           for (std::size_t j = 0; j < 64; ++j) {
-            const std::uint64_t lift = all(u, j);
-            r |= (lift & 1) << j;
-            fix(u, kLifts + j, beta * lift);
+            const std::uint64_t bit = bit_of(u, j);
+            r |= bit << j;
+            fix(u, kLifts + j, mac_of(bit));
           }
           const auto prods = GroupProducts(r);
           for (std::size_t k = 0; k < kP; ++k) {
             const std::uint64_t bit = (prods[k / 64] >> (k % 64)) & 1;
             fix(u, 64 + k, bit);
-            fix(u, kLifts + 64 + k, beta * bit);
+            fix(u, kLifts + 64 + k, mac_of(bit));
           }
           // r mod 2^64 is the bits; the upper half is uniform (the sum of the parties'
           // stream words), so that c = x + r opened at full share width is uniform.
-          const u128 r_full = (u128{all(u, 2 * kLifts + 1)} << 64) | r;
+          u128 hi = 0;
+          for (std::size_t p = 0; p < np; ++p) hi += part[p][u * uw + 2 * kLifts + 1];
+          const u128 r_full = (hi << 64) | r;
           fix128(u, 2 * kLifts, r_full);
           fix128(u, 2 * kLifts + 2, alpha_ * r_full);
           break;
         }
         case BitItem::kDaBit: {
-          const std::uint64_t lift = all(u, 0);
-          fix(u, 1, beta * lift);
-          fix128(u, 2, u128{lift & 1});
-          fix128(u, 4, alpha_ * u128{lift & 1});
+          const std::uint64_t bit = bit_of(u, 0);
+          fix(u, 1, mac_of(bit));
+          fix128(u, 2, u128{bit});
+          fix128(u, 4, alpha_ * u128{bit});
           break;
         }
         case BitItem::kBitRandom:
-          fix(u, 1, beta * all(u, 0));
+          fix(u, 1, mac_of(bit_of(u, 0)));
           break;
         case BitItem::kRootTuple: {
-          const std::uint64_t lu = all(u, 0), lv = all(u, 1), lw = all(u, 2);
-          fix(u, 3, beta * lu);
-          fix(u, 4, beta * lv);
-          fix(u, 5, beta * lw);
-          const auto mono = RootMonomials(lu & 1, lv & 1, lw & 1);
+          const std::uint64_t lu = bit_of(u, 0), lv = bit_of(u, 1), lw = bit_of(u, 2);
+          fix(u, 3, mac_of(lu));
+          fix(u, 4, mac_of(lv));
+          fix(u, 5, mac_of(lw));
+          const auto mono = RootMonomials(lu, lv, lw);
           for (std::size_t k = 0; k < 7; ++k) {
             fix128(u, 6 + 4 * k, u128{mono[k]});
             fix128(u, 6 + 4 * k + 2, alpha_ * u128{mono[k]});

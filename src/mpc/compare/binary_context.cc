@@ -1,5 +1,7 @@
 #include "mpc/compare/binary_context.h"
 
+#include "mpc/gf2_64.h"
+
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -165,7 +167,6 @@ Result<std::vector<PublicBits>> BinaryContext<P>::OpenMany(std::vector<BitShares
     if constexpr (P::kMalicious) {
       OpenedChunk c;
       c.opened = out[k];
-      c.shares = std::move(xs[k].v);
       c.macs = std::move(xs[k].m);
       pending_ += c.opened.n;
       log_.push_back(std::move(c));
@@ -174,17 +175,18 @@ Result<std::vector<PublicBits>> BinaryContext<P>::OpenMany(std::vector<BitShares
   return out;
 }
 
-// Pi_MACCheck with k = 1, s = 63 of one BinaryContext as the 4 rounds of mac_check.h.
+// The binary MAC check of one BinaryContext as the 3 rounds of mac_check.h: the batched
+// check of SPDZ over GF(2^64) (MASCOT's Pi_MACCheck): coefficients chi_j in GF(2^64) from
+// the committed coin, c_i = sum_j chi_j m_j^(i) + beta_i sum_j chi_j x~_j, committed, then
+// opened; the XOR of the c_i must be 0.
 template <typename P>
 class BinaryCheckSteps final : public MacCheckSteps {
  public:
-  BinaryCheckSteps(BinaryContext<P>& ctx, BitShares<P> r)
-      : ctx_(ctx),
-        r_(std::move(r)),
-        commits_(static_cast<std::size_t>(ctx.arith().num_parties())) {}
+  explicit BinaryCheckSteps(BinaryContext<P>& ctx)
+      : ctx_(ctx), commits_(static_cast<std::size_t>(ctx.arith().num_parties())) {}
 
   std::size_t PeerMessageSize(int round) const override {
-    static constexpr std::size_t kSize[kRounds] = {80, 8, 32, 48};
+    static constexpr std::size_t kSize[kRounds] = {80, 32, 40};
     return kSize[round];
   }
 
@@ -202,10 +204,7 @@ class BinaryCheckSteps final : public MacCheckSteps {
         std::memcpy(msg.data() + 48, next.data(), 32);
         break;
       }
-      case 1:
-        std::memcpy(msg.data(), &z_, 8);  // z_i = y_i + 2 r_i (party 0 subtracts y~)
-        break;
-      case 2: {
+      case 1: {
         const Digest commit = Sha256({AsBytes(c_), nonce_});
         std::memcpy(msg.data(), commit.data(), 32);
         break;
@@ -213,7 +212,6 @@ class BinaryCheckSteps final : public MacCheckSteps {
       default:
         std::memcpy(msg.data(), &c_, 8);
         std::memcpy(msg.data() + 8, nonce_.data(), 32);
-        std::memcpy(msg.data() + 40, &z_, 8);
         break;
     }
     if (ctx_.adversary_ != nullptr) ctx_.adversary_->OnCheckMessage(Domain::kBinary, round, msg);
@@ -237,27 +235,19 @@ class BinaryCheckSteps final : public MacCheckSteps {
         for (std::size_t i = 0; i < coin_.size(); ++i) coin_[i] ^= share[i];
         break;
       }
-      case 1: {
-        std::uint64_t zp = 0;
-        std::memcpy(&zp, buf.data(), 8);
-        z_ += zp;
-        break;
-      }
-      case 2:
+      case 1:
         std::memcpy(commits_[pi].data(), buf.data(), 32);
         break;
       default: {
-        std::uint64_t cp = 0, zp = 0;
+        std::uint64_t cp = 0;
         Digest pn{};
         std::memcpy(&cp, buf.data(), 8);
         std::memcpy(pn.data(), buf.data() + 8, 32);
-        std::memcpy(&zp, buf.data() + 40, 8);
         if (Sha256({AsBytes(cp), pn}) != commits_[pi]) {
           Mark("party " + std::to_string(p) +
                " opened a check value that does not match its commitment");
         }
-        if (zp != z_) Mark("party " + std::to_string(p) + " computed a different z");
-        total_ += cp;
+        total_ ^= cp;
         break;
       }
     }
@@ -265,33 +255,25 @@ class BinaryCheckSteps final : public MacCheckSteps {
 
   void EndRound(int round) override {
     if (round == 0) {
-      // Random linear combination (coefficients in Z_2^64) of everything opened.
+      // Random linear combination, coefficients in GF(2^64), of everything opened.
       Prg chi_prg(coin_);
-      std::uint64_t y = 0;
+      gf64::u128 mac = 0;
+      std::uint64_t opened = 0;
       constexpr std::size_t kBlock = 4096;
       std::array<std::uint64_t, kBlock> chi{};
       for (const auto& c : ctx_.log_) {
         for (std::size_t base = 0; base < c.opened.n; base += kBlock) {
           const std::size_t len = std::min(kBlock, c.opened.n - base);
           chi_prg.Fill(chi.data(), len * sizeof(std::uint64_t));
-          for (std::size_t j = 0; j < len; ++j) {
-            const std::size_t i = base + j;
-            y += chi[j] * c.shares[i];
-            mac_ += chi[j] * c.macs[i];
-            y_open_ += chi[j] & (0 - ((c.opened.w[i / 64] >> (i % 64)) & 1));
-          }
+          const std::span<const std::uint64_t> ch(chi.data(), len);
+          mac ^= gf64::DotUnreduced(ch, {c.macs.data() + base, len});
+          opened ^= gf64::SelectXor(ch, c.opened.w.data(), base);
         }
       }
-      // z = y - y~ + 2 r: its low bit must be 0; the rest is masked by r.
-      z_ = y + 2 * r_.v[0];
-      if (ctx_.self() == 0) z_ -= y_open_;
-    } else if (round == 1) {
-      if ((z_ & 1) != 0) Mark("opened bits are inconsistent with their shares");
-      // c_i = mac_i + 2 r.m_i - beta_i (y~ + z), committed in round 3, opened in round 4.
-      c_ = mac_ + 2 * r_.m[0] - ctx_.key_.beta * (y_open_ + z_);
+      c_ = gf64::Reduce(mac) ^ gf64::Mul(ctx_.key_.beta, opened);
       ctx_.local_prg_.Fill(nonce_.data(), nonce_.size());
       total_ = c_;
-    } else if (round == 3) {
+    } else if (round == kRounds - 1) {
       if (total_ != 0) Mark("MAC check failed: an opened bit or its MAC was tampered with");
     }
   }
@@ -310,10 +292,9 @@ class BinaryCheckSteps final : public MacCheckSteps {
   }
 
   BinaryContext<P>& ctx_;
-  BitShares<P> r_;
   std::vector<Digest> commits_;
   Seed coin_{};
-  std::uint64_t y_open_ = 0, mac_ = 0, z_ = 0, c_ = 0, total_ = 0;
+  std::uint64_t c_ = 0, total_ = 0;
   Digest nonce_{};
   bool bad_ = false;
   std::string why_;
@@ -326,8 +307,7 @@ Result<std::unique_ptr<MacCheckSteps>> BinaryContext<P>::BeginMacCheck() {
   } else {
     if (failed_) return MacCheckFailed("a MAC check failed earlier: this session opens nothing");
     if (pending_ == 0) return std::unique_ptr<MacCheckSteps>();
-    MPCACHE_ASSIGN_OR_RETURN(BitShares<P> r, prep_.GetBitRandoms(1));
-    return std::unique_ptr<MacCheckSteps>(new BinaryCheckSteps<P>(*this, std::move(r)));
+    return std::unique_ptr<MacCheckSteps>(new BinaryCheckSteps<P>(*this));
   }
 }
 
@@ -367,10 +347,10 @@ Status BitAndBatch<P>::Exchange() {
     const std::size_t o = P::kMalicious ? offset[k] : offset[k] / 64;
     for (std::size_t i = 0; i < d.v.size(); ++i) {
       if constexpr (P::kMalicious) {
-        d.v[i] = j.x->v[i] - t.a.v[o + i];
-        d.m[i] = j.x->m[i] - t.a.m[o + i];
-        e.v[i] = j.y->v[i] - t.b.v[o + i];
-        e.m[i] = j.y->m[i] - t.b.m[o + i];
+        d.v[i] = j.x->v[i] ^ t.a.v[o + i];
+        d.m[i] = j.x->m[i] ^ t.a.m[o + i];
+        e.v[i] = j.y->v[i] ^ t.b.v[o + i];
+        e.m[i] = j.y->m[i] ^ t.b.m[o + i];
       } else {
         d.v[i] = j.x->v[i] ^ t.a.v[o + i];
         e.v[i] = j.y->v[i] ^ t.b.v[o + i];
@@ -391,10 +371,11 @@ Status BitAndBatch<P>::Exchange() {
     for (std::size_t i = 0; i < z.v.size(); ++i) {
       if constexpr (P::kMalicious) {
         const std::uint64_t di = (d.w[i / 64] >> (i % 64)) & 1, ei = (e.w[i / 64] >> (i % 64)) & 1;
-        // z = c + d b + e a + d e (lifts; the low bit is the AND; d, e in {0, 1}).
-        z.v[i] = t.c.v[o + i] + (t.b.v[o + i] & (0 - di)) + (t.a.v[o + i] & (0 - ei));
-        if (p0) z.v[i] += di & ei;
-        z.m[i] = t.c.m[o + i] + (t.b.m[o + i] & (0 - di)) + (t.a.m[o + i] & (0 - ei)) +
+        // z = c ^ d b ^ e a ^ d e (d, e public bits select; the MAC of the public d e is
+        // beta d e).
+        z.v[i] = t.c.v[o + i] ^ (t.b.v[o + i] & (0 - di)) ^ (t.a.v[o + i] & (0 - ei));
+        if (p0) z.v[i] ^= di & ei;
+        z.m[i] = t.c.m[o + i] ^ (t.b.m[o + i] & (0 - di)) ^ (t.a.m[o + i] & (0 - ei)) ^
                  (beta & (0 - (di & ei)));
       } else {
         const std::uint64_t di = d.w[i], ei = e.w[i];

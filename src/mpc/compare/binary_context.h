@@ -2,23 +2,23 @@
 // batched AND gates with dealer bit triples, and (Spdz2k) the binary MAC check.
 //
 // Opening a batch of bit vectors with N bits in all (1 round): each party sends its shares'
-// low bits packed back to back, ceil(N/8) bytes, to each of the 2 peers.
+// bits packed back to back, ceil(N/8) bytes, to each of the 2 peers.
 // AND batch of G gates in all (any number of jobs): 1 round, ceil(2G/8) bytes to each peer
 // (open d = x ^ a and e = y ^ b; z = c ^ d b ^ e a ^ d e).
 //
-// CheckMacs() (Spdz2k, k = 1, s = 63, all in Z_2^64; SPDZ2k's Pi_MACCheck over everything
-// opened in the binary domain since the last check; free when nothing was opened):
+// CheckMacs() (Spdz2k: MACs in GF(2^64), bit_share.h; the batched MAC check of SPDZ over a
+// binary field over everything opened in the binary domain since the last check; free when
+// nothing was opened): 3 rounds, to each peer
 //   round 1: 80 B  coin seed share (16) + nonce (32) + commitment to the next share (32)
-//   round 2:  8 B  z_i = y_i + 2 r_i (party 0 subtracts y~): reveals only y mod 2 (= 0)
-//   round 3: 32 B  SHA-256(c_i || nonce)
-//   round 4: 48 B  c_i (8) + nonce (32) + z (8, so all agree on z)
-// i.e. 2 x 168 = 336 bytes sent per party. The coin's seed shares are committed before the
+//   round 2: 32 B  SHA-256(c_i || nonce), c_i = sum_j chi_j m_j^(i) + beta_i sum_j chi_j x~_j
+//   round 3: 40 B  c_i (8) + nonce (32); the XOR of the c_i must be 0
+// i.e. 2 x 152 = 304 bytes sent per party. The coin's seed shares are committed before the
 // values they check are opened (at Create(): 1 round, 32 B to each peer; then at every
 // check). After a failed check this context opens nothing more.
 //
 // CheckAllMacs() runs this check and the arithmetic Context's check side by side (mac_check.h):
-// one message per peer per round carries both, so it costs 4 rounds and 336 + 448 = 784 B
-// per party when both domains have pending openings (4 rounds and that domain's bytes when
+// one message per peer per round carries both, so it costs 3 rounds and 304 + 384 = 688 B
+// per party when both domains have pending openings (3 rounds and that domain's bytes when
 // only one has; free when neither has). A binary failure is reported first and also marks
 // the arithmetic context failed: after a failure in either domain nothing is opened in
 // either.
@@ -34,6 +34,10 @@ namespace mpcache::mpc {
 
 template <typename P>
 class BinaryCheckSteps;
+
+// Bytes one binary CheckMacs() with something pending sends per party (80 + 32 + 40 to each
+// of 2 peers); rounds: kMacCheckRounds.
+inline constexpr std::uint64_t kBinaryCheckBytes = 2 * (80 + 32 + 40);
 
 template <typename P>
 class BinaryContext {
@@ -58,10 +62,10 @@ class BinaryContext {
   // bit now, before any message.
   Result<std::unique_ptr<MacCheckSteps>> BeginMacCheck();
 
-  // For tamper tests: the log of opened bits since the last check.
+  // For tamper tests: the log of opened bits since the last check (and my MAC shares).
   struct OpenedChunk {
     PublicBits opened;
-    std::vector<std::uint64_t> shares, macs;
+    std::vector<std::uint64_t> macs;
   };
   std::vector<OpenedChunk>& log_for_testing() { return log_; }
   // For attacker tests only (mpc/adversary.h).
@@ -107,7 +111,7 @@ class BitAndBatch {
   std::vector<Job> jobs_;
 };
 
-// The binary and the arithmetic MAC checks in the same 4 rounds (SPDZ2k: both must pass
+// The binary and the arithmetic MAC checks in the same 3 rounds (SPDZ2k: both must pass
 // before anything computed from the opened values may be released). Semi-honest: free.
 template <typename P>
 Status CheckAllMacs(BinaryContext<P>& ctx);

@@ -2,10 +2,14 @@
 //
 //   SemiHonest: XOR sharing, bitsliced: bit i of the vector is bit (i % 64) of word
 //               w[i / 64]; the value is the XOR of the three parties' words.
-//   Spdz2k:     SPDZ2k with k = 1, s = 63 (shares and MACs in Z_2^64): a bit x is held as
-//               additive shares of a lift x' in Z_2^64 with x' mod 2 = x, plus additive
-//               shares of its MAC beta * x' mod 2^64 under a separate binary MAC key beta.
-//               XOR is addition of lifts (the low bit of x' + y' is x XOR y).
+//   Spdz2k:     XOR sharing with MACs in the field GF(2^64) (mpc/gf2_64.h): a bit x is
+//               held as XOR shares (one word per bit, only bit 0 used, the rest zero) plus
+//               XOR shares of its MAC beta * x in GF(2^64) under a separate binary MAC key
+//               beta (XOR-shared). An opened bit is still one bit, and a flipped opened
+//               bit passes the MAC check with probability <= 2^-63 (docs/comparison.md);
+//               with MACs over Z_2^64 (k = 1) a consistent flip passed half the time.
+//               XOR, XOR with a public bit and AND with a public bit are local and need no
+//               field multiplication (a public bit selects beta or 0).
 // Layout is structure-of-arrays so the kernels are tight loops.
 #pragma once
 
@@ -37,8 +41,8 @@ struct PublicBits {
 template <typename P>
 struct BitShares {
   std::size_t n = 0;
-  std::vector<std::uint64_t> v;  // SemiHonest: packed words; Spdz2k: one lift per bit
-  std::vector<std::uint64_t> m;  // Spdz2k only: MAC shares
+  std::vector<std::uint64_t> v;  // SemiHonest: packed words; Spdz2k: one word (0/1) per bit
+  std::vector<std::uint64_t> m;  // Spdz2k only: MAC shares in GF(2^64)
 
   BitShares() = default;
   explicit BitShares(std::size_t bits) : n(bits) {
@@ -55,18 +59,16 @@ struct BitShares {
 // What a party needs for public constants in the binary domain.
 struct BitKey {
   PartyId party = 0;
-  std::uint64_t beta = 0;  // binary MAC key share (0 in semi-honest mode)
+  std::uint64_t beta = 0;  // binary MAC key share in GF(2^64) (0 in semi-honest mode)
 };
 
 // a ^= b
 template <typename P>
 void XorInPlace(BitShares<P>& a, const BitShares<P>& b) {
   const std::size_t len = a.v.size();
+  for (std::size_t i = 0; i < len; ++i) a.v[i] ^= b.v[i];
   if constexpr (P::kMalicious) {
-    for (std::size_t i = 0; i < len; ++i) a.v[i] += b.v[i];
-    for (std::size_t i = 0; i < len; ++i) a.m[i] += b.m[i];
-  } else {
-    for (std::size_t i = 0; i < len; ++i) a.v[i] ^= b.v[i];
+    for (std::size_t i = 0; i < len; ++i) a.m[i] ^= b.m[i];
   }
 }
 
@@ -82,8 +84,8 @@ void XorPublicInPlace(const BitKey& key, BitShares<P>& a, const PublicBits& c) {
   if constexpr (P::kMalicious) {
     for (std::size_t i = 0; i < a.n; ++i) {
       const std::uint64_t ci = (c.w[i / 64] >> (i % 64)) & 1;
-      if (key.party == 0) a.v[i] += ci;
-      a.m[i] += key.beta * ci;
+      if (key.party == 0) a.v[i] ^= ci;
+      a.m[i] ^= key.beta & (0 - ci);
     }
   } else {
     if (key.party != 0) return;
@@ -96,8 +98,8 @@ template <typename P>
 void NotInPlace(const BitKey& key, BitShares<P>& a) {
   if constexpr (P::kMalicious) {
     for (std::size_t i = 0; i < a.n; ++i) {
-      if (key.party == 0) a.v[i] += 1;
-      a.m[i] += key.beta;
+      if (key.party == 0) a.v[i] ^= 1;
+      a.m[i] ^= key.beta;
     }
   } else {
     if (key.party != 0) return;
@@ -110,9 +112,9 @@ template <typename P>
 void AndPublicInPlace(BitShares<P>& a, const PublicBits& c) {
   if constexpr (P::kMalicious) {
     for (std::size_t i = 0; i < a.n; ++i) {
-      const std::uint64_t ci = (c.w[i / 64] >> (i % 64)) & 1;
-      a.v[i] *= ci;
-      a.m[i] *= ci;
+      const std::uint64_t mask = 0 - ((c.w[i / 64] >> (i % 64)) & 1);
+      a.v[i] &= mask;
+      a.m[i] &= mask;
     }
   } else {
     for (std::size_t i = 0; i < a.v.size(); ++i) a.v[i] &= c.w[i];

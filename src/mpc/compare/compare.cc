@@ -7,8 +7,8 @@
 
 namespace mpcache::mpc {
 
-std::uint64_t LtzBytesPerPeer(std::uint64_t n) {
-  std::uint64_t bytes = 8 * n + (3 * n + 7) / 8;  // c, then the fused root's three bits
+std::uint64_t LtzBytesPerPeer(std::uint64_t n, std::uint64_t open_bytes) {
+  std::uint64_t bytes = open_bytes * n + (3 * n + 7) / 8;  // c, then the fused root's bits
   for (int l = 0; l + 1 < kCmpLevels; ++l) {
     bytes += (2 * static_cast<std::uint64_t>(kCmpGates[l]) * n + 7) / 8;
   }
@@ -85,8 +85,8 @@ BitShares<P> Evaluate(const BitKey& key, const Poly& p, const EdaBits<P>& eda, i
     if constexpr (P::kMalicious) {
       for (std::size_t i = 0; i < n; ++i) {
         const std::uint64_t mask = 0 - ((c[i / 64] >> (i % 64)) & 1);
-        acc.v[i] += m.v[i] & mask;
-        acc.m[i] += m.m[i] & mask;
+        acc.v[i] ^= m.v[i] & mask;
+        acc.m[i] ^= m.m[i] & mask;
       }
     } else {
       for (std::size_t w = 0; w < acc.v.size(); ++w) acc.v[w] ^= m.v[w] & c[w];

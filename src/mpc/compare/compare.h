@@ -36,8 +36,9 @@ namespace mpcache::mpc {
 inline constexpr int kCmpLevels = 4;
 inline constexpr int kCmpGates[kCmpLevels] = {15, 7, 3, 1};
 
-// Bytes each party sends to EACH peer for n LessThanZero values (theory, asserted in tests).
-std::uint64_t LtzBytesPerPeer(std::uint64_t n);
+// Bytes each party sends to EACH peer for n LessThanZero values (theory, asserted in tests),
+// with arithmetic openings of `open_bytes` per value (kOpenBytes<P>).
+std::uint64_t LtzBytesPerPeer(std::uint64_t n, std::uint64_t open_bytes);
 inline constexpr int kLtzRounds = 1 + (kCmpLevels - 1) + 1;
 
 template <typename P>

@@ -44,7 +44,7 @@ std::uint64_t ArgMaxRounds(std::size_t cols) {
   return rounds;
 }
 
-std::uint64_t ArgMaxBytesPerPeer(std::size_t rows, std::size_t cols) {
+std::uint64_t ArgMaxBytesPerPeer(std::size_t rows, std::size_t cols, std::uint64_t open_bytes) {
   std::uint64_t bytes = 0;
   std::size_t span = 1;
   for (std::size_t w = cols; w > 1; w = (w + kArgGroup - 1) / kArgGroup, span *= kArgGroup) {
@@ -60,8 +60,8 @@ std::uint64_t ArgMaxBytesPerPeer(std::size_t rows, std::size_t cols) {
         if (g == 4) products += 1 + 2 * payload;  // b0 b1, b2 x payload; then their product
       }
     }
-    bytes += LtzBytesPerPeer(rows * pairs);
-    bytes += 16 * rows * products;  // Beaver: d and e per product, to each peer
+    bytes += LtzBytesPerPeer(rows * pairs, open_bytes);
+    bytes += 2 * open_bytes * rows * products;  // Beaver: d and e per product, to each peer
   }
   return bytes;
 }

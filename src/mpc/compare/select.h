@@ -29,7 +29,7 @@ namespace mpcache::mpc {
 // Theory for RowArgMax (each figure: sent by each party to each of its 2 peers); RowTopK
 // costs k times as much.
 std::uint64_t ArgMaxRounds(std::size_t cols);
-std::uint64_t ArgMaxBytesPerPeer(std::size_t rows, std::size_t cols);
+std::uint64_t ArgMaxBytesPerPeer(std::size_t rows, std::size_t cols, std::uint64_t open_bytes);
 
 template <typename P>
 struct ArgMaxResult {

@@ -226,20 +226,20 @@ Result<Shares<P>> RunOp(BinaryContext<P>& ctx, const std::string& op, const Prob
   const std::size_t n = x.size();
   if (op == "lt") {
     theory->rounds = mpc::kLtzRounds;
-    theory->bytes = 2 * mpc::LtzBytesPerPeer(n);
+    theory->bytes = 2 * mpc::LtzBytesPerPeer(n, mpc::kOpenBytes<P>);
     return mpc::LessThan(ctx, x, y);
   }
   if (op == "argmax") {
     MPCACHE_ASSIGN_OR_RETURN(auto am, mpc::RowArgMax(ctx, x, pr.rows, pr.cols));
     theory->rounds = mpc::ArgMaxRounds(pr.cols);
-    theory->bytes = 2 * mpc::ArgMaxBytesPerPeer(pr.rows, pr.cols);
+    theory->bytes = 2 * mpc::ArgMaxBytesPerPeer(pr.rows, pr.cols, mpc::kOpenBytes<P>);
     return std::move(am.one_hot);
   }
   if (op == "topk") {
     const std::size_t k = std::min(kTopK, pr.cols);
     MPCACHE_ASSIGN_OR_RETURN(auto t, mpc::RowTopK(ctx, x, pr.rows, pr.cols, k));
     theory->rounds = k * mpc::ArgMaxRounds(pr.cols);
-    theory->bytes = k * 2 * mpc::ArgMaxBytesPerPeer(pr.rows, pr.cols);
+    theory->bytes = k * 2 * mpc::ArgMaxBytesPerPeer(pr.rows, pr.cols, mpc::kOpenBytes<P>);
     return std::move(t.selection);
   }
   mpc::SecureBackend<P> be(ctx);

@@ -76,7 +76,7 @@ TYPED_TEST(CompareTest, LessThanZeroMatchesPlaintextWithExactCost) {
     }
     for (const auto& r : res) {
       EXPECT_EQ(r->cost.rounds, static_cast<std::uint64_t>(kLtzRounds));
-      EXPECT_EQ(r->cost.bytes_sent, 2 * LtzBytesPerPeer(x.size())) << "n = " << x.size();
+      EXPECT_EQ(r->cost.bytes_sent, 2 * LtzBytesPerPeer(x.size(), kOpenBytes<P>)) << "n = " << x.size();
     }
   }
 }
@@ -172,14 +172,14 @@ TYPED_TEST(CompareTest, MacCheckCostAndEmptyCheckIsFree) {
   });
   ExpectAllOk(res);
   for (const auto& r : res) {
-    EXPECT_EQ(r->rounds, P::kMalicious ? 4u : 0u);
-    EXPECT_EQ(r->bytes_sent, P::kMalicious ? 336u : 0u);
+    EXPECT_EQ(r->rounds, P::kMalicious ? kMacCheckRounds : 0u);
+    EXPECT_EQ(r->bytes_sent, P::kMalicious ? kBinaryCheckBytes : 0u);
   }
 }
 
-// CheckAllMacs runs both domains' checks in the same 4 rounds: theory per party
-//   both pending:        4 rounds, 2 x (168 binary + 224 arithmetic) = 784 B
-//   only binary pending: 4 rounds, 336 B;   only arithmetic pending: 4 rounds, 448 B;
+// CheckAllMacs runs both domains' checks in the same 3 rounds: theory per party
+//   both pending:        3 rounds, 2 x (152 binary + 192 arithmetic) = 688 B
+//   only binary pending: 3 rounds, 304 B;   only arithmetic pending: 3 rounds, 384 B;
 //   nothing pending:     free.   Semi-honest: always free.
 TYPED_TEST(CompareTest, CombinedMacCheckSharesItsRounds) {
   using P = TypeParam;
@@ -221,12 +221,12 @@ TYPED_TEST(CompareTest, CombinedMacCheckSharesItsRounds) {
   ExpectAllOk(res);
   const bool m = P::kMalicious;
   for (const auto& r : res) {
-    EXPECT_EQ(r->both.rounds, m ? 4u : 0u);
-    EXPECT_EQ(r->both.bytes_sent, m ? 784u : 0u);
-    EXPECT_EQ(r->binary_only.rounds, m ? 4u : 0u);
-    EXPECT_EQ(r->binary_only.bytes_sent, m ? 336u : 0u);
-    EXPECT_EQ(r->arith_only.rounds, m ? 4u : 0u);
-    EXPECT_EQ(r->arith_only.bytes_sent, m ? 448u : 0u);
+    EXPECT_EQ(r->both.rounds, m ? kMacCheckRounds : 0u);
+    EXPECT_EQ(r->both.bytes_sent, m ? 688u : 0u);
+    EXPECT_EQ(r->binary_only.rounds, m ? kMacCheckRounds : 0u);
+    EXPECT_EQ(r->binary_only.bytes_sent, m ? 304u : 0u);
+    EXPECT_EQ(r->arith_only.rounds, m ? kMacCheckRounds : 0u);
+    EXPECT_EQ(r->arith_only.bytes_sent, m ? 384u : 0u);
     EXPECT_EQ(r->none.rounds, 0u);
     EXPECT_EQ(r->none.bytes_sent, 0u);
   }
@@ -238,6 +238,8 @@ TEST(BitDealer, ItemsAreConsistentAndHandedOutOnce) {
   std::vector<EdaBits<Spdz2k>> parts;
   for (int p = 0; p < 3; ++p) parts.push_back(d->store(p).GetEdaBits(10).value());
   const std::uint64_t beta = d->mac_key();
+  EXPECT_NE(beta, 0u);
+  std::uint64_t high_or = 0;
   for (std::size_t i = 0; i < 10; ++i) {
     u128 r = 0, rm = 0;
     std::uint64_t bits = 0;
@@ -246,17 +248,20 @@ TEST(BitDealer, ItemsAreConsistentAndHandedOutOnce) {
       rm += parts[p].r.m[i];
     }
     for (std::size_t j = 0; j < 64; ++j) {
-      std::uint64_t lift = 0, mac = 0;
+      std::uint64_t bit = 0, mac = 0;  // XOR shares; MACs in GF(2^64): beta * bit
       for (int p = 0; p < 3; ++p) {
-        lift += parts[p].bits[j].v[i];
-        mac += parts[p].bits[j].m[i];
+        EXPECT_LE(parts[p].bits[j].v[i], 1u);
+        bit ^= parts[p].bits[j].v[i];
+        mac ^= parts[p].bits[j].m[i];
       }
-      EXPECT_EQ(mac, beta * lift);
-      bits |= (lift & 1) << j;
+      EXPECT_EQ(mac, bit != 0 ? beta : 0u);
+      bits |= bit << j;
     }
     EXPECT_EQ(static_cast<std::uint64_t>(r), bits);
     EXPECT_EQ(rm, u128{12345} * r);
+    high_or |= static_cast<std::uint64_t>(r >> 64);  // uniform upper half (opened at full width)
   }
+  EXPECT_NE(high_or, 0u);
   // The next request gets fresh items (on demand), never the same ones.
   auto again = d->store(0).GetEdaBits(10).value();
   EXPECT_NE(again.r.v[0], parts[0].r.v[0]);

@@ -80,7 +80,7 @@ TYPED_TEST(SelectTest, MaxAndArgMaxExact) {
         {37, 3 * (kLtzRounds + 2)}};
     EXPECT_EQ(o.rounds, want_rounds.at(cols));
     EXPECT_EQ(o.rounds, ArgMaxRounds(cols));
-    for (const auto& r : res) EXPECT_EQ(r->bytes, 2 * ArgMaxBytesPerPeer(rows, cols));
+    for (const auto& r : res) EXPECT_EQ(r->bytes, 2 * ArgMaxBytesPerPeer(rows, cols, kOpenBytes<P>));
     for (std::size_t r = 0; r < rows; ++r) {
       std::size_t best = 0;
       for (std::size_t c = 1; c < cols; ++c) {
@@ -121,7 +121,7 @@ TYPED_TEST(SelectTest, TopKWithTies) {
   const Out& o = res[0].value();
   for (const auto& r : res) {
     EXPECT_EQ(r->cost.rounds, k * ArgMaxRounds(cols));
-    EXPECT_EQ(r->cost.bytes_sent, k * 2 * ArgMaxBytesPerPeer(rows, cols));
+    EXPECT_EQ(r->cost.bytes_sent, k * 2 * ArgMaxBytesPerPeer(rows, cols, kOpenBytes<P>));
   }
   for (std::size_t r = 0; r < rows; ++r) {
     std::vector<std::size_t> idx(cols);

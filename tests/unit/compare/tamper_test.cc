@@ -191,7 +191,7 @@ TEST(CompareTamper, BinaryFailureInCombinedCheckStopsBothDomains) {
     if (ctx.arith().pending_checks() == 0 || ctx.pending_checks() == 0) {
       return Internal("both domains should have pending openings");
     }
-    if (ctx.self() == 1) ctx.log_for_testing().front().shares[0] ^= 1;
+    if (ctx.self() == 1) ctx.log_for_testing().front().macs[0] ^= 1;
     Status st = CheckAllMacs(ctx);
     if (st.ok()) return Internal("tampered binary opening passed");
     if (st.error().code() != ErrorCode::kMacCheckFailed) return st.error();

@@ -63,6 +63,7 @@ Result<Vec> Reveal(Context<P>& ctx, const Shares<P>& x) {
 
 TYPED_TEST(ProtocolTest, InputThenOpenAllToAllAndKing) {
   using P = TypeParam;
+  constexpr std::uint64_t B = kOpenBytes<P>;  // bytes per opened value
   Harness<P> h(11);
   const Vec x = EdgeAndRandom(100, 1);
   const std::size_t n = x.size();
@@ -76,11 +77,11 @@ TYPED_TEST(ProtocolTest, InputThenOpenAllToAllAndKing) {
     ctx.stats().Reset();
     MPCACHE_ASSIGN_OR_RETURN(Vec a, ctx.Open(s));
     const auto open_cost = ctx.stats().Total();
-    if (open_cost.rounds != 1 || open_cost.bytes_sent != 2 * 8 * n) return Internal("open cost");
+    if (open_cost.rounds != 1 || open_cost.bytes_sent != 2 * B * n) return Internal("open cost");
     ctx.stats().Reset();
     MPCACHE_ASSIGN_OR_RETURN(Vec b, ctx.Open(s, OpenMode::kKing, 2));
     const auto king_cost = ctx.stats().Total();
-    if (king_cost.rounds != 2 || king_cost.bytes_sent != (ctx.self() == 2 ? 16 * n : 8 * n)) {
+    if (king_cost.rounds != 2 || king_cost.bytes_sent != (ctx.self() == 2 ? 2 * B * n : B * n)) {
       return Internal("king open cost");
     }
     if (a != b) return Internal("king and all-to-all openings differ");
@@ -92,8 +93,8 @@ TYPED_TEST(ProtocolTest, InputThenOpenAllToAllAndKing) {
   for (auto& r : res) {
     EXPECT_EQ(r->values, x);
     if (P::kMalicious) {
-      EXPECT_EQ(r->cost.rounds, 4u);
-      EXPECT_EQ(r->cost.bytes_sent, 448u);
+      EXPECT_EQ(r->cost.rounds, kMacCheckRounds);
+      EXPECT_EQ(r->cost.bytes_sent, kArithCheckBytes);
     } else {
       EXPECT_EQ(r->cost.rounds, 0u);
       EXPECT_EQ(r->cost.bytes_sent, 0u);
@@ -120,6 +121,7 @@ TYPED_TEST(ProtocolTest, LinearOpsMatchPlaintext) {
 
 TYPED_TEST(ProtocolTest, MulAndSquareMatchPlaintextInOneRound) {
   using P = TypeParam;
+  constexpr std::uint64_t B = kOpenBytes<P>;  // bytes per opened value
   Harness<P> h(13);
   const Vec x = EdgeAndRandom(500, 4), y = EdgeAndRandom(500, 5);
   const std::size_t n = x.size();
@@ -130,7 +132,7 @@ TYPED_TEST(ProtocolTest, MulAndSquareMatchPlaintextInOneRound) {
     MPCACHE_ASSIGN_OR_RETURN(Shares<P> z, Mul(ctx, a, b));
     auto cost = ctx.stats().Total();
     // n products: 1 round, 2n elements of 8 bytes to each of 2 peers.
-    if (cost.rounds != 1 || cost.bytes_sent != 2 * 2 * 8 * n) return Internal("mul cost");
+    if (cost.rounds != 1 || cost.bytes_sent != 2 * 2 * B * n) return Internal("mul cost");
     ctx.stats().Reset();
     // A batch: two products and a square, still one round; 2n + 2n + n elements per peer.
     BeaverBatch<P> batch(ctx);
@@ -139,7 +141,7 @@ TYPED_TEST(ProtocolTest, MulAndSquareMatchPlaintextInOneRound) {
     const auto h3 = batch.PrepareSquare(a);
     MPCACHE_RETURN_IF_ERROR(batch.Exchange());
     cost = ctx.stats().Total();
-    if (cost.rounds != 1 || cost.bytes_sent != 2 * 8 * (4 * n + n)) return Internal("batch cost");
+    if (cost.rounds != 1 || cost.bytes_sent != 2 * B * (4 * n + n)) return Internal("batch cost");
     Shares<P> all = batch.Take(h1);
     all.Append(batch.Take(h2));
     all.Append(batch.Take(h3));
@@ -158,6 +160,7 @@ TYPED_TEST(ProtocolTest, MulAndSquareMatchPlaintextInOneRound) {
 
 TYPED_TEST(ProtocolTest, ProductsAndTruncationThroughAKing) {
   using P = TypeParam;
+  constexpr std::uint64_t B = kOpenBytes<P>;  // bytes per opened value
   Harness<P> h(19);
   const Vec x = EdgeAndRandom(100, 11), y = EdgeAndRandom(100, 12);
   const std::size_t n = x.size();
@@ -170,14 +173,14 @@ TYPED_TEST(ProtocolTest, ProductsAndTruncationThroughAKing) {
     MPCACHE_RETURN_IF_ERROR(batch.Exchange(OpenMode::kKing, 1));
     // King: 2 rounds; non-kings send 2n elements to the king, the king 2n to each peer.
     auto c = ctx.stats().Total();
-    if (c.rounds != 2 || c.bytes_sent != (ctx.self() == 1 ? 2 * 8 * 2 * n : 8 * 2 * n)) {
+    if (c.rounds != 2 || c.bytes_sent != (ctx.self() == 1 ? 2 * B * 2 * n : B * 2 * n)) {
       return Internal("king product cost");
     }
     Shares<P> z = batch.Take(hz);
     ctx.stats().Reset();
     MPCACHE_ASSIGN_OR_RETURN(Shares<P> t, Trunc(ctx, a, 8, OpenMode::kKing, 2));
     c = ctx.stats().Total();
-    if (c.rounds != 2 || c.bytes_sent != (ctx.self() == 2 ? 2 * 8 * n : 8 * n)) {
+    if (c.rounds != 2 || c.bytes_sent != (ctx.self() == 2 ? 2 * B * n : B * n)) {
       return Internal("king trunc cost");
     }
     z.Append(t);
@@ -197,6 +200,7 @@ TYPED_TEST(ProtocolTest, ProductsAndTruncationThroughAKing) {
 
 TYPED_TEST(ProtocolTest, TruncWithinOneUlp) {
   using P = TypeParam;
+  constexpr std::uint64_t B = kOpenBytes<P>;  // bytes per opened value
   Harness<P> h(14);
   const std::uint64_t lim = (std::uint64_t{1} << 62) - 1;
   Vec x = {0,     1,           ~std::uint64_t{0}, lim, 0 - lim, 1ull << 16, 0 - (1ull << 16),
@@ -215,7 +219,7 @@ TYPED_TEST(ProtocolTest, TruncWithinOneUlp) {
       ctx.stats().Reset();
       MPCACHE_ASSIGN_OR_RETURN(Shares<P> t, Trunc(ctx, a, f));
       const auto cost = ctx.stats().Total();
-      if (cost.rounds != 1 || cost.bytes_sent != 2 * 8 * x.size()) return Internal("trunc cost");
+      if (cost.rounds != 1 || cost.bytes_sent != 2 * B * x.size()) return Internal("trunc cost");
       return Measured{Reveal(ctx, t).value(), cost};
     });
     ExpectAllOk(res);
@@ -239,6 +243,7 @@ Vec Plain(const Vec& a, const Vec& b, std::size_t m, std::size_t k, std::size_t 
 
 TYPED_TEST(ProtocolTest, MatrixProductsMatchPlaintext) {
   using P = TypeParam;
+  constexpr std::uint64_t B = kOpenBytes<P>;  // bytes per opened value
   Harness<P> h(15);
   const std::size_t m = 3, k = 5, n = 300;  // n >= 256: the column-split kernel
   Prg prg(TestSeed(7));
@@ -261,21 +266,21 @@ TYPED_TEST(ProtocolTest, MatrixProductsMatchPlaintext) {
     if (ctx.stats().Total().bytes_sent != 0) return Internal("public products must be local");
     // Fixed right operand W (k x n): masked once (1 round, k*n elements to each peer).
     MPCACHE_ASSIGN_OR_RETURN(FixedOperand<P> fw, MaskFixed(ctx, sw, k, n));
-    if (ctx.stats().Total().rounds != 1 || ctx.stats().Total().bytes_sent != 2 * 8 * k * n) {
+    if (ctx.stats().Total().rounds != 1 || ctx.stats().Total().bytes_sent != 2 * B * k * n) {
       return Internal("mask cost");
     }
     for (const Shares<P>* fresh : {&sx, &sx2}) {
       ctx.stats().Reset();
       MPCACHE_ASSIGN_OR_RETURN(Shares<P> z, MatMul(ctx, *fresh, m, fw));
       const auto c = ctx.stats().Total();
-      if (c.rounds != 1 || c.bytes_sent != 2 * 8 * m * k) return Internal("fixed-right cost");
+      if (c.rounds != 1 || c.bytes_sent != 2 * B * m * k) return Internal("fixed-right cost");
       out.Append(z);
     }
     // Fixed left operand (k x k), fresh right y (k x n).
     MPCACHE_ASSIGN_OR_RETURN(FixedOperand<P> fl, MaskFixed(ctx, ssq, k, k));
     ctx.stats().Reset();
     MPCACHE_ASSIGN_OR_RETURN(Shares<P> zl, MatMul(ctx, fl, sy, n));
-    if (ctx.stats().Total().rounds != 1 || ctx.stats().Total().bytes_sent != 2 * 8 * k * n) {
+    if (ctx.stats().Total().rounds != 1 || ctx.stats().Total().bytes_sent != 2 * B * k * n) {
       return Internal("fixed-left cost");
     }
     out.Append(zl);
@@ -283,7 +288,7 @@ TYPED_TEST(ProtocolTest, MatrixProductsMatchPlaintext) {
     ctx.stats().Reset();
     MPCACHE_ASSIGN_OR_RETURN(Shares<P> zo, MatMul(ctx, sx, sy, m, k, n));
     if (ctx.stats().Total().rounds != 1 ||
-        ctx.stats().Total().bytes_sent != 2 * 8 * (m * k + k * n)) {
+        ctx.stats().Total().bytes_sent != 2 * B * (m * k + k * n)) {
       return Internal("one-off cost");
     }
     out.Append(zo);
@@ -338,7 +343,7 @@ TYPED_TEST(ProtocolTest, OutputToOnePartyOnly) {
   EXPECT_TRUE(res[2]->values.empty());
   EXPECT_EQ(res[1]->values, x);
   // Malicious: open x + r (1 round) + MAC check (4); semi-honest: shares to the receiver.
-  EXPECT_EQ(res[1]->cost.rounds, P::kMalicious ? 5u : 1u);
+  EXPECT_EQ(res[1]->cost.rounds, P::kMalicious ? 1 + kMacCheckRounds : 1u);
 }
 
 TYPED_TEST(ProtocolTest, ClientInputAndOutput) {

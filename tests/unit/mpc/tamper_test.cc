@@ -4,7 +4,9 @@
 //
 // Bit positions: value shares live in Z_2^128 but only their low 64 bits carry the value
 // (the high bits never reach the low ones under + and *), so value flips are drawn from
-// bits 0..63 — a flip above changes no value (no attack). For the truncation pair's top
+// bits 0..63 — a flip above changes no value (no attack); likewise for an opening, which
+// carries each share at full width. A consistent lie (the same to both peers) is the
+// stronger attack: attack_test.cc. For the truncation pair's top
 // bit r_top (weighted by 2^(63-f)), flips at bits <= f are the ones that reach the value.
 // MAC shares: bits 0..63 (detection fails only if the coefficient chi = 0, prob. 2^-64);
 // a flip at bit j >= 64 changes no value and is caught with probability 1 - 2^(j-128).
@@ -82,6 +84,7 @@ class TamperChannel final : public net::Channel {
  public:
   TamperChannel(net::Channel& inner, Prg& prg) : inner_(inner), prg_(prg) {}
   std::atomic<bool> armed{false};
+  std::size_t element_bytes = 0;  // > 8: the message is an opening of values this wide
   net::PartyId self() const override { return inner_.self(); }
   int num_parties() const override { return inner_.num_parties(); }
   Status Flush() override { return inner_.Flush(); }
@@ -90,7 +93,12 @@ class TamperChannel final : public net::Channel {
   Status DoSend(net::PartyId peer, std::span<const std::uint8_t> data) override {
     if (!armed.exchange(false) || data.empty()) return inner_.Send(peer, data);
     std::vector<std::uint8_t> copy(data.begin(), data.end());
-    const std::uint64_t bit = prg_.Uniform(copy.size() * 8);
+    std::uint64_t bit = prg_.Uniform(copy.size() * 8);
+    if (element_bytes > 8) {
+      // An opening at full width: flip one of the 64 bits of some value that carry it (a
+      // flip above bit 63 changes no value mod 2^64: no attack).
+      bit = prg_.Uniform(copy.size() / element_bytes) * element_bytes * 8 + prg_.Uniform(64);
+    }
     copy[bit / 8] ^= static_cast<std::uint8_t>(1u << (bit % 8));
     return inner_.Send(peer, copy);
   }
@@ -254,7 +262,10 @@ TEST(Tamper, FlippedMessageBitIsDetected) {
           if (ctx.self() == who && input_msg) bad.armed = true;
           MPCACHE_ASSIGN_OR_RETURN(Shares<P> a, Share(ctx, x));
           MPCACHE_ASSIGN_OR_RETURN(Shares<P> b, Share(ctx, y));
-          if (ctx.self() == who && !input_msg) bad.armed = true;
+          if (ctx.self() == who && !input_msg) {
+            bad.element_bytes = kOpenBytes<P>;
+            bad.armed = true;
+          }
           MPCACHE_ASSIGN_OR_RETURN(Shares<P> z, Mul(ctx, a, b));
           MPCACHE_ASSIGN_OR_RETURN(Vec v, ctx.Open(z));
           Status st = ctx.CheckMacs();
