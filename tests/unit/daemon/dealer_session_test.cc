@@ -74,7 +74,7 @@ TYPED_TEST(DealerSessionBits, ConcurrentPartiesGetAlignedValidHeaderOnlyBatches)
   for (int p = 0; p < 3; ++p) setup[static_cast<std::size_t>(p)] = session->SetupFor(p).value();
   preproc::testing::BitChecker<P> check;
   for (const auto& s : setup) {
-    check.beta += s.bit_key_share;
+    check.beta ^= s.bit_key_share;  // XOR-shared GF(2^64) key
     check.alpha += preproc::MacKeyShare(sec, s.party_seed);
   }
   std::array<preproc::BitExpander<P>, 3> ex = {preproc::BitExpander<P>(0, 3, setup[0].bit_seed),

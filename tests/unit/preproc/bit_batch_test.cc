@@ -73,7 +73,8 @@ TYPED_TEST(BitBatchTest, EveryItemReconstructsAndOnlyPartyTwoGetsCorrections) {
   auto d = NewDealer<P>(1);
   auto ex = Expanders(*d);
   if constexpr (P::kMalicious) {
-    EXPECT_EQ(d->store(0).bit_mac_key_share() + d->store(1).bit_mac_key_share() +
+    // The binary MAC key is XOR-shared (GF(2^64)).
+    EXPECT_EQ(d->store(0).bit_mac_key_share() ^ d->store(1).bit_mac_key_share() ^
                   d->store(2).bit_mac_key_share(),
               d->mac_key());
   }

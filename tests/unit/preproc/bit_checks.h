@@ -1,5 +1,5 @@
 // Reconstruction checks for comparison material (mpc/compare/bit_preprocessing.h) held by
-// three parties: every binary value under the binary MAC key beta and every arithmetic
+// three parties: every binary value under the binary MAC key beta (GF(2^64)) and every arithmetic
 // value under alpha (malicious mode), and the relations the dealer promises.
 #pragma once
 
@@ -21,9 +21,11 @@ struct BitChecker {
   std::uint64_t Bit(const mpc::BitShares<P>& s0, const mpc::BitShares<P>& s1,
                     const mpc::BitShares<P>& s2, std::size_t i) const {
     if constexpr (P::kMalicious) {
-      const std::uint64_t lift = s0.v[i] + s1.v[i] + s2.v[i];
-      EXPECT_EQ(s0.m[i] + s1.m[i] + s2.m[i], beta * lift) << "bad binary MAC at " << i;
-      return lift & 1;
+      // XOR shares of a bit (one word each, 0 or 1), MAC beta * bit in GF(2^64).
+      EXPECT_LE(s0.v[i] | s1.v[i] | s2.v[i], 1u) << "binary share word is not a bit at " << i;
+      const std::uint64_t bit = (s0.v[i] ^ s1.v[i] ^ s2.v[i]) & 1;
+      EXPECT_EQ(s0.m[i] ^ s1.m[i] ^ s2.m[i], bit != 0 ? beta : 0u) << "bad binary MAC at " << i;
+      return bit;
     } else {
       return ((s0.v[i / 64] ^ s1.v[i / 64] ^ s2.v[i / 64]) >> (i % 64)) & 1;
     }
@@ -50,12 +52,17 @@ struct BitChecker {
   }
   std::size_t Check(const std::array<mpc::EdaBits<P>, 3>& x, std::size_t n) const {
     std::size_t ones = 0;
+    std::uint64_t high_or = 0;
     for (std::size_t i = 0; i < n; ++i) {
       std::uint64_t bits = 0;
       for (std::size_t j = 0; j < 64; ++j) {
         bits |= Bit(x[0].bits[j], x[1].bits[j], x[2].bits[j], i) << j;
       }
       EXPECT_EQ(Arith(x[0].r, x[1].r, x[2].r, i), bits) << "edaBit " << i;
+      if constexpr (P::kMalicious) {
+        // r's upper half is uniform (c = x + r is opened at full width): not all zero.
+        high_or |= static_cast<std::uint64_t>((x[0].r.v[i] + x[1].r.v[i] + x[2].r.v[i]) >> 64);
+      }
       for (int g = 0; g < mpc::edabit::kGroups; ++g) {
         for (unsigned mask = 0; mask < (1u << mpc::edabit::GroupSize(g)); ++mask) {
           const int idx = mpc::edabit::MaskIndex(mask);
@@ -67,6 +74,11 @@ struct BitChecker {
         }
       }
       ones += bits & 1;
+    }
+    if constexpr (P::kMalicious) {
+      if (n >= 4) {
+        EXPECT_NE(high_or, 0u) << "edaBit [r] has a zero upper half";
+      }
     }
     return ones;
   }
