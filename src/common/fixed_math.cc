@@ -25,6 +25,10 @@ Status FixedMathParams::Validate() const {
       rsqrt_log2_max < rsqrt_log2_min + 2 || rsqrt_iterations < 0) {
     return bad("fixed point: rsqrt domain [2^lo, 2^hi] needs -frac_bits+2 <= lo, lo+2 <= hi <= 30");
   }
+  if (compare_bits < frac_bits + 8 || compare_bits > 64) {
+    return bad("fixed point: compare_bits must be in [frac_bits + 8, 64], got " +
+               std::to_string(compare_bits));
+  }
   if (RsqrtFracBits() < frac_bits) {
     return bad("fixed point: rsqrt_log2_min too small for frac_bits (internal precision " +
                std::to_string(RsqrtFracBits()) + " < frac_bits)");
@@ -112,11 +116,14 @@ PlainBackend::Vec PlainBackend::MulTrunc(const Vec& a, const Vec& b, int bits) {
   return out;
 }
 
-PlainBackend::Vec PlainBackend::IsNegative(const Vec& a) {
+PlainBackend::Vec PlainBackend::IsNegative(const Vec& a, int bits) {
   ++counts_.cmp_batches;
   counts_.cmp_elems += a.size();
+  // Bit bits-1: the sign of a as a `bits`-bit two's complement number (what the secure
+  // comparison computes for every input, in range or not).
+  const int top = std::clamp(bits, 1, 64) - 1;
   Vec out(a.size());
-  for (std::size_t i = 0; i < a.size(); ++i) out[i] = a[i] >> 63;
+  for (std::size_t i = 0; i < a.size(); ++i) out[i] = (a[i] >> top) & 1;
   return out;
 }
 

@@ -12,8 +12,11 @@
 //   Vec Trunc(const Vec&, int bits)          // arithmetic shift right (secure: may be +1 LSB)
 //   Vec Mul(const Vec&, const Vec&)          // secret x secret, raw ring product (one round)
 //   Vec MulTrunc(const Vec&, const Vec&, int bits)  // secret x secret, then Trunc (one round)
-//   Vec IsNegative(const Vec&)               // 1 if the signed value < 0 else 0 (one secure
-//                                            // comparison per element, one batch)
+//   Vec IsNegative(const Vec&, int bits)     // 1 if the value, read as a signed `bits`-bit
+//                                            // number, is < 0 (bit bits-1), else 0: exact
+//                                            // sign for |x| < 2^(bits-1). One secure
+//                                            // comparison per element, one batch; fewer bits
+//                                            // are cheaper (mpc/compare/compare.h)
 //   Vec Gather(const Vec&, std::span<const std::size_t> idx)  // local: out[i] = a[idx[i]]
 //   Vec Concat(const Vec&, const Vec&)       // local
 //   Vec RowSum(const Vec&, std::size_t cols) // local: sums of consecutive groups of `cols`
@@ -59,6 +62,11 @@ struct FixedMathParams {
   int rsqrt_log2_min = -10;
   int rsqrt_log2_max = 14;
   int rsqrt_iterations = 2;
+  // Width of the comparisons whose operands the kernels cannot bound from their own
+  // parameters (exp's clipping, sigmoid's sign, softmax's row max, argmax): exact while
+  // |x| < 2^(compare_bits - 1), i.e. |x| < 2^21 = 2M at f = 18. The bucket comparisons of
+  // reciprocal and rsqrt take exactly the width their domain needs.
+  int compare_bits = 40;
 
   Status Validate() const;
   // Internal precision of rsqrt (depends on the domain's lower end so y^2 fits).
@@ -95,7 +103,7 @@ class PlainBackend {
   Vec Trunc(const Vec& a, int bits);
   Vec Mul(const Vec& a, const Vec& b);
   Vec MulTrunc(const Vec& a, const Vec& b, int bits);
-  Vec IsNegative(const Vec& a);
+  Vec IsNegative(const Vec& a, int bits);
   Vec Gather(const Vec& a, std::span<const std::size_t> idx) const;
   Vec Concat(const Vec& a, const Vec& b) const;
   Vec RowSum(const Vec& a, std::size_t cols) const;
@@ -144,7 +152,9 @@ typename B::Vec BucketBits(B& be, const typename B::Vec& v, int frac_bits, int l
     first = false;
   }
   if (first) return diffs;
-  return OneMinus(be, be.IsNegative(diffs));
+  // |v - 2^j| < 2^(hi + frac_bits) inside the domain: that many bits + sign + slack.
+  const int bits = std::min(64, hi + frac_bits + 2);
+  return OneMinus(be, be.IsNegative(diffs, bits));
 }
 
 // c_0 + sum_j bits_j * (c_j - c_{j-1}): selects the bucket's constant (all local);
@@ -172,7 +182,7 @@ typename B::Vec Exp(B& be, const FixedMathParams& p, const typename B::Vec& x, i
   const int f = p.frac_bits, n = p.exp_squarings, fe = p.exp_frac_bits;
   const int fk = p.ExpSixthBits();
   // below = [x < -clip]: the only comparison.
-  auto below = be.IsNegative(be.AddConst(x, EncodeAt(p.exp_clip, f)));
+  auto below = be.IsNegative(be.AddConst(x, EncodeAt(p.exp_clip, f)), p.compare_bits);
   // z = x / 2^n at fe bits: exact (local multiplication by 2^(fe - f - n)).
   auto z = be.MulConst(x, Ring64{1} << (fe - f - n));
   // base = 1 + z + z^2 (3 + z) / 6 at fe bits (third-order Taylor).
@@ -288,7 +298,7 @@ template <typename B>
 SigmoidParts<B> SigmoidCore(B& be, const FixedMathParams& p, const typename B::Vec& x) {
   const int fs = p.exp_frac_bits;
   SigmoidParts<B> out;
-  out.s = be.IsNegative(x);
+  out.s = be.IsNegative(x, p.compare_bits);
   out.sx = be.Mul(out.s, x);                                               // exact
   auto neg_abs = be.Sub(be.MulConst(out.sx, 2), x);                        // -|x| = 2 s x - x
   auto e = Exp(be, p, neg_abs, fs);                                        // exp(-|x|) in (0, 1]
@@ -327,7 +337,8 @@ typename B::Vec Silu(B& be, const FixedMathParams& p, const typename B::Vec& x) 
 // (g - 1 bits and x_i) take two product batches — (f0 f1)(f2 f3) — or one when no group has
 // more than 2 members. Exact: comparisons and 0/1 products are exact on ring values.
 template <typename B>
-typename B::Vec RowMax(B& be, const typename B::Vec& x, std::size_t rows, std::size_t cols) {
+typename B::Vec RowMax(B& be, const typename B::Vec& x, std::size_t rows, std::size_t cols,
+                       int bits = 64) {
   constexpr std::size_t kGroup = 4;
   auto cur = x;
   std::size_t width = cols;
@@ -348,7 +359,7 @@ typename B::Vec RowMax(B& be, const typename B::Vec& x, std::size_t rows, std::s
       }
     }
     const std::size_t npairs = ia.size();
-    auto c = be.IsNegative(be.Sub(be.Gather(cur, ia), be.Gather(cur, ib)));
+    auto c = be.IsNegative(be.Sub(be.Gather(cur, ia), be.Gather(cur, ib)), bits);
     // pool = [1 - c (x_i beats x_j) | c (x_j beats x_i) | cur].
     auto pool = be.Concat(be.Concat(fixed_detail::OneMinus(be, c), c), cur);
     const std::size_t cur_at = 2 * npairs;
@@ -440,7 +451,7 @@ typename B::Vec Softmax(B& be, const FixedMathParams& p, const typename B::Vec& 
   const int fy = p.recip_frac_bits;
   std::vector<std::size_t> bcast(rows * cols);
   for (std::size_t i = 0; i < bcast.size(); ++i) bcast[i] = i / cols;
-  auto mx = RowMax(be, x, rows, cols);
+  auto mx = RowMax(be, x, rows, cols, p.compare_bits);
   auto e = Exp(be, p, be.Sub(x, be.Gather(mx, bcast)));
   auto sum = be.RowSum(e, cols);  // in [1, cols]
   auto inv = Reciprocal(be, p, sum, p.frac_bits, fixed_detail::CeilLog2(cols), fy);

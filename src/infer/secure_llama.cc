@@ -264,8 +264,9 @@ Result<Shares<P>> SecureLlama<P>::Logits() {
 template <typename P>
 Result<Shares<P>> SecureLlama<P>::ArgmaxOneHot(const Vec& logits) {
   PhaseScope phase(arith().stats(), "classifier_argmax");
-  MPCACHE_ASSIGN_OR_RETURN(mpc::ArgMaxResult<P> am,
-                           mpc::RowArgMax<P>(ctx_, logits, 1, logits.size()));
+  MPCACHE_ASSIGN_OR_RETURN(
+      mpc::ArgMaxResult<P> am,
+      mpc::RowArgMax<P>(ctx_, logits, 1, logits.size(), options_.math.compare_bits));
   return std::move(am.one_hot);
 }
 

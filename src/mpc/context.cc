@@ -107,63 +107,119 @@ Result<std::vector<std::uint64_t>> Context<P>::Open(const Shares<P>& x, OpenMode
 }
 
 template <typename P>
-Result<std::vector<std::uint64_t>> Context<P>::OpenOwned(Shares<P>&& x, OpenMode mode,
-                                                         PartyId king) {
+Result<std::vector<std::uint64_t>> Context<P>::OpenOwned(Shares<P>&& x, OpenMode mode, PartyId king,
+                                                         int bits) {
   using W = typename P::Word;  // u128 in malicious mode: shares travel at full width
   if (failed_) return MacCheckFailed("a MAC check failed earlier: this session opens nothing");
   if (mode == OpenMode::kKing && (king < 0 || king >= num_parties())) {
     return InvalidArgument("king must be a party id, got " + std::to_string(king));
   }
+  if (bits < 1 || bits > 64) {
+    return InvalidArgument("an opening keeps 1..64 bits of each value, not " +
+                           std::to_string(bits));
+  }
   const std::size_t n = x.size();
+  const std::size_t width = OpenBytes<P>(bits);  // bytes per value on the wire
+  const W wire_mask = width >= sizeof(W) ? ~W{0} : (W{1} << (8 * width)) - 1;
   // The running sum starts as my share (the log keeps the opened value, not my share).
   std::vector<W> sum = std::move(x.v);
-  if (adversary_ != nullptr && (mode == OpenMode::kAllToAll || self() != king)) {
-    adversary_->OnOpen(Domain::kArith, opens_, n,
-                       {reinterpret_cast<std::uint8_t*>(sum.data()), n * sizeof(W)});
-  }
-  ++opens_;
-  std::vector<W> in(n);
-  auto add_from = [&](PartyId p) -> Status {
-    MPCACHE_RETURN_IF_ERROR(channel_.RecvValues<W>(p, in));
-    for (std::size_t i = 0; i < n; ++i) sum[i] += in[i];
+  // Values travel as their low `width` little-endian bytes.
+  std::vector<std::uint8_t> wire;
+  auto pack = [&]() -> std::span<const std::uint8_t> {
+    if (width == sizeof(W)) return {reinterpret_cast<const std::uint8_t*>(sum.data()), n * width};
+    wire.resize(n * width);
+    for (std::size_t i = 0; i < n; ++i) std::memcpy(wire.data() + i * width, &sum[i], width);
+    return wire;
+  };
+  std::vector<std::uint8_t> in_bytes;
+  std::vector<W> in_words;
+  auto recv_into = [&](PartyId p, bool add) -> Status {
+    if (width == sizeof(W)) {  // full width: straight into words
+      in_words.resize(n);
+      MPCACHE_RETURN_IF_ERROR(channel_.RecvValues<W>(p, in_words));
+      if (!add) {
+        sum.swap(in_words);
+        return Status::Ok();
+      }
+      for (std::size_t i = 0; i < n; ++i) sum[i] += in_words[i];
+      return Status::Ok();
+    }
+    in_bytes.resize(n * width);
+    MPCACHE_RETURN_IF_ERROR(channel_.Recv(p, in_bytes));
+    for (std::size_t i = 0; i < n; ++i) {
+      W v = 0;
+      std::memcpy(&v, in_bytes.data() + i * width, width);
+      sum[i] = add ? sum[i] + v : v;
+    }
     return Status::Ok();
   };
+  auto send_to = [&](PartyId p, std::span<const std::uint8_t> bytes) -> Status {
+    return channel_.Send(p, bytes);
+  };
+  const bool sends_share = mode == OpenMode::kAllToAll || self() != king;
+  std::span<const std::uint8_t> out;
+  if (sends_share) {
+    out = pack();
+    if (adversary_ != nullptr) {
+      // Test-only: the liar changes what it sends; its own view includes the lie.
+      std::vector<std::uint8_t> lie(out.begin(), out.end());
+      adversary_->OnOpen(Domain::kArith, opens_, n, lie);
+      wire = std::move(lie);
+      out = wire;
+      for (std::size_t i = 0; i < n; ++i) {
+        W v = 0;
+        std::memcpy(&v, wire.data() + i * width, width);
+        sum[i] = v;
+      }
+    }
+  }
+  ++opens_;
   if (mode == OpenMode::kAllToAll) {
     for (PartyId p = 0; p < num_parties(); ++p) {
-      if (p != self()) MPCACHE_RETURN_IF_ERROR(channel_.SendValues<W>(p, sum));
+      if (p != self()) MPCACHE_RETURN_IF_ERROR(send_to(p, out));
     }
     MPCACHE_RETURN_IF_ERROR(channel_.Flush());
     stats().RecordRound();
     for (PartyId p = 0; p < num_parties(); ++p) {
-      if (p != self()) MPCACHE_RETURN_IF_ERROR(add_from(p));
+      if (p != self()) MPCACHE_RETURN_IF_ERROR(recv_into(p, true));
     }
   } else if (self() != king) {
-    MPCACHE_RETURN_IF_ERROR(channel_.SendValues<W>(king, sum));
+    MPCACHE_RETURN_IF_ERROR(send_to(king, out));
     MPCACHE_RETURN_IF_ERROR(channel_.Flush());
     stats().RecordRound();
-    MPCACHE_RETURN_IF_ERROR(channel_.RecvValues<W>(king, sum));
+    MPCACHE_RETURN_IF_ERROR(recv_into(king, false));
     stats().RecordRound();
   } else {
     stats().RecordRound();
     for (PartyId p = 0; p < num_parties(); ++p) {
-      if (p != self()) MPCACHE_RETURN_IF_ERROR(add_from(p));
+      if (p != self()) MPCACHE_RETURN_IF_ERROR(recv_into(p, true));
     }
+    for (auto& v : sum) v &= wire_mask;
+    out = pack();
     for (PartyId p = 0; p < num_parties(); ++p) {
-      if (p != self()) MPCACHE_RETURN_IF_ERROR(channel_.SendValues<W>(p, sum));
+      if (p != self()) MPCACHE_RETURN_IF_ERROR(send_to(p, out));
     }
     MPCACHE_RETURN_IF_ERROR(channel_.Flush());
     stats().RecordRound();
   }
+  const std::uint64_t keep = bits >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bits) - 1;
   if constexpr (P::kMalicious) {
     std::vector<std::uint64_t> low(n);
-    for (std::size_t i = 0; i < n; ++i) low[i] = Low64(sum[i]);
+    for (std::size_t i = 0; i < n; ++i) {
+      sum[i] &= wire_mask;
+      low[i] = Low64(sum[i]) & keep;
+    }
     OpenedChunk chunk;
+    chunk.width = static_cast<int>(8 * width);
     chunk.opened = std::move(sum);
     chunk.macs = std::move(x.m);
     log_.push_back(std::move(chunk));
     pending_ += n;
     return low;
   } else {
+    if (bits < 64) {
+      for (auto& v : sum) v &= keep;
+    }
     return sum;
   }
 }
@@ -176,18 +232,32 @@ Status Context<P>::StartCoin() {
 }
 
 // The batched MAC check of one Context as the 3 message rounds of mac_check.h (Spdz2k
-// only). Openings are at full width, so with chi_j drawn after they were made the sum of
-// c_i = sum_j chi_j m_j^(i) - alpha_i sum_j chi_j x~_j is 0 mod 2^128 exactly when the
-// opened values carry valid MACs (up to the probability bound of docs/mpc-core.md).
+// only). With chi_j drawn after the openings were made, each party computes, for every
+// opening width w present (128 bits for ordinary openings, narrower for comparisons),
+//   c_i(w) = sum_j chi_j m_j^(i) - alpha_i sum_j chi_j x~_j  mod 2^w   (j opened at width w)
+// and the c_i(w) of all parties sum to 0 mod 2^w exactly when the opened values carry valid
+// MACs (up to the probability bound of docs/mpc-core.md). The widths are checked
+// separately: a lie at one width cannot be cancelled with one at another.
 template <typename P>
 class ContextCheckSteps final : public MacCheckSteps {
  public:
   explicit ContextCheckSteps(Context<P>& ctx)
-      : ctx_(ctx), commits_(static_cast<std::size_t>(ctx.num_parties())) {}
+      : ctx_(ctx), commits_(static_cast<std::size_t>(ctx.num_parties())) {
+    for (const auto& c : ctx_.log_) {
+      if (std::find(widths_.begin(), widths_.end(), c.width) == widths_.end()) {
+        widths_.push_back(c.width);
+      }
+    }
+    if (widths_.empty()) widths_.push_back(128);  // only input broadcasts to compare
+    std::sort(widths_.begin(), widths_.end());
+    c_.assign(widths_.size(), 0);
+    total_.assign(widths_.size(), 0);
+  }
 
   std::size_t PeerMessageSize(int round) const override {
-    static constexpr std::size_t kSize[kRounds] = {112, 32, 48};
-    return kSize[round];
+    if (round == 0) return 112;
+    if (round == 1) return 32;
+    return CheckValueBytes() + 32;
   }
 
   std::vector<std::uint8_t> Message(int round) override {
@@ -205,12 +275,14 @@ class ContextCheckSteps final : public MacCheckSteps {
         break;
       }
       case 1:
-        msg.Put(Sha256({Bytes(c_), nonce_}));
+        msg.Put(Sha256({EncodeCheckValues(c_), nonce_}));
         break;
-      default:
-        msg.Put(c_);
+      default: {
+        const std::vector<std::uint8_t> values = EncodeCheckValues(c_);
+        msg.PutBytes(values);
         msg.Put(nonce_);
         break;
+      }
     }
     std::vector<std::uint8_t> out = msg.Take();
     if (ctx_.adversary_ != nullptr) ctx_.adversary_->OnCheckMessage(Domain::kArith, round, out);
@@ -241,13 +313,21 @@ class ContextCheckSteps final : public MacCheckSteps {
         commits_[pi] = Get<Digest>(buf, off);
         break;
       default: {
-        const auto cp = Get<u128>(buf, off);
+        const std::span<const std::uint8_t> values = buf.subspan(0, CheckValueBytes());
+        off = values.size();
+        std::vector<u128> cp(widths_.size());
+        std::size_t at = 0;
+        for (std::size_t k = 0; k < cp.size(); ++k) {
+          const auto w = static_cast<std::size_t>(widths_[k] / 8);
+          std::memcpy(&cp[k], values.data() + at, w);
+          at += w;
+        }
         const auto pn = Get<Digest>(buf, off);
-        if (Sha256({Bytes(cp), pn}) != commits_[pi]) {
+        if (Sha256({values, pn}) != commits_[pi]) {
           Mark("party " + std::to_string(p) +
                " opened a check value that does not match its commitment");
         }
-        total_ += cp;
+        for (std::size_t k = 0; k < cp.size(); ++k) total_[k] += cp[k];
         break;
       }
     }
@@ -255,28 +335,39 @@ class ContextCheckSteps final : public MacCheckSteps {
 
   void EndRound(int round) override {
     if (round == 0) {
-      // Random linear combination of everything opened since the last check.
+      // Random linear combination of everything opened since the last check, per width.
       Prg chi_prg(coin_);
       constexpr std::size_t kBlock = 4096;
       std::array<std::uint64_t, kBlock> chi{};
-      u128 mac = 0, opened = 0;
+      std::vector<u128> mac(widths_.size(), 0), opened(widths_.size(), 0);
       for (const auto& c : ctx_.log_) {
+        const auto k = static_cast<std::size_t>(std::find(widths_.begin(), widths_.end(), c.width) -
+                                                widths_.begin());
+        u128 m_acc = 0, x_acc = 0;
         for (std::size_t base = 0; base < c.opened.size(); base += kBlock) {
           const std::size_t len = std::min(kBlock, c.opened.size() - base);
           chi_prg.Fill(chi.data(), len * sizeof(std::uint64_t));
           const u128* x = c.opened.data() + base;
           const u128* m = c.macs.data() + base;
           for (std::size_t j = 0; j < len; ++j) {
-            opened += chi[j] * x[j];
-            mac += chi[j] * m[j];
+            x_acc += chi[j] * x[j];
+            m_acc += chi[j] * m[j];
           }
         }
+        mac[k] += m_acc;
+        opened[k] += x_acc;
       }
-      c_ = mac - ctx_.key_.alpha * opened;
+      for (std::size_t k = 0; k < widths_.size(); ++k) {
+        c_[k] = (mac[k] - ctx_.key_.alpha * opened[k]) & Mask(widths_[k]);
+      }
       ctx_.local_prg_.Fill(nonce_.data(), nonce_.size());
       total_ = c_;
     } else if (round == kRounds - 1) {
-      if (total_ != 0) Mark("MAC check failed: an opened value or its MAC was tampered with");
+      for (std::size_t k = 0; k < widths_.size(); ++k) {
+        if ((total_[k] & Mask(widths_[k])) != 0) {
+          Mark("MAC check failed: an opened value or its MAC was tampered with");
+        }
+      }
     }
   }
 
@@ -295,7 +386,9 @@ class ContextCheckSteps final : public MacCheckSteps {
    public:
     template <typename T>
     void Put(const T& v) {
-      const auto b = Bytes(v);
+      PutBytes(Bytes(v));
+    }
+    void PutBytes(std::span<const std::uint8_t> b) {
       bytes_.insert(bytes_.end(), b.begin(), b.end());
     }
     std::vector<std::uint8_t> Take() { return std::move(bytes_); }
@@ -304,6 +397,24 @@ class ContextCheckSteps final : public MacCheckSteps {
     std::vector<std::uint8_t> bytes_;
   };
 
+  static u128 Mask(int width) { return width >= 128 ? ~u128{0} : (u128{1} << width) - 1; }
+  // The check values on the wire: c(w) in w / 8 bytes each, ascending w.
+  std::size_t CheckValueBytes() const {
+    std::size_t n = 0;
+    for (const int w : widths_) n += static_cast<std::size_t>(w / 8);
+    return n;
+  }
+  std::vector<std::uint8_t> EncodeCheckValues(const std::vector<u128>& c) const {
+    std::vector<std::uint8_t> out(CheckValueBytes());
+    std::size_t at = 0;
+    for (std::size_t k = 0; k < c.size(); ++k) {
+      const auto w = static_cast<std::size_t>(widths_[k] / 8);
+      std::memcpy(out.data() + at, &c[k], w);
+      at += w;
+    }
+    return out;
+  }
+
   void Mark(std::string why) {
     if (!bad_) why_ = std::move(why);
     bad_ = true;
@@ -311,8 +422,9 @@ class ContextCheckSteps final : public MacCheckSteps {
 
   Context<P>& ctx_;
   std::vector<Digest> commits_;
+  std::vector<int> widths_;  // opening widths present, ascending
   Seed coin_{};
-  u128 c_ = 0, total_ = 0;
+  std::vector<u128> c_, total_;
   Digest nonce_{};
   bool bad_ = false;
   std::string why_;

@@ -19,6 +19,8 @@
 //            share (32) + hash of the input broadcasts seen since the last check (32)
 //   round 2:  32 B = SHA-256(c_i || nonce), c_i = sum_j chi_j m_j^(i) - alpha_i sum_j chi_j x~_j
 //   round 3:  48 B = c_i (16) + nonce (32); the sum of the c_i must be 0 mod 2^128
+//            (narrow openings, a comparison's: one more c_i per width, mod 2^width, in
+//            width / 8 bytes)
 // i.e. 384 bytes sent per party. The coefficients chi_j in Z_2^64 come from a coin whose
 // seed shares were committed before the values being checked were opened (at Create() or
 // at the previous check). A lie that survives has probability <= 2^-57 (bound and proof
@@ -58,9 +60,31 @@ template <typename P>
 class ContextCheckSteps;
 
 // Cost of one arithmetic CheckMacs() with something pending (malicious mode): rounds, and
-// bytes sent per party (112 + 32 + 48 to each of 2 peers).
+// bytes sent per party: 112 + 32 + (V + 32) to each of 2 peers, V = the check values' bytes:
+// w / 8 for each distinct opening width w since the last check (16 for full-width openings
+// only; 16 + 10 with 32-bit comparisons' openings too).
 inline constexpr std::uint64_t kMacCheckRounds = MacCheckSteps::kRounds;
-inline constexpr std::uint64_t kArithCheckBytes = 2 * (112 + 32 + 48);
+constexpr std::uint64_t ArithCheckBytes(std::uint64_t value_bytes = 16) {
+  return 2 * (112 + 32 + value_bytes + 32);
+}
+inline constexpr std::uint64_t kArithCheckBytes = ArithCheckBytes();
+
+// Malicious narrow openings carry this many bits above the ones that matter, so that a lie
+// in the low bits survives the check modulo 2^(bits + slack) with probability at most
+// (slack + 2) 2^-(slack + 1) < 2^-43 (docs/mpc-core.md).
+inline constexpr int kCheckSlackBits = 48;
+
+// Bytes per value that OpenOwned(..., bits) sends to each peer.
+template <typename P>
+constexpr std::uint64_t OpenBytes(int bits = 64) {
+  if constexpr (P::kMalicious) {
+    if (bits >= 64) return 16;
+    const int w = bits + kCheckSlackBits;
+    return static_cast<std::uint64_t>(w >= 128 ? 16 : (w + 7) / 8);
+  } else {
+    return static_cast<std::uint64_t>(bits >= 64 ? 8 : (bits + 7) / 8);
+  }
+}
 
 template <typename P>
 class Context {
@@ -84,9 +108,14 @@ class Context {
   // Open shared values (all parties learn them). Logged for the next MAC check.
   Result<std::vector<std::uint64_t>> Open(const Shares<P>& x, OpenMode mode = OpenMode::kAllToAll,
                                           PartyId king = 0);
-  // Same, taking ownership of x (no copy into the MAC-check log).
+  // Same, taking ownership of x (no copy into the MAC-check log). With `bits` < 64 only the
+  // low `bits` bits of each value matter to the caller (a comparison's masked value) and
+  // the opening is narrower: OpenBytes<P>(bits) bytes per value (semi-honest: the `bits`
+  // themselves; malicious: bits + kCheckSlackBits, checked modulo 2^(8 x that)). The
+  // values must be masked by dealer masks uniform over the whole share ring; the result
+  // holds them mod 2^bits.
   Result<std::vector<std::uint64_t>> OpenOwned(Shares<P>&& x, OpenMode mode = OpenMode::kAllToAll,
-                                               PartyId king = 0);
+                                               PartyId king = 0, int bits = 64);
 
   // Batched MAC check of everything opened (and every input broadcast) since the last check.
   Status CheckMacs();
@@ -114,6 +143,7 @@ class Context {
   // For tamper tests and debugging only: the logged openings of this party (the opened
   // values at full width and this party's MAC shares of them).
   struct OpenedChunk {
+    int width = 128;  // bits: the opened values are known mod 2^width
     std::vector<u128> opened;
     std::vector<u128> macs;
   };

@@ -39,7 +39,7 @@ __attribute__((target("pclmul,sse4.1"))) u128 ClMulHw(std::uint64_t a, std::uint
 }
 
 __attribute__((target("pclmul,sse4.1"))) u128 DotHw(std::span<const std::uint64_t> chi,
-                                                     std::span<const std::uint64_t> m) {
+                                                    std::span<const std::uint64_t> m) {
   __m128i acc0 = _mm_setzero_si128(), acc1 = _mm_setzero_si128();
   std::size_t j = 0;
   for (; j + 2 <= chi.size(); j += 2) {

@@ -71,12 +71,6 @@ struct Shares {
   }
 };
 
-// Bytes per value that an opening sends to each peer: the share's full width — 16 in
-// malicious mode (the value's lift in Z_2^128: opening only the low 64 bits lets a
-// consistent lie on the top bit pass the MAC check, docs/mpc-core.md), 8 in semi-honest mode.
-template <typename P>
-inline constexpr std::uint64_t kOpenBytes = sizeof(typename P::Word);
-
 // What a party needs to add a public constant to a sharing: its id (party 0 adds the
 // value) and its MAC key share (every party adds alpha_i * c to its MAC share).
 struct ShareKey {

@@ -15,14 +15,14 @@ constexpr std::uint8_t kVersion = 1;
 constexpr std::uint64_t kBitSeedLabel = 0xB1700000ull;
 
 // Unit layouts (words). Binary values are XOR-shared; a malicious binary value word carries
-// the share in bit 0 (the rest is ignored), its MAC word a GF(2^64) share. Semi-honest: triple [a b c] (64 triples per unit, bitsliced),
-// edaBit: 64 edaBits per unit, bit-major [bit 0..63 words, product 0..168 words, 64 arith
-// words] (word j's bit i belongs to item i), daBit [bit(low) arith], random [64 bits]. Malicious:
-// triple [av am bv bm cv cm], edaBit [v0..v63 pv0..pv168 m0..m63 pm0..pm168 rv_lo rv_hi
-// rm_lo rm_hi], daBit [v m rv_lo rv_hi rm_lo rm_hi], random [v m]. Root tuple: semi-honest
-// [bits u v w in bits 0..2, then 7 arithmetic words]; malicious [uv vv wv um vm wm, then 7 x
-// (v_lo v_hi m_lo m_hi)]. Free words come first in every unit, except the malicious triple
-// (free: av and bv).
+// the share in bit 0 (the rest is ignored), its MAC word a GF(2^64) share. Semi-honest: triple [a b
+// c] (64 triples per unit, bitsliced), edaBit: 64 edaBits per unit, bit-major [bit 0..63 words,
+// product 0..168 words, 64 arith words] (word j's bit i belongs to item i), daBit [bit(low) arith],
+// random [64 bits]. Malicious: triple [av am bv bm cv cm], edaBit [v0..v63 pv0..pv168 m0..m63
+// pm0..pm168 rv_lo rv_hi rm_lo rm_hi], daBit [v m rv_lo rv_hi rm_lo rm_hi], random [v m]. Root
+// tuple: semi-honest [bits u v w in bits 0..2, then 7 arithmetic words]; malicious [uv vv wv um vm
+// wm, then 7 x (v_lo v_hi m_lo m_hi)]. Free words come first in every unit, except the malicious
+// triple (free: av and bv).
 constexpr std::size_t kP = mpc::edabit::kProducts;
 constexpr std::size_t kLifts = 64 + kP;  // binary lifts of an edaBit (bits, then products)
 constexpr std::size_t kSemiWords[kNumBitItems] = {3, 64 + kP + 64, 2, 1, 8};

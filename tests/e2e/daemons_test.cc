@@ -84,7 +84,8 @@ TEST(Daemons, GoldenTextAndPerTokenBytesMatchInProcess) {
   const std::string bench_out = c.dir() + "/bench.json";
   Process bench({MPCACHE_BENCH_BIN, "generate", "--model", ModelDir() + "/stories260K.bin",
                  "--tokenizer", ModelDir() + "/tok512.bin", "--prompt", "Once upon a time",
-                 "--steps", "64", "--security", "malicious", "--weights", "public", "--json"},
+                 "--steps", "64", "--security", "malicious", "--weights", "public", "--frac-bits",
+                 "16", "--json"},  // the cluster's parties run at 16 fractional bits
                 bench_out, c.dir() + "/bench.err");
   ASSERT_EQ(bench.Wait(240s), 0) << ReadFile(c.dir() + "/bench.err");
   const auto b = nlohmann::json::parse(ReadFile(bench_out));

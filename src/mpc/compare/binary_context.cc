@@ -1,11 +1,11 @@
 #include "mpc/compare/binary_context.h"
 
-#include "mpc/gf2_64.h"
-
 #include <algorithm>
 #include <array>
 #include <cstring>
 #include <string>
+
+#include "mpc/gf2_64.h"
 
 namespace mpcache::mpc {
 

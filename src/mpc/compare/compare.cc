@@ -7,12 +7,36 @@
 
 namespace mpcache::mpc {
 
-std::uint64_t LtzBytesPerPeer(std::uint64_t n, std::uint64_t open_bytes) {
+LtzShape LtzShapeFor(int bits) {
+  LtzShape s;
+  s.groups = (bits - 1 + edabit::kGroupBits - 1) / edabit::kGroupBits;
+  // Adjacent nodes pair up; the lowest node (holding bit 0) has no eq, so the pair holding
+  // it takes one gate, every other pair two; an odd node out waits for the next level.
+  for (int nodes = s.groups; nodes > 2; nodes = (nodes + 1) / 2) {
+    s.gates.push_back(2 * (nodes / 2) - 1);
+  }
+  s.rounds = 1 + static_cast<int>(s.gates.size()) + 1;
+  return s;
+}
+
+int LtzRounds(int bits) {
+  return LtzShapeFor(bits).rounds;
+}
+
+std::uint64_t LtzBytesPerPeer(std::uint64_t n, int bits, std::uint64_t open_bytes) {
   std::uint64_t bytes = open_bytes * n + (3 * n + 7) / 8;  // c, then the fused root's bits
-  for (int l = 0; l + 1 < kCmpLevels; ++l) {
-    bytes += (2 * static_cast<std::uint64_t>(kCmpGates[l]) * n + 7) / 8;
+  for (const int g : LtzShapeFor(bits).gates) {
+    bytes += (2 * static_cast<std::uint64_t>(g) * n + 7) / 8;
   }
   return bytes;
+}
+
+Status CheckCompareBits(int bits) {
+  if (bits < kMinCompareBits || bits > 64) {
+    return InvalidArgument("a comparison of " + std::to_string(bits) + "-bit values: need " +
+                           std::to_string(kMinCompareBits) + "..64 bits");
+  }
+  return Status::Ok();
 }
 
 namespace {
@@ -96,13 +120,15 @@ BitShares<P> Evaluate(const BitKey& key, const Poly& p, const EdaBits<P>& eda, i
   return acc;
 }
 
-// The (lt, eq) of group g of the low 63 positions, from its edaBit products (local).
+// The (lt, eq) of group g of the low `low` positions (low = bits - 1), from its edaBit
+// products (local). A group cut by `low` uses the products of its first bits only.
 template <typename P>
 Node<P> GroupNode(const BitKey& key, const EdaBits<P>& eda, const std::vector<PublicBits>& cb,
-                  int g, std::size_t n) {
+                  int g, int low, std::size_t n) {
   PublicBits ones(n);
   for (auto& w : ones.w) w = ~std::uint64_t{0};
-  const int base = edabit::GroupBase(g), size = edabit::GroupSize(g);
+  const int base = edabit::GroupBase(g);
+  const int size = std::min(edabit::GroupSize(g), low - base);
   Poly lt, eq;
   for (int t = 0; t < size; ++t) {
     PublicBits nc = cb[static_cast<std::size_t>(base) + static_cast<std::size_t>(t)];
@@ -131,22 +157,25 @@ Node<P> GroupNode(const BitKey& key, const EdaBits<P>& eda, const std::vector<Pu
   return node;
 }
 
-// Open c = x + r and build the 16 group nodes (round 1, then local work).
+// Open c = x + r (its low `bits` bits matter) and build the group nodes of the low
+// bits - 1 positions (round 1, then local work).
 template <typename P>
 struct Prepared {
   EdaBits<P> eda;              // released once the group nodes are built
-  BitShares<P> r63;            // bit 63 of r
+  BitShares<P> r_top;          // bit bits - 1 of r
   std::vector<PublicBits> cb;  // bit j of c, for every element
   std::vector<Node<P>> level;
 };
 
 template <typename P>
-Result<Prepared<P>> Prepare(BinaryContext<P>& ctx, const Shares<P>& x) {
+Result<Prepared<P>> Prepare(BinaryContext<P>& ctx, const Shares<P>& x, int bits) {
+  MPCACHE_RETURN_IF_ERROR(CheckCompareBits(bits));
   const std::size_t n = x.size();
   Prepared<P> out;
   MPCACHE_ASSIGN_OR_RETURN(out.eda, ctx.prep().GetEdaBits(n));
   Shares<P> masked = Add(x, out.eda.r);
-  MPCACHE_ASSIGN_OR_RETURN(std::vector<std::uint64_t> c, ctx.arith().OpenOwned(std::move(masked)));
+  MPCACHE_ASSIGN_OR_RETURN(std::vector<std::uint64_t> c,
+                           ctx.arith().OpenOwned(std::move(masked), OpenMode::kAllToAll, 0, bits));
   out.cb.assign(64, PublicBits(n));
   std::array<std::uint64_t, 64> block{};
   for (std::size_t b = 0; b < WordsFor(n); ++b) {
@@ -157,13 +186,14 @@ Result<Prepared<P>> Prepare(BinaryContext<P>& ctx, const Shares<P>& x) {
     Transpose64(block.data());
     for (std::size_t j = 0; j < 64; ++j) out.cb[j].w[b] = block[j];
   }
-  out.level.reserve(edabit::kGroups);
-  for (int g = 0; g < edabit::kGroups; ++g) {
-    out.level.push_back(GroupNode(ctx.key(), out.eda, out.cb, g, n));
+  const int groups = LtzShapeFor(bits).groups;
+  out.level.reserve(static_cast<std::size_t>(groups));
+  for (int g = 0; g < groups; ++g) {
+    out.level.push_back(GroupNode(ctx.key(), out.eda, out.cb, g, bits - 1, n));
   }
-  // Only r_63 is needed from here on: release the rest of the edaBits (most of the memory
-  // of a large batch) before the AND levels take their triples.
-  out.r63 = std::move(out.eda.bits[63]);
+  // Only r's top bit is needed from here on: release the rest of the edaBits (most of the
+  // memory of a large batch) before the AND levels take their triples.
+  out.r_top = std::move(out.eda.bits[static_cast<std::size_t>(bits - 1)]);
   out.eda = EdaBits<P>();
   return out;
 }
@@ -202,12 +232,12 @@ Status Reduce(BinaryContext<P>& ctx, std::vector<Node<P>>& level, std::size_t ta
 }  // namespace
 
 template <typename P>
-Result<BitShares<P>> MsbBits(BinaryContext<P>& ctx, const Shares<P>& x) {
-  MPCACHE_ASSIGN_OR_RETURN(Prepared<P> pre, Prepare(ctx, x));
+Result<BitShares<P>> MsbBits(BinaryContext<P>& ctx, const Shares<P>& x, int bits) {
+  MPCACHE_ASSIGN_OR_RETURN(Prepared<P> pre, Prepare(ctx, x, bits));
   MPCACHE_RETURN_IF_ERROR(Reduce(ctx, pre.level, 1));
   BitShares<P> msb = std::move(pre.level[0].lt);
-  XorInPlace(msb, pre.r63);
-  XorPublicInPlace(ctx.key(), msb, pre.cb[63]);
+  XorInPlace(msb, pre.r_top);
+  XorPublicInPlace(ctx.key(), msb, pre.cb[static_cast<std::size_t>(bits - 1)]);
   return msb;
 }
 
@@ -230,21 +260,23 @@ Result<Shares<P>> BitToArith(BinaryContext<P>& ctx, BitShares<P> b) {
 }
 
 template <typename P>
-Result<Shares<P>> LessThanZero(BinaryContext<P>& ctx, const Shares<P>& x) {
+Result<Shares<P>> LessThanZero(BinaryContext<P>& ctx, const Shares<P>& x, int bits) {
   const std::size_t n = x.size();
+  MPCACHE_RETURN_IF_ERROR(CheckCompareBits(bits));
   if (n == 0) return Shares<P>();
-  MPCACHE_ASSIGN_OR_RETURN(Prepared<P> pre, Prepare(ctx, x));
+  MPCACHE_ASSIGN_OR_RETURN(Prepared<P> pre, Prepare(ctx, x, bits));
   MPCACHE_RETURN_IF_ERROR(Reduce(ctx, pre.level, 2));
-  // Fused root + conversion: MSB = c_63 ^ u ^ v w with u = lt_H ^ r_63, v = eq_H, w = lt_L.
+  // Fused root + conversion: MSB = c_top ^ u ^ v w with u = lt_H ^ r_top, v = eq_H,
+  // w = lt_L (top = bits - 1).
   MPCACHE_ASSIGN_OR_RETURN(RootTuples<P> t, ctx.prep().GetRootTuples(n));
-  BitShares<P> u = Xor(std::move(pre.level[1].lt), pre.r63);
+  BitShares<P> u = Xor(std::move(pre.level[1].lt), pre.r_top);
   std::vector<BitShares<P>> masked;
   masked.push_back(Xor(std::move(u), t.u));
   masked.push_back(Xor(std::move(pre.level[1].eq), t.v));
   masked.push_back(Xor(std::move(pre.level[0].lt), t.w));
   MPCACHE_ASSIGN_OR_RETURN(std::vector<PublicBits> e, ctx.OpenMany(std::move(masked)));
   // Each bit is e + (1 - 2e) rho, affine in its mask rho; expand u + (1 - 2u) v w over the
-  // dealer's arithmetic monomials of the masks, then apply c_63 (t -> 1 - t).
+  // dealer's arithmetic monomials of the masks, then apply c_top (t -> 1 - t).
   using R = RootTuples<P>;
   Shares<P> out(n);
   std::vector<std::uint64_t> constant(n);
@@ -263,7 +295,7 @@ Result<Shares<P>> LessThanZero(BinaryContext<P>& ctx, const Shares<P>& x) {
     coef[R::kUW] = delta * kw;
     coef[R::kUVW] = delta * kvw;
     std::uint64_t k = au + gamma * k0;
-    if (pre.cb[63].Get(i)) {
+    if (pre.cb[static_cast<std::size_t>(bits - 1)].Get(i)) {
       for (auto& cf : coef) cf = 0 - cf;
       k = 1 - k;
     }
@@ -278,21 +310,23 @@ Result<Shares<P>> LessThanZero(BinaryContext<P>& ctx, const Shares<P>& x) {
 }
 
 template <typename P>
-Result<Shares<P>> LessThan(BinaryContext<P>& ctx, const Shares<P>& x, const Shares<P>& y) {
+Result<Shares<P>> LessThan(BinaryContext<P>& ctx, const Shares<P>& x, const Shares<P>& y,
+                           int bits) {
   if (x.size() != y.size()) {
     return InvalidArgument("LessThan of vectors of sizes " + std::to_string(x.size()) + " and " +
                            std::to_string(y.size()));
   }
-  return LessThanZero(ctx, Sub(x, y));
+  return LessThanZero(ctx, Sub(x, y), bits);
 }
 
 // P names a type in explicit instantiations: it cannot be parenthesised.
 // NOLINTBEGIN(bugprone-macro-parentheses)
-#define MPCACHE_INSTANTIATE_COMPARE(P)                                             \
-  template Result<BitShares<P>> MsbBits<P>(BinaryContext<P>&, const Shares<P>&);   \
-  template Result<Shares<P>> BitToArith<P>(BinaryContext<P>&, BitShares<P>);       \
-  template Result<Shares<P>> LessThanZero<P>(BinaryContext<P>&, const Shares<P>&); \
-  template Result<Shares<P>> LessThan<P>(BinaryContext<P>&, const Shares<P>&, const Shares<P>&);
+#define MPCACHE_INSTANTIATE_COMPARE(P)                                                          \
+  template Result<BitShares<P>> MsbBits<P>(BinaryContext<P>&, const Shares<P>&, int);           \
+  template Result<Shares<P>> BitToArith<P>(BinaryContext<P>&, BitShares<P>);                    \
+  template Result<Shares<P>> LessThanZero<P>(BinaryContext<P>&, const Shares<P>&, int);         \
+  template Result<Shares<P>> LessThan<P>(BinaryContext<P>&, const Shares<P>&, const Shares<P>&, \
+                                         int);
 // NOLINTEND(bugprone-macro-parentheses)
 MPCACHE_INSTANTIATE_COMPARE(SemiHonest)
 MPCACHE_INSTANTIATE_COMPARE(Spdz2k)

@@ -5,12 +5,13 @@
 //
 // Cost of each call (per party, all-to-all openings, figures sent to each of 2 peers):
 //   Add, Sub, AddConst, MulConst, Gather, Concat, RowSum: local
-//   with B = kOpenBytes<P> bytes per opened value (16 malicious, 8 semi-honest):
+//   with B = OpenBytes<P>() bytes per opened value (16 malicious, 8 semi-honest):
 //   Mul(n):          1 round, 2Bn bytes (Beaver)
 //   Trunc(n):        1 round,  Bn bytes (dealer truncation pairs); 0 rounds for bits <= 0
 //   MulTrunc(n):     2 rounds, 3Bn bytes (Beaver, then truncation: the truncation needs the
 //                    product opened under a fresh mask, which needs the product first)
-//   IsNegative(n):   kLtzRounds rounds, LtzBytesPerPeer(n, B) (mpc/compare/compare.h)
+//   IsNegative(n, l): LtzRounds(l) rounds, LtzBytesPerPeer(n, l, OpenBytes<P>(l))
+//                    (mpc/compare/compare.h)
 //
 // The fixed_math backend concept has no error channel, so errors are sticky: the first
 // failing call records its Status, every later communicating call returns zeros at once
@@ -63,32 +64,33 @@ class SecureBackend {
     counts_.trunc_elems += a.size();
     if (bits <= 0) return a;
     if (!status_.ok()) return Vec(a.size());
-    Charge(1, 2 * kOpenBytes<P> * a.size());
+    Charge(1, 2 * OpenBytes<P>() * a.size());
     return Keep(mpc::Trunc(ctx_.arith(), a, bits), a.size());
   }
   Vec Mul(const Vec& a, const Vec& b) {
     counts_.mul_batches += 1;
     counts_.mul_elems += a.size();
     if (!status_.ok()) return Vec(a.size());
-    Charge(1, 2 * 2 * kOpenBytes<P> * a.size());
+    Charge(1, 2 * 2 * OpenBytes<P>() * a.size());
     return Keep(mpc::Mul(ctx_.arith(), a, b), a.size());
   }
   Vec MulTrunc(const Vec& a, const Vec& b, int bits) {
     counts_.mul_batches += 1;
     counts_.mul_elems += a.size();
     if (!status_.ok()) return Vec(a.size());
-    Charge(1, 2 * 2 * kOpenBytes<P> * a.size());
+    Charge(1, 2 * 2 * OpenBytes<P>() * a.size());
     Vec prod = Keep(mpc::Mul(ctx_.arith(), a, b), a.size());
     if (bits <= 0 || !status_.ok()) return prod;
-    Charge(1, 2 * kOpenBytes<P> * a.size());
+    Charge(1, 2 * OpenBytes<P>() * a.size());
     return Keep(mpc::Trunc(ctx_.arith(), prod, bits), a.size());
   }
-  Vec IsNegative(const Vec& a) {
+  Vec IsNegative(const Vec& a, int bits) {
     counts_.cmp_batches += 1;
     counts_.cmp_elems += a.size();
     if (!status_.ok()) return Vec(a.size());
-    Charge(kLtzRounds, 2 * LtzBytesPerPeer(a.size(), kOpenBytes<P>));
-    return Keep(LessThanZero(ctx_, a), a.size());
+    Charge(static_cast<std::uint64_t>(LtzRounds(bits)),
+           2 * LtzBytesPerPeer(a.size(), bits, OpenBytes<P>(bits)));
+    return Keep(LessThanZero(ctx_, a, bits), a.size());
   }
 
   Vec Gather(const Vec& a, std::span<const std::size_t> idx) const {

@@ -36,15 +36,17 @@ Status CheckShape(std::size_t size, std::size_t rows, std::size_t cols) {
 
 }  // namespace
 
-std::uint64_t ArgMaxRounds(std::size_t cols) {
+std::uint64_t ArgMaxRounds(std::size_t cols, int bits) {
   std::uint64_t rounds = 0;
   for (std::size_t w = cols; w > 1; w = (w + kArgGroup - 1) / kArgGroup) {
-    rounds += kLtzRounds + (w > 2 ? 2 : 1);  // a group of 3 or 4 needs the second stage
+    // a group of 3 or 4 needs the second product stage
+    rounds += static_cast<std::uint64_t>(LtzRounds(bits)) + (w > 2 ? 2 : 1);
   }
   return rounds;
 }
 
-std::uint64_t ArgMaxBytesPerPeer(std::size_t rows, std::size_t cols, std::uint64_t open_bytes) {
+std::uint64_t ArgMaxBytesPerPeer(std::size_t rows, std::size_t cols, int bits,
+                                 std::uint64_t cmp_open_bytes, std::uint64_t mul_open_bytes) {
   std::uint64_t bytes = 0;
   std::size_t span = 1;
   for (std::size_t w = cols; w > 1; w = (w + kArgGroup - 1) / kArgGroup, span *= kArgGroup) {
@@ -60,26 +62,28 @@ std::uint64_t ArgMaxBytesPerPeer(std::size_t rows, std::size_t cols, std::uint64
         if (g == 4) products += 1 + 2 * payload;  // b0 b1, b2 x payload; then their product
       }
     }
-    bytes += LtzBytesPerPeer(rows * pairs, open_bytes);
-    bytes += 2 * open_bytes * rows * products;  // Beaver: d and e per product, to each peer
+    bytes += LtzBytesPerPeer(rows * pairs, bits, cmp_open_bytes);
+    bytes += 2 * mul_open_bytes * rows * products;  // Beaver: d and e per product, to each peer
   }
   return bytes;
 }
 
 template <typename P>
 Result<Shares<P>> RowMax(BinaryContext<P>& ctx, const Shares<P>& x, std::size_t rows,
-                         std::size_t cols) {
+                         std::size_t cols, int bits) {
   MPCACHE_RETURN_IF_ERROR(CheckShape(x.size(), rows, cols));
+  MPCACHE_RETURN_IF_ERROR(CheckCompareBits(bits));
   SecureBackend<P> be(ctx);
-  Shares<P> out = mpcache::RowMax(be, x, rows, cols);
+  Shares<P> out = mpcache::RowMax(be, x, rows, cols, bits);
   if (!be.status().ok()) return be.status().error();
   return out;
 }
 
 template <typename P>
 Result<ArgMaxResult<P>> RowArgMax(BinaryContext<P>& ctx, const Shares<P>& x, std::size_t rows,
-                                  std::size_t cols) {
+                                  std::size_t cols, int bits) {
   MPCACHE_RETURN_IF_ERROR(CheckShape(x.size(), rows, cols));
+  MPCACHE_RETURN_IF_ERROR(CheckCompareBits(bits));
   const ShareKey& key = ctx.arith().key();
   Shares<P> vals = x;
   Shares<P> oh = PublicShares<P>(key, std::vector<std::uint64_t>(rows * cols, 1));
@@ -107,7 +111,7 @@ Result<ArgMaxResult<P>> RowArgMax(BinaryContext<P>& ctx, const Shares<P>& x, std
     }
     const std::size_t npairs = ia.size();
     MPCACHE_ASSIGN_OR_RETURN(
-        Shares<P> lt, LessThanZero(ctx, Sub(GatherShares(vals, ia), GatherShares(vals, ib))));
+        Shares<P> lt, LessThanZero(ctx, Sub(GatherShares(vals, ia), GatherShares(vals, ib)), bits));
     // pool = [1 - lt (x_i beats x_j, i < j: >=) | lt (x_j beats x_i: >) | vals | one-hots].
     Shares<P> pool = Sub(PublicShares<P>(key, std::vector<std::uint64_t>(npairs, 1)), lt);
     pool.Append(lt);
@@ -206,8 +210,9 @@ Result<ArgMaxResult<P>> RowArgMax(BinaryContext<P>& ctx, const Shares<P>& x, std
 
 template <typename P>
 Result<TopKResult<P>> RowTopK(BinaryContext<P>& ctx, const Shares<P>& x, std::size_t rows,
-                              std::size_t cols, std::size_t k) {
+                              std::size_t cols, std::size_t k, int bits) {
   MPCACHE_RETURN_IF_ERROR(CheckShape(x.size(), rows, cols));
+  MPCACHE_RETURN_IF_ERROR(CheckCompareBits(bits));
   if (k == 0 || k > cols) {
     return InvalidArgument("top-" + std::to_string(k) + " of " + std::to_string(cols) + " columns");
   }
@@ -215,9 +220,10 @@ Result<TopKResult<P>> RowTopK(BinaryContext<P>& ctx, const Shares<P>& x, std::si
   out.values = Shares<P>(rows * k);
   out.selection = Shares<P>(rows * k * cols);
   Shares<P> cur = x;
-  const std::uint64_t push_down = std::uint64_t{1} << 60;
+  // Below every value (|x| < 2^(bits-3)) and still inside the comparison's range.
+  const std::uint64_t push_down = std::uint64_t{1} << (bits - 2);
   for (std::size_t j = 0; j < k; ++j) {
-    MPCACHE_ASSIGN_OR_RETURN(ArgMaxResult<P> am, RowArgMax(ctx, cur, rows, cols));
+    MPCACHE_ASSIGN_OR_RETURN(ArgMaxResult<P> am, RowArgMax(ctx, cur, rows, cols, bits));
     for (std::size_t r = 0; r < rows; ++r) {
       SetAt(out.values, r * k + j, am.max, r);
       for (std::size_t c = 0; c < cols; ++c) {
@@ -235,11 +241,11 @@ Result<TopKResult<P>> RowTopK(BinaryContext<P>& ctx, const Shares<P>& x, std::si
 // NOLINTBEGIN(bugprone-macro-parentheses)
 #define MPCACHE_INSTANTIATE_SELECT(P)                                                             \
   template Result<Shares<P>> RowMax<P>(BinaryContext<P>&, const Shares<P>&, std::size_t,          \
-                                       std::size_t);                                              \
+                                       std::size_t, int);                                         \
   template Result<ArgMaxResult<P>> RowArgMax<P>(BinaryContext<P>&, const Shares<P>&, std::size_t, \
-                                                std::size_t);                                     \
+                                                std::size_t, int);                                \
   template Result<TopKResult<P>> RowTopK<P>(BinaryContext<P>&, const Shares<P>&, std::size_t,     \
-                                            std::size_t, std::size_t);
+                                            std::size_t, std::size_t, int);
 // NOLINTEND(bugprone-macro-parentheses)
 MPCACHE_INSTANTIATE_SELECT(SemiHonest)
 MPCACHE_INSTANTIATE_SELECT(Spdz2k)

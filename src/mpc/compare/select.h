@@ -3,8 +3,8 @@
 //
 // RowMax: fixed_math's RowMax on SecureBackend (the plaintext twin runs the same template):
 //   a 4-ary tournament, ceil(log4 cols) levels, each one comparison batch of all pairs in
-//   every group of 4 (kLtzRounds = 5 rounds) + two product batches (one if the level has
-//   width 2): 7 rounds per level.
+//   every group of 4 (LtzRounds(bits): 5 rounds for 64-bit values, 4 for 32-bit) + two
+//   product batches (one if the level has width 2): 7 rounds per level for 64 bits.
 // RowArgMax: a tournament of groups of 4 consecutive candidates (the last group of a row may
 //   be smaller), so every candidate stands for a contiguous range of columns and ties go to
 //   the lower index (the first maximum wins, like a plaintext scan). Per level: one
@@ -14,12 +14,14 @@
 //   (b0 b1)(b2 payload): two product batches (one when the level has width 2). The winner's
 //   value is the group's sum of w_i x_i. 7 rounds per level (ArgMaxRounds), about 2 cols
 //   products per row per level (ArgMaxBytesPerPeer).
-// RowTopK: k rounds of RowArgMax; after each, the winner is pushed down by 2^60 (local:
-//   x -= 2^60 onehot), so the next round picks the best of the rest and ties keep going to
-//   the lower index. Cost k times RowArgMax: k * 7 * ceil(log4 cols) rounds. Chosen over a
-//   sorting network (O(log^2 cols) comparison rounds but cols log^2 cols comparisons per
+// RowTopK: k rounds of RowArgMax; after each, the winner is pushed down by 2^(bits-2)
+//   (local: x -= 2^(bits-2) onehot), so the next round picks the best of the rest and ties
+//   keep going to the lower index. Cost k times RowArgMax: k * 7 * ceil(log4 cols) rounds. Chosen
+//   over a sorting network (O(log^2 cols) comparison rounds but cols log^2 cols comparisons per
 //   row) for the small k of attention-block selection; docs/comparison.md has the numbers.
-// Values must satisfy |x| < 2^59 (fixed-point activations are far smaller) and k <= cols.
+// Every comparison is of `bits`-bit values (compare.h; 64 = exact for the whole ring):
+// differences must satisfy |x - y| < 2^(bits-1), and for RowTopK |x| < 2^(bits-3)
+// (fixed-point activations are far smaller); k <= cols.
 #pragma once
 
 #include "mpc/compare/secure_backend.h"
@@ -28,8 +30,11 @@ namespace mpcache::mpc {
 
 // Theory for RowArgMax (each figure: sent by each party to each of its 2 peers); RowTopK
 // costs k times as much.
-std::uint64_t ArgMaxRounds(std::size_t cols);
-std::uint64_t ArgMaxBytesPerPeer(std::size_t rows, std::size_t cols, std::uint64_t open_bytes);
+std::uint64_t ArgMaxRounds(std::size_t cols, int bits = 64);
+// With comparison openings of cmp_open_bytes (OpenBytes<P>(bits)) and product openings of
+// mul_open_bytes (OpenBytes<P>()) per value.
+std::uint64_t ArgMaxBytesPerPeer(std::size_t rows, std::size_t cols, int bits,
+                                 std::uint64_t cmp_open_bytes, std::uint64_t mul_open_bytes);
 
 template <typename P>
 struct ArgMaxResult {
@@ -45,14 +50,14 @@ struct TopKResult {
 
 template <typename P>
 Result<Shares<P>> RowMax(BinaryContext<P>& ctx, const Shares<P>& x, std::size_t rows,
-                         std::size_t cols);
+                         std::size_t cols, int bits = 64);
 
 template <typename P>
 Result<ArgMaxResult<P>> RowArgMax(BinaryContext<P>& ctx, const Shares<P>& x, std::size_t rows,
-                                  std::size_t cols);
+                                  std::size_t cols, int bits = 64);
 
 template <typename P>
 Result<TopKResult<P>> RowTopK(BinaryContext<P>& ctx, const Shares<P>& x, std::size_t rows,
-                              std::size_t cols, std::size_t k);
+                              std::size_t cols, std::size_t k, int bits = 64);
 
 }  // namespace mpcache::mpc

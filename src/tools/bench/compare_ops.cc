@@ -221,30 +221,32 @@ struct Theory {
 // The op on shares; `theory` gets the backend's stated cost where the op runs through it.
 template <typename P>
 Result<Shares<P>> RunOp(BinaryContext<P>& ctx, const std::string& op, const Problem& pr,
-                        const Shares<P>& x, const Shares<P>& y, Theory* theory) {
-  const FixedMathParams params{};
+                        const Shares<P>& x, const Shares<P>& y, const FixedMathParams& params,
+                        Theory* theory) {
   const std::size_t n = x.size();
+  const int bits = params.compare_bits;
+  const std::uint64_t cmp_bytes = mpc::OpenBytes<P>(bits), mul_bytes = mpc::OpenBytes<P>();
   if (op == "lt") {
-    theory->rounds = mpc::kLtzRounds;
-    theory->bytes = 2 * mpc::LtzBytesPerPeer(n, mpc::kOpenBytes<P>);
-    return mpc::LessThan(ctx, x, y);
+    theory->rounds = static_cast<std::uint64_t>(mpc::LtzRounds(bits));
+    theory->bytes = 2 * mpc::LtzBytesPerPeer(n, bits, cmp_bytes);
+    return mpc::LessThan(ctx, x, y, bits);
   }
   if (op == "argmax") {
-    MPCACHE_ASSIGN_OR_RETURN(auto am, mpc::RowArgMax(ctx, x, pr.rows, pr.cols));
-    theory->rounds = mpc::ArgMaxRounds(pr.cols);
-    theory->bytes = 2 * mpc::ArgMaxBytesPerPeer(pr.rows, pr.cols, mpc::kOpenBytes<P>);
+    MPCACHE_ASSIGN_OR_RETURN(auto am, mpc::RowArgMax(ctx, x, pr.rows, pr.cols, bits));
+    theory->rounds = mpc::ArgMaxRounds(pr.cols, bits);
+    theory->bytes = 2 * mpc::ArgMaxBytesPerPeer(pr.rows, pr.cols, bits, cmp_bytes, mul_bytes);
     return std::move(am.one_hot);
   }
   if (op == "topk") {
     const std::size_t k = std::min(kTopK, pr.cols);
-    MPCACHE_ASSIGN_OR_RETURN(auto t, mpc::RowTopK(ctx, x, pr.rows, pr.cols, k));
-    theory->rounds = k * mpc::ArgMaxRounds(pr.cols);
-    theory->bytes = k * 2 * mpc::ArgMaxBytesPerPeer(pr.rows, pr.cols, mpc::kOpenBytes<P>);
+    MPCACHE_ASSIGN_OR_RETURN(auto t, mpc::RowTopK(ctx, x, pr.rows, pr.cols, k, bits));
+    theory->rounds = k * mpc::ArgMaxRounds(pr.cols, bits);
+    theory->bytes = k * 2 * mpc::ArgMaxBytesPerPeer(pr.rows, pr.cols, bits, cmp_bytes, mul_bytes);
     return std::move(t.selection);
   }
   mpc::SecureBackend<P> be(ctx);
   Shares<P> out;
-  if (op == "max") out = mpcache::RowMax(be, x, pr.rows, pr.cols);
+  if (op == "max") out = mpcache::RowMax(be, x, pr.rows, pr.cols, bits);
   if (op == "exp") out = mpcache::Exp(be, params, x);
   if (op == "recip") out = mpcache::Reciprocal(be, params, x, kRecipLog2Max);
   if (op == "rsqrt") out = mpcache::Rsqrt(be, params, x);
@@ -255,6 +257,13 @@ Result<Shares<P>> RunOp(BinaryContext<P>& ctx, const std::string& op, const Prob
   theory->rounds = be.theory().rounds;
   theory->bytes = be.theory().bytes_sent;
   return out;
+}
+
+// The kernels' parameters, with the comparison width of --bits.
+FixedMathParams ParamsOf(const CompareOpsArgs& a) {
+  FixedMathParams p{};
+  if (a.bits != 0) p.compare_bits = a.bits;
+  return p;
 }
 
 struct PartyReport {
@@ -330,7 +339,7 @@ Result<RunReport> RunOnce(const CompareOpsArgs& a, const Seed& master, const Pro
     Shares<P> out;
     {
       net::PhaseScope phase(ctx->stats(), a.op);
-      MPCACHE_ASSIGN_OR_RETURN(out, RunOp(*bctx, a.op, pr, x, y, &pr_rep.theory));
+      MPCACHE_ASSIGN_OR_RETURN(out, RunOp(*bctx, a.op, pr, x, y, ParamsOf(a), &pr_rep.theory));
     }
     const auto tm = std::chrono::steady_clock::now();
     {
@@ -366,7 +375,7 @@ Result<nlohmann::json> Run(const CompareOpsArgs& a) {
   } else {
     MPCACHE_ASSIGN_OR_RETURN(master, OsSeed());
   }
-  const FixedMathParams params{};
+  const FixedMathParams params = ParamsOf(a);
   const int f = params.frac_bits;
   Prg data(DeriveSeed(master, 0xDA7A));
   const Problem pr = MakeProblem(a.op, a.n, data, f);
@@ -415,6 +424,7 @@ Result<nlohmann::json> Run(const CompareOpsArgs& a) {
   j["offline_seconds"] = rep.offline_seconds;
   j["dealer_bytes_per_party"] = rep.dealer_bytes + rep.bit_dealer_bytes;
   j["frac_bits"] = f;
+  j["compare_bits"] = params.compare_bits;
   if (a.op == "topk") j["k"] = std::min(kTopK, a.n);
   j["ops_per_second"] = seconds > 0 ? static_cast<double>(a.n) / seconds : 0;
   if (a.seed) j["seed"] = *a.seed;
@@ -434,6 +444,11 @@ int RunCompareOps(const CompareOpsArgs& a) {
   }
   if (a.n == 0 || a.n > (std::size_t{1} << 22)) {
     std::cerr << "error: --n must be in 1..4194304\n";
+    return 2;
+  }
+  if (a.bits != 0 && (a.bits < ParamsOf({}).frac_bits + 8 || a.bits > 64)) {
+    std::cerr << "error: --bits must be in " << ParamsOf({}).frac_bits + 8
+              << "..64 (comparisons are exact while |x| < 2^(bits-1)), got " << a.bits << "\n";
     return 2;
   }
   if ((a.op == "argmax" || a.op == "topk") && a.n > 65536) {

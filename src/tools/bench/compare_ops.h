@@ -28,6 +28,9 @@ struct CompareOpsArgs {
   std::optional<std::uint64_t> seed;
   int threads = 1;
   bool json = false;
+  // Comparison width (lt, max, argmax, topk, and the kernels' compare_bits): exact while
+  // |x| < 2^(bits - 1); 0 = the kernels' default (FixedMathParams::compare_bits).
+  int bits = 0;
 };
 
 bool IsCompareOp(std::string_view op);

@@ -56,6 +56,7 @@ struct OpsOptions {
   int frac_bits = 16;
   int repeat = 1;
   bool json = false;
+  int bits = 0;  // comparison width (comparison ops); 0 = the kernels' default
 };
 
 double Since(std::chrono::steady_clock::time_point t0) {
@@ -318,7 +319,8 @@ int RunOpsCommand(const OpsOptions& o) {
                           .security = o.security,
                           .seed = o.seed,
                           .threads = o.threads,
-                          .json = o.json});
+                          .json = o.json,
+                          .bits = o.bits});
   }
   if (o.op != "mul" && o.op != "matmul" && o.op != "trunc") {
     std::cerr << "error: unknown op '" << o.op << "'; valid ops: " << kValidOps << ", "
@@ -380,6 +382,9 @@ void AddOpsCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--threads", opts->threads, "Worker threads per party for local kernels");
   cmd->add_option("--seed", opts->seed, "Deterministic run (test seed); default: OS randomness");
   cmd->add_option("--frac-bits", opts->frac_bits, "Fixed-point fractional bits (trunc, matmul)");
+  cmd->add_option("--bits", opts->bits,
+                  "Comparison width for lt/max/argmax/topk and the kernels (exact while "
+                  "|x| < 2^(bits-1)); default: the kernels' compare_bits (40)");
   cmd->add_option("--repeat", opts->repeat,
                   "Run the online phase R times (fresh preprocessing each); report the median");
   cmd->add_flag("--json", opts->json, "Print one JSON object on stdout");

@@ -42,8 +42,7 @@ class ConsistentLiar final : public Adversary {
   ConsistentLiar(Domain d, std::uint64_t target, std::uint64_t pick, int bit)
       : domain_(d), target_(target), pick_(pick), bit_(bit) {}
   bool lied = false;
-  void OnOpen(Domain d, std::uint64_t index, std::size_t n,
-              std::span<std::uint8_t> out) override {
+  void OnOpen(Domain d, std::uint64_t index, std::size_t n, std::span<std::uint8_t> out) override {
     if (d != domain_ || index != target_ || n == 0) return;
     elem_ = static_cast<std::size_t>(pick_ % n);
     lied = true;
@@ -81,8 +80,8 @@ Vec Inputs(std::uint64_t seed) {
 
 // Counts the trials in which some honest party's check passed.
 // Trials in which the lie was told (the opening exists) count in `told`.
-int Accepted(Domain d, std::uint64_t target, int bit, int trials, std::uint64_t seed,
-             int* told) {
+int Accepted(Domain d, std::uint64_t target, int bit, int trials, std::uint64_t seed, int* told,
+             int cmp_bits = 64) {
   CmpHarness<P> h(seed);
   Prg prg(TestSeed(seed + 1));
   const Vec x = Inputs(seed + 2);
@@ -96,7 +95,7 @@ int Accepted(Domain d, std::uint64_t target, int bit, int trials, std::uint64_t 
         ctx.arith().set_adversary_for_testing(&liar);
         ctx.set_adversary_for_testing(&liar);
       }
-      MPCACHE_ASSIGN_OR_RETURN(Shares<P> lt, LessThanZero(ctx, s));
+      MPCACHE_ASSIGN_OR_RETURN(Shares<P> lt, LessThanZero(ctx, s, cmp_bits));
       ctx.arith().set_adversary_for_testing(nullptr);
       ctx.set_adversary_for_testing(nullptr);
       MPCACHE_ASSIGN_OR_RETURN(Vec v, ctx.arith().Open(lt));
@@ -120,22 +119,36 @@ int Accepted(Domain d, std::uint64_t target, int bit, int trials, std::uint64_t 
   return accepted;
 }
 
-TEST(CompareAttack, ConsistentLieOnTheMaskedValueIsRejected) {
+// The masked value of an l-bit comparison is opened at l + 48 bits (l = 64: full width) and
+// checked modulo that width; a lie at any of the l bits that decide the result must fail.
+void ExpectMaskedValueLiesRejected(int cmp_bits) {
 #ifdef MPCACHE_ATTACK_FULL
   std::vector<int> bits;
-  for (int b = 0; b < 64; ++b) bits.push_back(b);
+  for (int b = 0; b < cmp_bits; ++b) bits.push_back(b);
 #else
-  const std::vector<int> bits = {0, 5, 30, 31, 62, 63};
+  const std::vector<int> bits = {0, 5, cmp_bits / 2, cmp_bits - 2, cmp_bits - 1};
 #endif
   std::string accepted_at;
   int told = 0;
   for (int bit : bits) {
-    const int a = Accepted(Domain::kArith, 0, bit, kTrials,
-                           7100 + 37 * static_cast<std::uint64_t>(bit), &told);
+    const int a = Accepted(
+        Domain::kArith, 0, bit, kTrials,
+        7100 + 37 * static_cast<std::uint64_t>(bit) + 1000 * static_cast<std::uint64_t>(cmp_bits),
+        &told, cmp_bits);
     if (a > 0) accepted_at += " bit " + std::to_string(bit) + ": " + std::to_string(a) + ";";
   }
-  EXPECT_TRUE(accepted_at.empty()) << "a consistent lie on c = x + r passed at" << accepted_at;
+  EXPECT_TRUE(accepted_at.empty()) << cmp_bits << "-bit comparison: a consistent lie on c = x + r"
+                                   << " passed at" << accepted_at;
   EXPECT_EQ(told, kTrials * static_cast<int>(bits.size()));
+}
+
+TEST(CompareAttack, ConsistentLieOnTheMaskedValueIsRejected) {
+  ExpectMaskedValueLiesRejected(64);
+}
+
+TEST(CompareAttack, ConsistentLieOnANarrowMaskedValueIsRejected) {
+  ExpectMaskedValueLiesRejected(32);
+  ExpectMaskedValueLiesRejected(40);
 }
 
 TEST(CompareAttack, ConsistentlyFlippedOpenedBitIsRejected) {
@@ -149,8 +162,7 @@ TEST(CompareAttack, ConsistentlyFlippedOpenedBitIsRejected) {
       accepted_at += " opening " + std::to_string(target) + ": " + std::to_string(a) + ";";
     }
   }
-  EXPECT_TRUE(accepted_at.empty()) << "a consistently flipped opened bit passed at"
-                                   << accepted_at;
+  EXPECT_TRUE(accepted_at.empty()) << "a consistently flipped opened bit passed at" << accepted_at;
   EXPECT_GE(told, 4 * kTrials);  // at least the AND levels and the root were attacked
 }
 

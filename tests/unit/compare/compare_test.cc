@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "cmp_harness.h"
+#include "common/fixed_math.h"
 #include "common/fixed_point.h"
 #include "common/prg.h"
 
@@ -76,9 +77,92 @@ TYPED_TEST(CompareTest, LessThanZeroMatchesPlaintextWithExactCost) {
     }
     for (const auto& r : res) {
       EXPECT_EQ(r->cost.rounds, static_cast<std::uint64_t>(kLtzRounds));
-      EXPECT_EQ(r->cost.bytes_sent, 2 * LtzBytesPerPeer(x.size(), kOpenBytes<P>)) << "n = " << x.size();
+      EXPECT_EQ(r->cost.bytes_sent, 2 * LtzBytesPerPeer(x.size(), 64, OpenBytes<P>()))
+          << "n = " << x.size();
     }
   }
+}
+
+// Narrower comparisons: exact for |x| < 2^(l-1) (edges included), and in general equal to
+// bit l-1 of x (what PlainBackend computes for every input); cost exactly as stated.
+TYPED_TEST(CompareTest, NarrowComparisonsMatchTheirTwinWithExactCost) {
+  using P = TypeParam;
+  for (int bits : {8, 9, 12, 16, 21, 32, 33, 34, 40, 48, 56, 63, 64}) {
+    const std::uint64_t half = std::uint64_t{1} << (bits - 1);
+    Vec x = {0, 1, ~std::uint64_t{0}, half - 1, 0 - half, half / 2, 0 - half / 2, 2, 0 - 2ull};
+    Prg prg(TestSeed(100 + static_cast<std::uint64_t>(bits)));
+    for (int i = 0; i < 120; ++i) {
+      const std::uint64_t r = prg.NextU64();
+      // In range (two's complement l-bit values), and every 8th one anywhere in the ring.
+      x.push_back(
+          i % 8 == 7 ? r : static_cast<std::uint64_t>(static_cast<std::int64_t>(r) >> (64 - bits)));
+    }
+    CmpHarness<P> h(30 + static_cast<std::uint64_t>(bits));
+    auto res = h.Run([&](BinaryContext<P>& ctx) -> Result<Costed> {
+      MPCACHE_ASSIGN_OR_RETURN(Shares<P> xs, ShareVec(ctx.arith(), x));
+      const auto before = ctx.arith().stats().Total();
+      MPCACHE_ASSIGN_OR_RETURN(Shares<P> lt, LessThanZero(ctx, xs, bits));
+      Costed out;
+      out.cost = ctx.arith().stats().Total();
+      out.cost.bytes_sent -= before.bytes_sent;
+      out.cost.rounds -= before.rounds;
+      MPCACHE_ASSIGN_OR_RETURN(out.values, RevealChecked(ctx, lt));
+      return out;
+    });
+    ExpectAllOk(res);
+    PlainBackend plain;
+    const Vec twin = plain.IsNegative(x, bits);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      ASSERT_EQ(res[0]->values[i], twin[i]) << bits << " bits, x = " << x[i];
+      if (i % 8 != 7 || i < 9) {  // in range: the true sign
+        const std::int64_t v = static_cast<std::int64_t>(x[i]);
+        if (v >= -static_cast<std::int64_t>(half) && v < static_cast<std::int64_t>(half)) {
+          ASSERT_EQ(res[0]->values[i], v < 0 ? 1u : 0u) << bits << " bits, x = " << v;
+        }
+      }
+    }
+    for (const auto& r : res) {
+      EXPECT_EQ(r->cost.rounds, static_cast<std::uint64_t>(LtzRounds(bits))) << bits;
+      EXPECT_EQ(r->cost.bytes_sent, 2 * LtzBytesPerPeer(x.size(), bits, OpenBytes<P>(bits)))
+          << bits << " bits";
+    }
+  }
+}
+
+TYPED_TEST(CompareTest, ComparisonWidthOutOfRangeIsAnError) {
+  using P = TypeParam;
+  CmpHarness<P> h(7);
+  auto res = h.Run([&](BinaryContext<P>& ctx) -> Result<int> {
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> xs, ShareVec(ctx.arith(), Vec{1, 2}));
+    for (int bits : {0, 7, 65}) {
+      auto r = LessThanZero(ctx, xs, bits);
+      if (r.ok() || r.error().code() != ErrorCode::kInvalidArgument ||
+          r.error().message().find("8..64 bits") == std::string::npos) {
+        return Internal("bits = " + std::to_string(bits) + " was not refused clearly");
+      }
+    }
+    return 0;
+  });
+  ExpectAllOk(res);
+}
+
+TEST(CompareShape, NarrowWidthsTakeFewerGatesAndRounds) {
+  EXPECT_EQ(LtzShapeFor(64).groups, 16);
+  EXPECT_EQ(LtzShapeFor(64).gates, (std::vector<int>{15, 7, 3}));
+  EXPECT_EQ(LtzRounds(64), kLtzRounds);
+  EXPECT_EQ(LtzShapeFor(32).gates, (std::vector<int>{7, 3}));
+  EXPECT_EQ(LtzRounds(32), 4);
+  EXPECT_EQ(LtzShapeFor(40).gates, (std::vector<int>{9, 3, 1}));
+  EXPECT_EQ(LtzShapeFor(8).gates, std::vector<int>{});
+  EXPECT_EQ(LtzRounds(8), 2);
+  // Malicious narrow openings carry the value's bits + 48 (checked modulo that width).
+  EXPECT_EQ(OpenBytes<Spdz2k>(32), 10u);
+  EXPECT_EQ(OpenBytes<Spdz2k>(40), 11u);
+  EXPECT_EQ(OpenBytes<Spdz2k>(64), 16u);
+  EXPECT_EQ(OpenBytes<SemiHonest>(32), 4u);
+  EXPECT_EQ(OpenBytes<SemiHonest>(40), 5u);
+  // 100K comparisons of 32-bit values, malicious: ~2.6 MB per party.
+  EXPECT_EQ(2 * LtzBytesPerPeer(100000, 32, OpenBytes<Spdz2k>(32)), 2575000u);
 }
 
 TYPED_TEST(CompareTest, LessThanOnFixedPointRange) {

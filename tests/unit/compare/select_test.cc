@@ -44,96 +44,103 @@ std::int64_t S(std::uint64_t x) {
 
 TYPED_TEST(SelectTest, MaxAndArgMaxExact) {
   using P = TypeParam;
-  for (std::size_t cols : {1, 2, 3, 5, 7, 16, 37}) {
-    const std::size_t rows = 3;
-    Vec x = Values(rows, cols, 100 + cols);
-    if (cols >= 5) x[cols + 4] = x[cols + 1];  // a tie for the maximum in row 1 (maybe)
-    CmpHarness<P> h(30);
-    struct Out {
-      Vec max, max2, onehot;
-      std::uint64_t rounds = 0, bytes = 0;
-    };
-    auto res = h.Run([&](BinaryContext<P>& ctx) -> Result<Out> {
-      MPCACHE_ASSIGN_OR_RETURN(Shares<P> xs, ShareVec(ctx.arith(), x));
-      Out out;
-      const auto before = ctx.arith().stats().Total();
-      MPCACHE_ASSIGN_OR_RETURN(ArgMaxResult<P> am, RowArgMax(ctx, xs, rows, cols));
-      out.rounds = ctx.arith().stats().Total().rounds - before.rounds;
-      out.bytes = ctx.arith().stats().Total().bytes_sent - before.bytes_sent;
-      MPCACHE_ASSIGN_OR_RETURN(Shares<P> mx, RowMax(ctx, xs, rows, cols));
-      MPCACHE_ASSIGN_OR_RETURN(out.max, RevealChecked(ctx, am.max));
-      MPCACHE_ASSIGN_OR_RETURN(out.max2, RevealChecked(ctx, mx));
-      MPCACHE_ASSIGN_OR_RETURN(out.onehot, RevealChecked(ctx, am.one_hot));
-      return out;
-    });
-    ExpectAllOk(res);
-    const Out& o = res[0].value();
-    // 4-ary tournament (ArgMaxRounds): a level of width w > 2 costs an LTZ + 2 product
-    // rounds, a level of width 2 an LTZ + 1. Widths: 2 | 3 | 5, 2 | 7, 2 | 16, 4 | 37, 10, 3.
-    const std::map<std::size_t, std::uint64_t> want_rounds = {
-        {1, 0},
-        {2, kLtzRounds + 1},
-        {3, kLtzRounds + 2},
-        {5, (kLtzRounds + 2) + (kLtzRounds + 1)},
-        {7, (kLtzRounds + 2) + (kLtzRounds + 1)},
-        {16, 2 * (kLtzRounds + 2)},
-        {37, 3 * (kLtzRounds + 2)}};
-    EXPECT_EQ(o.rounds, want_rounds.at(cols));
-    EXPECT_EQ(o.rounds, ArgMaxRounds(cols));
-    for (const auto& r : res) EXPECT_EQ(r->bytes, 2 * ArgMaxBytesPerPeer(rows, cols, kOpenBytes<P>));
-    for (std::size_t r = 0; r < rows; ++r) {
-      std::size_t best = 0;
-      for (std::size_t c = 1; c < cols; ++c) {
-        if (S(x[r * cols + c]) > S(x[r * cols + best])) best = c;  // first maximum
+  for (int bits : {64, 40})
+    for (std::size_t cols : {1, 2, 3, 5, 7, 16, 37}) {
+      const int L = LtzRounds(bits);
+      const std::size_t rows = 3;
+      Vec x = Values(rows, cols, 100 + cols);
+      if (cols >= 5) x[cols + 4] = x[cols + 1];  // a tie for the maximum in row 1 (maybe)
+      CmpHarness<P> h(30);
+      struct Out {
+        Vec max, max2, onehot;
+        std::uint64_t rounds = 0, bytes = 0;
+      };
+      auto res = h.Run([&](BinaryContext<P>& ctx) -> Result<Out> {
+        MPCACHE_ASSIGN_OR_RETURN(Shares<P> xs, ShareVec(ctx.arith(), x));
+        Out out;
+        const auto before = ctx.arith().stats().Total();
+        MPCACHE_ASSIGN_OR_RETURN(ArgMaxResult<P> am, RowArgMax(ctx, xs, rows, cols, bits));
+        out.rounds = ctx.arith().stats().Total().rounds - before.rounds;
+        out.bytes = ctx.arith().stats().Total().bytes_sent - before.bytes_sent;
+        MPCACHE_ASSIGN_OR_RETURN(Shares<P> mx, RowMax(ctx, xs, rows, cols, bits));
+        MPCACHE_ASSIGN_OR_RETURN(out.max, RevealChecked(ctx, am.max));
+        MPCACHE_ASSIGN_OR_RETURN(out.max2, RevealChecked(ctx, mx));
+        MPCACHE_ASSIGN_OR_RETURN(out.onehot, RevealChecked(ctx, am.one_hot));
+        return out;
+      });
+      ExpectAllOk(res);
+      const Out& o = res[0].value();
+      // 4-ary tournament (ArgMaxRounds): a level of width w > 2 costs an LTZ + 2 product
+      // rounds, a level of width 2 an LTZ + 1. Widths: 2 | 3 | 5, 2 | 7, 2 | 16, 4 | 37, 10, 3.
+      const std::map<std::size_t, std::uint64_t> want_rounds = {{1, 0},
+                                                                {2, L + 1},
+                                                                {3, L + 2},
+                                                                {5, (L + 2) + (L + 1)},
+                                                                {7, (L + 2) + (L + 1)},
+                                                                {16, 2 * (L + 2)},
+                                                                {37, 3 * (L + 2)}};
+      EXPECT_EQ(o.rounds, want_rounds.at(cols));
+      EXPECT_EQ(o.rounds, ArgMaxRounds(cols, bits));
+      for (const auto& r : res) {
+        EXPECT_EQ(r->bytes,
+                  2 * ArgMaxBytesPerPeer(rows, cols, bits, OpenBytes<P>(bits), OpenBytes<P>()));
       }
-      EXPECT_EQ(o.max[r], x[r * cols + best]);
-      EXPECT_EQ(o.max2[r], x[r * cols + best]);
-      for (std::size_t c = 0; c < cols; ++c) {
-        EXPECT_EQ(o.onehot[r * cols + c], c == best ? 1u : 0u) << "cols " << cols << " r " << r;
+      for (std::size_t r = 0; r < rows; ++r) {
+        std::size_t best = 0;
+        for (std::size_t c = 1; c < cols; ++c) {
+          if (S(x[r * cols + c]) > S(x[r * cols + best])) best = c;  // first maximum
+        }
+        EXPECT_EQ(o.max[r], x[r * cols + best]);
+        EXPECT_EQ(o.max2[r], x[r * cols + best]);
+        for (std::size_t c = 0; c < cols; ++c) {
+          EXPECT_EQ(o.onehot[r * cols + c], c == best ? 1u : 0u) << "cols " << cols << " r " << r;
+        }
       }
     }
-  }
 }
 
 TYPED_TEST(SelectTest, TopKWithTies) {
   using P = TypeParam;
-  const std::size_t rows = 2, cols = 11, k = 4;
-  Vec x = Values(rows, cols, 7);
-  x[2] = x[5] = x[9] = static_cast<std::uint64_t>(std::int64_t{3000} << 12);  // 3-way tie on top
-  CmpHarness<P> h(31);
-  struct Out {
-    Vec values, sel;
-    net::PhaseCounters cost;
-  };
-  auto res = h.Run([&](BinaryContext<P>& ctx) -> Result<Out> {
-    MPCACHE_ASSIGN_OR_RETURN(Shares<P> xs, ShareVec(ctx.arith(), x));
-    const auto before = ctx.arith().stats().Total();
-    MPCACHE_ASSIGN_OR_RETURN(TopKResult<P> t, RowTopK(ctx, xs, rows, cols, k));
-    Out out;
-    out.cost = ctx.arith().stats().Total();
-    out.cost.rounds -= before.rounds;
-    out.cost.bytes_sent -= before.bytes_sent;
-    MPCACHE_ASSIGN_OR_RETURN(out.values, RevealChecked(ctx, t.values));
-    MPCACHE_ASSIGN_OR_RETURN(out.sel, RevealChecked(ctx, t.selection));
-    return out;
-  });
-  ExpectAllOk(res);
-  const Out& o = res[0].value();
-  for (const auto& r : res) {
-    EXPECT_EQ(r->cost.rounds, k * ArgMaxRounds(cols));
-    EXPECT_EQ(r->cost.bytes_sent, k * 2 * ArgMaxBytesPerPeer(rows, cols, kOpenBytes<P>));
-  }
-  for (std::size_t r = 0; r < rows; ++r) {
-    std::vector<std::size_t> idx(cols);
-    std::iota(idx.begin(), idx.end(), 0);
-    std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
-      return S(x[r * cols + a]) > S(x[r * cols + b]);
+  for (int bits : {64, 40}) {
+    const std::size_t rows = 2, cols = 11, k = 4;
+    Vec x = Values(rows, cols, 7);
+    x[2] = x[5] = x[9] = static_cast<std::uint64_t>(std::int64_t{3000} << 12);  // 3-way tie on top
+    CmpHarness<P> h(31);
+    struct Out {
+      Vec values, sel;
+      net::PhaseCounters cost;
+    };
+    auto res = h.Run([&](BinaryContext<P>& ctx) -> Result<Out> {
+      MPCACHE_ASSIGN_OR_RETURN(Shares<P> xs, ShareVec(ctx.arith(), x));
+      const auto before = ctx.arith().stats().Total();
+      MPCACHE_ASSIGN_OR_RETURN(TopKResult<P> t, RowTopK(ctx, xs, rows, cols, k, bits));
+      Out out;
+      out.cost = ctx.arith().stats().Total();
+      out.cost.rounds -= before.rounds;
+      out.cost.bytes_sent -= before.bytes_sent;
+      MPCACHE_ASSIGN_OR_RETURN(out.values, RevealChecked(ctx, t.values));
+      MPCACHE_ASSIGN_OR_RETURN(out.sel, RevealChecked(ctx, t.selection));
+      return out;
     });
-    for (std::size_t j = 0; j < k; ++j) {
-      EXPECT_EQ(o.values[r * k + j], x[r * cols + idx[j]]);
-      for (std::size_t c = 0; c < cols; ++c) {
-        EXPECT_EQ(o.sel[(r * k + j) * cols + c], c == idx[j] ? 1u : 0u)
-            << "row " << r << " rank " << j << " col " << c;
+    ExpectAllOk(res);
+    const Out& o = res[0].value();
+    for (const auto& r : res) {
+      EXPECT_EQ(r->cost.rounds, k * ArgMaxRounds(cols, bits));
+      EXPECT_EQ(r->cost.bytes_sent,
+                k * 2 * ArgMaxBytesPerPeer(rows, cols, bits, OpenBytes<P>(bits), OpenBytes<P>()));
+    }
+    for (std::size_t r = 0; r < rows; ++r) {
+      std::vector<std::size_t> idx(cols);
+      std::iota(idx.begin(), idx.end(), 0);
+      std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
+        return S(x[r * cols + a]) > S(x[r * cols + b]);
+      });
+      for (std::size_t j = 0; j < k; ++j) {
+        EXPECT_EQ(o.values[r * k + j], x[r * cols + idx[j]]);
+        for (std::size_t c = 0; c < cols; ++c) {
+          EXPECT_EQ(o.sel[(r * k + j) * cols + c], c == idx[j] ? 1u : 0u)
+              << "row " << r << " rank " << j << " col " << c;
+        }
       }
     }
   }

@@ -38,7 +38,9 @@ std::vector<int> Positions() {
 }
 #else
 constexpr int kTrials = 24;
-std::vector<int> Positions() { return {0, 1, 2, 17, 31, 32, 40, 48, 60, 61, 62, 63}; }
+std::vector<int> Positions() {
+  return {0, 1, 2, 17, 31, 32, 40, 48, 60, 61, 62, 63};
+}
 #endif
 
 // Adds 2^bit to value `elem` of opening `target` (little-endian, carries stay inside the
@@ -47,8 +49,7 @@ class ConsistentLiar final : public Adversary {
  public:
   ConsistentLiar(std::uint64_t target, std::size_t elem, int bit)
       : target_(target), elem_(elem), bit_(bit) {}
-  void OnOpen(Domain d, std::uint64_t index, std::size_t n,
-              std::span<std::uint8_t> out) override {
+  void OnOpen(Domain d, std::uint64_t index, std::size_t n, std::span<std::uint8_t> out) override {
     if (d != Domain::kArith || index != target_ || elem_ >= n) return;
     const std::size_t width = out.size() / n;
     std::uint8_t* v = out.data() + elem_ * width;
@@ -88,9 +89,12 @@ Result<Shares<P>> Share(Context<P>& ctx, const Vec& x) {
 enum class Kind { kBeaver, kTrunc, kOutput };
 const char* Name(Kind k) {
   switch (k) {
-    case Kind::kBeaver: return "Beaver opening";
-    case Kind::kTrunc: return "truncation opening";
-    case Kind::kOutput: return "output opening";
+    case Kind::kBeaver:
+      return "Beaver opening";
+    case Kind::kTrunc:
+      return "truncation opening";
+    case Kind::kOutput:
+      return "output opening";
   }
   return "?";
 }
@@ -121,8 +125,8 @@ Tally RunTrials(Kind kind, int bit, int trials, std::uint64_t seed) {
     if (two) {
       // Two liars: the second adds 2^bit too, so together they move the value by 2^(bit+1)
       // (mod 2^64: bit 63 lies cancel in the value; use the first alone there).
-      if (bit < 63) liars[static_cast<std::size_t>(second)] =
-          std::make_unique<ConsistentLiar>(0, elem, bit);
+      if (bit < 63)
+        liars[static_cast<std::size_t>(second)] = std::make_unique<ConsistentLiar>(0, elem, bit);
     }
     auto res = h.Run([&](Context<P>& ctx) -> Status {
       ConsistentLiar* liar = liars[static_cast<std::size_t>(ctx.self())].get();
@@ -174,17 +178,17 @@ TEST_P(ArithAttack, ConsistentLieAtEveryBitIsRejected) {
   int total = 0;
   std::string accepted_at;
   for (int bit : Positions()) {
-    const Tally t = RunTrials(kind, bit, kTrials,
-                              9000 + 131 * static_cast<std::uint64_t>(bit) +
-                                  17 * static_cast<std::uint64_t>(kind));
+    const Tally t = RunTrials(
+        kind, bit, kTrials,
+        9000 + 131 * static_cast<std::uint64_t>(bit) + 17 * static_cast<std::uint64_t>(kind));
     total += t.trials;
     if (t.accepted > 0) {
       accepted_at += " bit " + std::to_string(bit) + ": " + std::to_string(t.accepted) + "/" +
                      std::to_string(t.trials) + ";";
     }
   }
-  EXPECT_TRUE(accepted_at.empty()) << Name(kind) << ": a consistent lie passed the MAC check at"
-                                   << accepted_at;
+  EXPECT_TRUE(accepted_at.empty())
+      << Name(kind) << ": a consistent lie passed the MAC check at" << accepted_at;
   EXPECT_GT(total, 0);
 }
 
@@ -192,9 +196,12 @@ INSTANTIATE_TEST_SUITE_P(AllOpenings, ArithAttack,
                          ::testing::Values(Kind::kBeaver, Kind::kTrunc, Kind::kOutput),
                          [](const ::testing::TestParamInfo<Kind>& i) {
                            switch (i.param) {
-                             case Kind::kBeaver: return std::string("Beaver");
-                             case Kind::kTrunc: return std::string("Trunc");
-                             case Kind::kOutput: return std::string("Output");
+                             case Kind::kBeaver:
+                               return std::string("Beaver");
+                             case Kind::kTrunc:
+                               return std::string("Trunc");
+                             case Kind::kOutput:
+                               return std::string("Output");
                            }
                            return std::string("x");
                          });

@@ -63,7 +63,7 @@ Result<Vec> Reveal(Context<P>& ctx, const Shares<P>& x) {
 
 TYPED_TEST(ProtocolTest, InputThenOpenAllToAllAndKing) {
   using P = TypeParam;
-  constexpr std::uint64_t B = kOpenBytes<P>;  // bytes per opened value
+  constexpr std::uint64_t B = OpenBytes<P>();  // bytes per opened value
   Harness<P> h(11);
   const Vec x = EdgeAndRandom(100, 1);
   const std::size_t n = x.size();
@@ -121,7 +121,7 @@ TYPED_TEST(ProtocolTest, LinearOpsMatchPlaintext) {
 
 TYPED_TEST(ProtocolTest, MulAndSquareMatchPlaintextInOneRound) {
   using P = TypeParam;
-  constexpr std::uint64_t B = kOpenBytes<P>;  // bytes per opened value
+  constexpr std::uint64_t B = OpenBytes<P>();  // bytes per opened value
   Harness<P> h(13);
   const Vec x = EdgeAndRandom(500, 4), y = EdgeAndRandom(500, 5);
   const std::size_t n = x.size();
@@ -160,7 +160,7 @@ TYPED_TEST(ProtocolTest, MulAndSquareMatchPlaintextInOneRound) {
 
 TYPED_TEST(ProtocolTest, ProductsAndTruncationThroughAKing) {
   using P = TypeParam;
-  constexpr std::uint64_t B = kOpenBytes<P>;  // bytes per opened value
+  constexpr std::uint64_t B = OpenBytes<P>();  // bytes per opened value
   Harness<P> h(19);
   const Vec x = EdgeAndRandom(100, 11), y = EdgeAndRandom(100, 12);
   const std::size_t n = x.size();
@@ -200,7 +200,7 @@ TYPED_TEST(ProtocolTest, ProductsAndTruncationThroughAKing) {
 
 TYPED_TEST(ProtocolTest, TruncWithinOneUlp) {
   using P = TypeParam;
-  constexpr std::uint64_t B = kOpenBytes<P>;  // bytes per opened value
+  constexpr std::uint64_t B = OpenBytes<P>();  // bytes per opened value
   Harness<P> h(14);
   const std::uint64_t lim = (std::uint64_t{1} << 62) - 1;
   Vec x = {0,     1,           ~std::uint64_t{0}, lim, 0 - lim, 1ull << 16, 0 - (1ull << 16),
@@ -243,7 +243,7 @@ Vec Plain(const Vec& a, const Vec& b, std::size_t m, std::size_t k, std::size_t 
 
 TYPED_TEST(ProtocolTest, MatrixProductsMatchPlaintext) {
   using P = TypeParam;
-  constexpr std::uint64_t B = kOpenBytes<P>;  // bytes per opened value
+  constexpr std::uint64_t B = OpenBytes<P>();  // bytes per opened value
   Harness<P> h(15);
   const std::size_t m = 3, k = 5, n = 300;  // n >= 256: the column-split kernel
   Prg prg(TestSeed(7));

@@ -263,7 +263,7 @@ TEST(Tamper, FlippedMessageBitIsDetected) {
           MPCACHE_ASSIGN_OR_RETURN(Shares<P> a, Share(ctx, x));
           MPCACHE_ASSIGN_OR_RETURN(Shares<P> b, Share(ctx, y));
           if (ctx.self() == who && !input_msg) {
-            bad.element_bytes = kOpenBytes<P>;
+            bad.element_bytes = OpenBytes<P>();
             bad.armed = true;
           }
           MPCACHE_ASSIGN_OR_RETURN(Shares<P> z, Mul(ctx, a, b));
