@@ -29,6 +29,8 @@ class DealerSessionImpl final : public DealerSession {
     const preproc::Security sec =
         P::kMalicious ? preproc::Security::kMalicious : preproc::Security::kSemiHonest;
     MPCACHE_ASSIGN_OR_RETURN(Seed master, OsSeed());
+    // The client's mask batches are sized by the (checked) Join, not by a party's request:
+    // made under the built-in bounds; the parties' requests then under limits_.
     MPCACHE_ASSIGN_OR_RETURN(dealer_, preproc::Dealer::Create(sec, master, 3));
     MPCACHE_ASSIGN_OR_RETURN(bits_, preproc::InProcessBitDealer<P>::Create(
                                         DeriveSeed(master, 0xB17), dealer_->mac_key(), 3));
@@ -55,6 +57,7 @@ class DealerSessionImpl final : public DealerSession {
       }
       stats_.batches += 1;
     }
+    dealer_->set_limits(ArithmeticLimits(limits_));
     return Status::Ok();
   }
 
@@ -201,12 +204,25 @@ class DealerSessionImpl final : public DealerSession {
 
 }  // namespace
 
+preproc::BatchLimits ArithmeticLimits(const DealerLimits& limits) {
+  preproc::BatchLimits b;
+  b.max_items = limits.max_request_items;
+  b.max_matrix_elements = limits.max_matrix_elements;
+  b.items_setting = "pool.capacity_items in the dealer's config";
+  b.matrix_setting = "pool.max_matrix_elements in the dealer's config";
+  return b;
+}
+
 Result<std::shared_ptr<DealerSession>> DealerSession::Create(const dealer_proto::Join& join,
                                                              const DealerLimits& limits) {
   if (limits.chunk_items < 64 || limits.max_request_items < limits.chunk_items) {
     return InvalidArgument(
         "dealer limits: pool.batch_items must be at least 64 and at most "
         "pool.capacity_items");
+  }
+  if (limits.max_matrix_elements < 1 || limits.max_matrix_elements > preproc::kMaxBatchElements) {
+    return InvalidArgument("dealer limits: pool.max_matrix_elements must be 1.." +
+                           std::to_string(preproc::kMaxBatchElements));
   }
   if (join.prompt_len < 1 || join.prompt_len > 65536 || join.vocab < 2 || join.vocab > (1u << 20) ||
       std::uint64_t{join.prompt_len} * join.vocab > (1u << 26) || join.steps < 1 ||
@@ -242,10 +258,8 @@ Result<std::vector<std::uint8_t>> Answer(DealerSession& session, int party,
   const std::uint8_t type = request.empty() ? 0 : request[0];
   if (type == dealer_proto::kBatchRequest) {
     MPCACHE_ASSIGN_OR_RETURN(auto req, dealer_proto::DecodeBatchRequest(request));
-    const preproc::ItemType t = req.request.type;
-    if (t != preproc::ItemType::kMatrixMask && t != preproc::ItemType::kMatrixTriple) {
-      MPCACHE_RETURN_IF_ERROR(CheckSize(session, party, req.request.count));
-    }
+    // Every item type's sizes are checked by the dealer (preproc::Components, under
+    // ArithmeticLimits) before anything is made.
     MPCACHE_ASSIGN_OR_RETURN(preproc::Batch b, session.Fetch(party, req.request, req.seq));
     return dealer_proto::EncodeBatch(b);
   }
