@@ -74,7 +74,7 @@ Result<std::uint64_t> MatrixElements(const BatchRequest& r, const char* field, s
   Result<std::uint64_t> product = MulSize(a, b, Field(r, field));
   if (!product.ok()) {
     return InvalidArgument(product.error().message() + "; at most " +
-                           std::to_string(limits.max_matrix_elements) + " elements are served (" +
+                           std::to_string(limits.max_matrix_elements) + " elements are allowed (" +
                            limits.matrix_setting + ")");
   }
   const std::uint64_t n = *product;
