@@ -5,6 +5,7 @@
 #include <chrono>
 #include <string>
 
+#include "common/checked.h"
 #include "preproc/bit_dealer.h"
 
 namespace mpcache::daemon {
@@ -210,6 +211,11 @@ preproc::BatchLimits ArithmeticLimits(const DealerLimits& limits) {
   b.max_matrix_elements = limits.max_matrix_elements;
   b.items_setting = "pool.capacity_items in the dealer's config";
   b.matrix_setting = "pool.max_matrix_elements in the dealer's config";
+  // The last party's answer (corrections, a header and the message's framing) must fit
+  // in one message.
+  b.max_correction_bytes = kMaxLinkMessageBytes - 1024;
+  b.bytes_setting = "the largest message a party reads, " + std::to_string(kMaxLinkMessageBytes) +
+                    " bytes; lower pool.capacity_items or pool.max_matrix_elements";
   return b;
 }
 
@@ -251,6 +257,26 @@ Status CheckSize(const DealerSession& session, int party, std::uint64_t items) {
                        std::to_string(session.limits().max_request_items) +
                        " (pool.capacity_items in the dealer's config)");
 }
+
+// Comparison items differ ~400-fold in size (a malicious edaBit's corrections are 3.2 KB):
+// the last party's answer, which the dealer builds in memory, must fit in one message.
+Status CheckBitAnswer(const DealerSession& session, int party, preproc::BitItem item,
+                      std::uint64_t n) {
+  const preproc::Security sec = session.join().security;
+  const std::uint64_t units = preproc::BitUnitsFor(sec, item, n);
+  const std::string what = std::string(preproc::BitItemName(item)) + " request: answer bytes";
+  MPCACHE_ASSIGN_OR_RETURN(std::uint64_t words,
+                           MulSize(units, preproc::BitDeterminedWords(sec, item), what));
+  MPCACHE_ASSIGN_OR_RETURN(std::uint64_t bytes, MulSize(words, 8, what));
+  // The Bits message: a type byte, the batch's length (8 bytes), the batch.
+  MPCACHE_ASSIGN_OR_RETURN(bytes, AddSize(bytes, 1 + 8 + preproc::kBitBatchHeaderBytes, what));
+  if (bytes <= kMaxLinkMessageBytes) return Status::Ok();
+  return ProtocolError("party " + std::to_string(party) + " asked for " + std::to_string(n) + " " +
+                       preproc::BitItemName(item) + " items in one request: the answer (" +
+                       std::to_string(bytes) + " bytes) exceeds the largest message a party " +
+                       "reads (" + std::to_string(kMaxLinkMessageBytes) +
+                       " bytes); ask for fewer (pool.capacity_items in the dealer's config)");
+}
 }  // namespace
 
 Result<std::vector<std::uint8_t>> Answer(DealerSession& session, int party,
@@ -266,6 +292,7 @@ Result<std::vector<std::uint8_t>> Answer(DealerSession& session, int party,
   if (type == dealer_proto::kBitRequest) {
     MPCACHE_ASSIGN_OR_RETURN(auto req, dealer_proto::DecodeBitRequest(request));
     MPCACHE_RETURN_IF_ERROR(CheckSize(session, party, req.n));
+    MPCACHE_RETURN_IF_ERROR(CheckBitAnswer(session, party, req.item, req.n));
     return session.Bits(party, req.item, req.n);
   }
   return ProtocolError("party " + std::to_string(party) + " sent an unexpected message (type " +

@@ -182,6 +182,8 @@ Result<std::size_t> CorrectionBytes(Security security, const BatchRequest& r,
                              MulSize(c.n, ElementBytes(security, c), Field(r, "correction bytes")));
     MPCACHE_ASSIGN_OR_RETURN(total, AddSize(total, bytes, Field(r, "correction bytes")));
   }
+  MPCACHE_RETURN_IF_ERROR(
+      CheckLimit(r, "correction bytes", total, limits.max_correction_bytes, limits.bytes_setting));
   return static_cast<std::size_t>(total);
 }
 

@@ -80,6 +80,10 @@ struct BatchLimits {
                                                           // A, B and C each
   std::string items_setting = "preproc::kMaxBatchElements, the built-in bound";
   std::string matrix_setting = "preproc::kMaxBatchElements, the built-in bound";
+  // The last party's corrections (CorrectionBytes); a network dealer bounds them by the
+  // largest message a party reads.
+  std::uint64_t max_correction_bytes = ~std::uint64_t{0};
+  std::string bytes_setting = "no bound";
 };
 
 // One vector of a batch: `mac` (16-byte MAC shares) or a value component (8-byte words in

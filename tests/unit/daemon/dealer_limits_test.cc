@@ -156,5 +156,24 @@ TEST(DealerSessionLimits, TheMatrixLimitBoundsMasksAndTheTriplesBAndC) {
   EXPECT_NE(bad.error().message().find("pool.max_matrix_elements"), std::string::npos);
 }
 
+// Answers bigger than the largest message a party reads (1 GiB) are refused before they
+// are made: 4M malicious edaBits (pool.capacity_items' default) would be 13 GB of
+// corrections, 2^28 malicious triples under a raised capacity 16 GB.
+TEST(DealerSessionLimits, AnswersNoPartyCouldReadAreRefused) {
+  DealerLimits big;
+  big.max_request_items = std::uint64_t{1} << 31;
+  auto s = DealerSession::Create(SmallJoin(preproc::Security::kMalicious, 5), big).value();
+  ExpectRefused(
+      Answer(*s, 0,
+             dealer_proto::Encode(dealer_proto::BitRequest{preproc::BitItem::kEdaBit, 1u << 22})),
+      {"4194304 edabit items", "exceeds the largest message a party reads", "pool.capacity_items"},
+      "4M edaBits");
+  ExpectRefused(Ask(*s, 0, {.type = ItemType::kTriple, .count = std::uint64_t{1} << 28}, 0),
+                {"triple request: correction bytes = 17179869184",
+                 "the largest message a party reads", "pool.capacity_items"},
+                "2^28 triples");
+  ExpectServesTriples<mpc::Spdz2k>(*s, 0, 10);
+}
+
 }  // namespace
 }  // namespace mpcache::daemon
