@@ -237,6 +237,24 @@ Result<std::shared_ptr<DealerSession>> DealerSession::Create(const dealer_proto:
                          std::to_string(join.prompt_len) + ", vocab " + std::to_string(join.vocab) +
                          ", steps " + std::to_string(join.steps) + ")");
   }
+  // The Setup carries the client's two mask batches (the last party's with corrections):
+  // it must fit in one message, so a Join cannot make the dealer build an unreadable one.
+  std::uint64_t setup_bytes = 4096;  // seeds, hashes, limits, headers
+  for (const std::uint64_t count :
+       {std::uint64_t{join.prompt_len} * join.vocab, std::uint64_t{join.steps}}) {
+    const preproc::BatchRequest req{
+        .type = preproc::ItemType::kInputMask, .count = count, .owner = mpc::kClient};
+    MPCACHE_ASSIGN_OR_RETURN(std::size_t bytes, preproc::CorrectionBytes(join.security, req));
+    MPCACHE_ASSIGN_OR_RETURN(setup_bytes, AddSize(setup_bytes, bytes, "Setup bytes"));
+  }
+  if (setup_bytes > kMaxLinkMessageBytes) {
+    return ProtocolError("session parameters: prompt_len x vocab = " +
+                         std::to_string(std::uint64_t{join.prompt_len} * join.vocab) +
+                         " input masks (and steps = " + std::to_string(join.steps) +
+                         ") make a Setup of " + std::to_string(setup_bytes) +
+                         " bytes, more than the largest message a party reads (" +
+                         std::to_string(kMaxLinkMessageBytes) + "): use a shorter prompt");
+  }
   if (join.security == preproc::Security::kMalicious) {
     auto s = std::make_shared<DealerSessionImpl<mpc::Spdz2k>>(join);
     s->limits_ = limits;

@@ -173,6 +173,18 @@ TEST(DealerSessionLimits, AnswersNoPartyCouldReadAreRefused) {
                  "the largest message a party reads", "pool.capacity_items"},
                 "2^28 triples");
   ExpectServesTriples<mpc::Spdz2k>(*s, 0, 10);
+
+  // A Join whose client mask batches (2^26 malicious masks: 2 GiB at party 2) would make
+  // a Setup no party can read is refused before anything is made.
+  dealer_proto::Join join = SmallJoin(preproc::Security::kMalicious, 6);
+  join.prompt_len = 4096, join.vocab = 16384;
+  auto huge = DealerSession::Create(join);
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.error().message().find("prompt_len x vocab = 67108864"), std::string::npos)
+      << huge.error().message();
+  EXPECT_NE(huge.error().message().find("largest message a party reads"), std::string::npos);
+  join.prompt_len = 16;  // 2^18 masks: fine
+  EXPECT_TRUE(DealerSession::Create(join).ok());
 }
 
 }  // namespace
