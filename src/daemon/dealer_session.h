@@ -37,7 +37,7 @@ struct DealerLimits {
   std::uint64_t max_request_items = 1ull << 22;  // largest elementwise / comparison request
   // Largest matrix a matrix mask or triple may hold, in elements: a mask's rows x cols, a
   // triple's A, B and C each (pool.max_matrix_elements).
-  std::uint64_t max_matrix_elements = 1ull << 24;
+  std::uint64_t max_matrix_elements = 1ull << 28;
 };
 // The limits of the arithmetic dealer (preproc::Dealer) for these, naming the settings.
 preproc::BatchLimits ArithmeticLimits(const DealerLimits& limits);

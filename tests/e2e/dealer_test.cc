@@ -123,7 +123,7 @@ TEST(DealerDaemon, CraftedRequestsAreRefusedAndOtherSessionsAreStillServed) {
   // Party 2: the legal-looking 2^31-element mask (~32 GiB at the dealer before the fix).
   ExpectRefused(
       Ask(*p2, {.type = ItemType::kMatrixMask, .rows = 1 << 15, .cols = 1 << 16}, 0),
-      {"rows x cols = 2147483648", "exceeds the limit of 16777216", "pool.max_matrix_elements"},
+      {"rows x cols = 2147483648", "exceeds the limit of 268435456", "pool.max_matrix_elements"},
       "2^31-element mask");
   // Still running half a second later (a crashing dealer is gone by then).
   const std::optional<int> exited = c.dealer()->Wait(500ms);

@@ -102,7 +102,7 @@ TYPED_TEST(DealerSessionLimits, CraftedRequestsAreRefusedAndTheDealerKeepsServin
   // A legal-looking 2^31-element mask (~32 GiB at the dealer in malicious mode).
   ExpectRefused(
       Ask(*attacked, 2, {.type = ItemType::kMatrixMask, .rows = 1 << 15, .cols = 1 << 16}, 0),
-      {"rows x cols = 2147483648", "exceeds the limit of 16777216",
+      {"rows x cols = 2147483648", "exceeds the limit of 268435456",
        "pool.max_matrix_elements in the dealer's config"},
       "2^31-element mask");
   // A triple whose other dimension overflows, on a real mask.
