@@ -106,6 +106,8 @@ struct DealerConfig {
   int frac_bits = kDefaultFracBits;
   std::uint64_t pool_capacity_items = 1u << 22;  // largest request served (items)
   std::uint64_t batch_items = 1u << 16;          // parties ask ahead for at least this many
+  // Largest matrix mask / matrix-triple operand served (elements of A, B or C).
+  std::uint64_t pool_max_matrix_elements = 1u << 28;
   std::string log_level = "info";
   int metrics_port = 0;
 };

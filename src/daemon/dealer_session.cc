@@ -5,6 +5,7 @@
 #include <chrono>
 #include <string>
 
+#include "common/checked.h"
 #include "preproc/bit_dealer.h"
 
 namespace mpcache::daemon {
@@ -29,6 +30,8 @@ class DealerSessionImpl final : public DealerSession {
     const preproc::Security sec =
         P::kMalicious ? preproc::Security::kMalicious : preproc::Security::kSemiHonest;
     MPCACHE_ASSIGN_OR_RETURN(Seed master, OsSeed());
+    // The client's mask batches are sized by the (checked) Join, not by a party's request:
+    // made under the built-in bounds; the parties' requests then under limits_.
     MPCACHE_ASSIGN_OR_RETURN(dealer_, preproc::Dealer::Create(sec, master, 3));
     MPCACHE_ASSIGN_OR_RETURN(bits_, preproc::InProcessBitDealer<P>::Create(
                                         DeriveSeed(master, 0xB17), dealer_->mac_key(), 3));
@@ -55,6 +58,7 @@ class DealerSessionImpl final : public DealerSession {
       }
       stats_.batches += 1;
     }
+    dealer_->set_limits(ArithmeticLimits(limits_));
     return Status::Ok();
   }
 
@@ -201,6 +205,20 @@ class DealerSessionImpl final : public DealerSession {
 
 }  // namespace
 
+preproc::BatchLimits ArithmeticLimits(const DealerLimits& limits) {
+  preproc::BatchLimits b;
+  b.max_items = limits.max_request_items;
+  b.max_matrix_elements = limits.max_matrix_elements;
+  b.items_setting = "pool.capacity_items in the dealer's config";
+  b.matrix_setting = "pool.max_matrix_elements in the dealer's config";
+  // The last party's answer (corrections, a header and the message's framing) must fit
+  // in one message.
+  b.max_correction_bytes = kMaxLinkMessageBytes - 1024;
+  b.bytes_setting = "the largest message a party reads, " + std::to_string(kMaxLinkMessageBytes) +
+                    " bytes; lower pool.capacity_items or pool.max_matrix_elements";
+  return b;
+}
+
 Result<std::shared_ptr<DealerSession>> DealerSession::Create(const dealer_proto::Join& join,
                                                              const DealerLimits& limits) {
   if (limits.chunk_items < 64 || limits.max_request_items < limits.chunk_items) {
@@ -208,12 +226,34 @@ Result<std::shared_ptr<DealerSession>> DealerSession::Create(const dealer_proto:
         "dealer limits: pool.batch_items must be at least 64 and at most "
         "pool.capacity_items");
   }
+  if (limits.max_matrix_elements < 1 || limits.max_matrix_elements > preproc::kMaxBatchElements) {
+    return InvalidArgument("dealer limits: pool.max_matrix_elements must be 1.." +
+                           std::to_string(preproc::kMaxBatchElements));
+  }
   if (join.prompt_len < 1 || join.prompt_len > 65536 || join.vocab < 2 || join.vocab > (1u << 20) ||
       std::uint64_t{join.prompt_len} * join.vocab > (1u << 26) || join.steps < 1 ||
       join.steps > (1u << 20)) {
     return ProtocolError("session parameters out of range (prompt " +
                          std::to_string(join.prompt_len) + ", vocab " + std::to_string(join.vocab) +
                          ", steps " + std::to_string(join.steps) + ")");
+  }
+  // The Setup carries the client's two mask batches (the last party's with corrections):
+  // it must fit in one message, so a Join cannot make the dealer build an unreadable one.
+  std::uint64_t setup_bytes = 4096;  // seeds, hashes, limits, headers
+  for (const std::uint64_t count :
+       {std::uint64_t{join.prompt_len} * join.vocab, std::uint64_t{join.steps}}) {
+    const preproc::BatchRequest req{
+        .type = preproc::ItemType::kInputMask, .count = count, .owner = mpc::kClient};
+    MPCACHE_ASSIGN_OR_RETURN(std::size_t bytes, preproc::CorrectionBytes(join.security, req));
+    MPCACHE_ASSIGN_OR_RETURN(setup_bytes, AddSize(setup_bytes, bytes, "Setup bytes"));
+  }
+  if (setup_bytes > kMaxLinkMessageBytes) {
+    return ProtocolError("session parameters: prompt_len x vocab = " +
+                         std::to_string(std::uint64_t{join.prompt_len} * join.vocab) +
+                         " input masks (and steps = " + std::to_string(join.steps) +
+                         ") make a Setup of " + std::to_string(setup_bytes) +
+                         " bytes, more than the largest message a party reads (" +
+                         std::to_string(kMaxLinkMessageBytes) + "): use a shorter prompt");
   }
   if (join.security == preproc::Security::kMalicious) {
     auto s = std::make_shared<DealerSessionImpl<mpc::Spdz2k>>(join);
@@ -235,6 +275,26 @@ Status CheckSize(const DealerSession& session, int party, std::uint64_t items) {
                        std::to_string(session.limits().max_request_items) +
                        " (pool.capacity_items in the dealer's config)");
 }
+
+// Comparison items differ ~400-fold in size (a malicious edaBit's corrections are 3.2 KB):
+// the last party's answer, which the dealer builds in memory, must fit in one message.
+Status CheckBitAnswer(const DealerSession& session, int party, preproc::BitItem item,
+                      std::uint64_t n) {
+  const preproc::Security sec = session.join().security;
+  const std::uint64_t units = preproc::BitUnitsFor(sec, item, n);
+  const std::string what = std::string(preproc::BitItemName(item)) + " request: answer bytes";
+  MPCACHE_ASSIGN_OR_RETURN(std::uint64_t words,
+                           MulSize(units, preproc::BitDeterminedWords(sec, item), what));
+  MPCACHE_ASSIGN_OR_RETURN(std::uint64_t bytes, MulSize(words, 8, what));
+  // The Bits message: a type byte, the batch's length (8 bytes), the batch.
+  MPCACHE_ASSIGN_OR_RETURN(bytes, AddSize(bytes, 1 + 8 + preproc::kBitBatchHeaderBytes, what));
+  if (bytes <= kMaxLinkMessageBytes) return Status::Ok();
+  return ProtocolError("party " + std::to_string(party) + " asked for " + std::to_string(n) + " " +
+                       preproc::BitItemName(item) + " items in one request: the answer (" +
+                       std::to_string(bytes) + " bytes) exceeds the largest message a party " +
+                       "reads (" + std::to_string(kMaxLinkMessageBytes) +
+                       " bytes); ask for fewer (pool.capacity_items in the dealer's config)");
+}
 }  // namespace
 
 Result<std::vector<std::uint8_t>> Answer(DealerSession& session, int party,
@@ -242,16 +302,15 @@ Result<std::vector<std::uint8_t>> Answer(DealerSession& session, int party,
   const std::uint8_t type = request.empty() ? 0 : request[0];
   if (type == dealer_proto::kBatchRequest) {
     MPCACHE_ASSIGN_OR_RETURN(auto req, dealer_proto::DecodeBatchRequest(request));
-    const preproc::ItemType t = req.request.type;
-    if (t != preproc::ItemType::kMatrixMask && t != preproc::ItemType::kMatrixTriple) {
-      MPCACHE_RETURN_IF_ERROR(CheckSize(session, party, req.request.count));
-    }
+    // Every item type's sizes are checked by the dealer (preproc::Components, under
+    // ArithmeticLimits) before anything is made.
     MPCACHE_ASSIGN_OR_RETURN(preproc::Batch b, session.Fetch(party, req.request, req.seq));
     return dealer_proto::EncodeBatch(b);
   }
   if (type == dealer_proto::kBitRequest) {
     MPCACHE_ASSIGN_OR_RETURN(auto req, dealer_proto::DecodeBitRequest(request));
     MPCACHE_RETURN_IF_ERROR(CheckSize(session, party, req.n));
+    MPCACHE_RETURN_IF_ERROR(CheckBitAnswer(session, party, req.item, req.n));
     return session.Bits(party, req.item, req.n);
   }
   return ProtocolError("party " + std::to_string(party) + " sent an unexpected message (type " +

@@ -28,11 +28,19 @@ struct DealerSessionStats {
   double dealer_seconds = 0;
 };
 
-// The dealer's limits (config/dealer.yaml, pool.*), told to every party in its Setup.
+// The dealer's limits (config/dealer.yaml, pool.*). chunk_items and max_request_items are
+// told to every party in its Setup. Every request is checked against them (with
+// overflow-checked sizes) before anything is made; a refusal names the request field and
+// the pool.* setting.
 struct DealerLimits {
   std::uint64_t chunk_items = 32768;             // elementwise items a party asks ahead for
   std::uint64_t max_request_items = 1ull << 22;  // largest elementwise / comparison request
+  // Largest matrix a matrix mask or triple may hold, in elements: a mask's rows x cols, a
+  // triple's A, B and C each (pool.max_matrix_elements).
+  std::uint64_t max_matrix_elements = 1ull << 28;
 };
+// The limits of the arithmetic dealer (preproc::Dealer) for these, naming the settings.
+preproc::BatchLimits ArithmeticLimits(const DealerLimits& limits);
 
 class DealerSession {
  public:

@@ -3,12 +3,17 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
 #include "common/result.h"
 
 namespace mpcache::daemon {
+
+// The largest message a link accepts (SyncLink refuses bigger ones): the dealer makes no
+// answer bigger than this, since no party could read it.
+inline constexpr std::size_t kMaxLinkMessageBytes = std::size_t{1} << 30;
 
 class MessageLink {
  public:

@@ -56,8 +56,10 @@ Result<client_proto::Done> Run(const PartyRuntime& rt, SyncLink& client,
       auto dealer_link,
       SyncLink::Connect(*rt.io, *rt.tls, net::ToEndpoint(cfg.dealer), std::string(net::kDealerName),
                         0, cfg.max_frame_bytes, ms(cfg.timeouts.connect_ms), "the dealer"));
-  MPCACHE_ASSIGN_OR_RETURN(auto prep,
-                           RemotePreprocessing<P>::Open(std::move(dealer_link), join, recv));
+  // The party asks for and accepts no matrix item beyond what its model can need.
+  MPCACHE_ASSIGN_OR_RETURN(MatrixShapeLimits shapes, ShapeLimitsForModel(rt.model->config));
+  MPCACHE_ASSIGN_OR_RETURN(
+      auto prep, RemotePreprocessing<P>::Open(std::move(dealer_link), join, recv, shapes));
   rt.log->debug("{} dealer session joined", tag);
 
   // 2. The client's share of its mask seed.

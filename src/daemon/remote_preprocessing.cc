@@ -4,6 +4,7 @@
 #include <string>
 #include <tuple>
 
+#include "common/checked.h"
 #include "daemon/bit_pool.h"
 
 namespace mpcache::daemon {
@@ -27,7 +28,54 @@ std::int32_t Param(const BatchRequest& r) {
   return r.type == ItemType::kTrunc ? r.frac_bits : r.type == ItemType::kInputMask ? r.owner : 0;
 }
 
+std::string Describe(const BatchRequest& r) {
+  std::string s = preproc::ItemTypeName(r.type);
+  switch (r.type) {
+    case ItemType::kMatrixMask:
+      return s + " " + std::to_string(r.rows) + " x " + std::to_string(r.cols);
+    case ItemType::kMatrixTriple:
+      return s + " (mask #" + std::to_string(r.mask_id) + " of " + std::to_string(r.rows) + " x " +
+             std::to_string(r.cols) + ", " + (r.side == mpc::MaskSide::kLeft ? "left" : "right") +
+             ", other " + std::to_string(r.other) + ")";
+    case ItemType::kTrunc:
+      return s + " x " + std::to_string(r.count) + " (frac_bits " + std::to_string(r.frac_bits) +
+             ")";
+    case ItemType::kInputMask:
+      return s + " x " + std::to_string(r.count) + " (owner " + std::to_string(r.owner) + ")";
+    default:
+      return s + " x " + std::to_string(r.count);
+  }
+}
+
 }  // namespace
+
+Result<MatrixShapeLimits> ShapeLimitsForModel(const model::ModelConfig& c) {
+  MPCACHE_RETURN_IF_ERROR(c.Validate());
+  const auto u = [](int v) { return static_cast<std::uint64_t>(v); };
+  const std::uint64_t d = u(c.dim), hd = u(c.hidden_dim), v = u(c.vocab_size);
+  const std::uint64_t kv = u(c.kv_dim()), hs = u(c.head_size()), nh = u(c.n_heads);
+  const std::uint64_t nkv = u(c.n_kv_heads);
+  // Masks (rows x cols): embedding / classifier (v x d), wqkv (d + 2kv x d), wo (d x d),
+  // w13 (2hd x d), w2 (d x hd), K^T rows (hs x nkv), V rows (nkv x hs).
+  const std::uint64_t rows[] = {v, d + 2 * kv, d, 2 * hd, d, hs, nkv};
+  const std::uint64_t cols[] = {d, d, d, d, hd, nkv, hs};
+  MatrixShapeLimits out;
+  out.max_elements = 0;
+  out.max_dim = 0;
+  for (std::size_t i = 0; i < std::size(rows); ++i) {
+    MPCACHE_ASSIGN_OR_RETURN(std::uint64_t n, MulSize(rows[i], cols[i], "model matrix size"));
+    out.max_elements = std::max(out.max_elements, n);
+    out.max_dim = std::max({out.max_dim, rows[i], cols[i]});
+  }
+  // Triples: other = 1 (B and C are a row or column of a mask) or n_heads for the
+  // attention (B, C: nh x hs or nh x nkv).
+  out.max_other = std::max<std::uint64_t>(1, nh);
+  MPCACHE_ASSIGN_OR_RETURN(std::uint64_t attention,
+                           MulSize(nh, std::max(hs, nkv), "model attention triple size"));
+  out.max_elements = std::max({out.max_elements, attention, out.max_dim});
+  out.source = "the model's shapes: " + c.Describe();
+  return out;
+}
 
 template <typename P>
 class RemotePreprocessing<P>::Bits final : public mpc::BitPreprocessing<P> {
@@ -159,12 +207,49 @@ std::size_t RemotePreprocessing<P>::Pending(const QueueKey& key) const {
 }
 
 template <typename P>
+Status RemotePreprocessing<P>::CheckShape(const BatchRequest& r) const {
+  const auto refuse = [&](const std::string& what, std::uint64_t limit) -> Status {
+    return InvalidArgument("refusing to ask the dealer for " + Describe(r) + ": " + what +
+                           " exceeds " + std::to_string(limit) + ", the most " + shapes_.source +
+                           " can need");
+  };
+  if (r.type == ItemType::kMatrixMask) {
+    if (r.rows > shapes_.max_dim) return refuse("rows", shapes_.max_dim);
+    if (r.cols > shapes_.max_dim) return refuse("cols", shapes_.max_dim);
+  } else if (r.type == ItemType::kMatrixTriple && r.other > shapes_.max_other) {
+    return refuse("other", shapes_.max_other);
+  }
+  return Status::Ok();
+}
+
+template <typename P>
+Status RemotePreprocessing<P>::CheckAnswer(const InFlight& f, const preproc::Batch& b) const {
+  BatchRequest want = f.request;
+  if (want.type == ItemType::kMatrixTriple) {
+    auto shape = mask_shape_.find(want.mask_id);
+    if (shape == mask_shape_.end()) {
+      return Internal("matrix triple asked for mask #" + std::to_string(want.mask_id) +
+                      ", which this party never asked for");
+    }
+    want.rows = shape->second.first;
+    want.cols = shape->second.second;
+  }
+  if (b.seq != f.seq || !(b.request == want)) {
+    return ProtocolError("the dealer answered the request for " + Describe(want) + " #" +
+                         std::to_string(f.seq) + " with a batch of " + Describe(b.request) + " #" +
+                         std::to_string(b.seq) + ": refusing it");
+  }
+  return Status::Ok();
+}
+
+template <typename P>
 Status RemotePreprocessing<P>::Issue(const BatchRequest& r, bool ahead) {
+  MPCACHE_RETURN_IF_ERROR(CheckShape(r));
   const std::uint64_t seq = store_->IssueSeq(r.type);
   if (r.type == ItemType::kMatrixMask) mask_shape_[seq] = {r.rows, r.cols};
   MPCACHE_RETURN_IF_ERROR(link_->Send(dealer_proto::Encode(dealer_proto::BatchRequest{r, seq})));
   const QueueKey key = KeyOf(r);
-  in_flight_.push_back({key, false, BitItem::kBitTriple});
+  in_flight_.push_back({key, false, BitItem::kBitTriple, 0, r, seq});
   ++pending_[key];
   traffic_.requests += 1;
   if (ahead) traffic_.prefetched += 1;
@@ -175,7 +260,7 @@ template <typename P>
 Status RemotePreprocessing<P>::IssueBits(BitItem item, std::uint64_t n, bool ahead) {
   MPCACHE_RETURN_IF_ERROR(link_->Send(dealer_proto::Encode(dealer_proto::BitRequest{item, n})));
   const QueueKey key{1, static_cast<std::uint64_t>(item), 0, 0, 0};
-  in_flight_.push_back({key, true, item, n});
+  in_flight_.push_back({key, true, item, n, {}, 0});
   ++pending_[key];
   traffic_.requests += 1;
   if (ahead) traffic_.prefetched += 1;
@@ -196,6 +281,7 @@ Status RemotePreprocessing<P>::ReadOne() {
   traffic_.bytes_received += answer->size();
   if (f.bits) return bits_->Deliver(f.item, f.n, *answer);
   MPCACHE_ASSIGN_OR_RETURN(preproc::Batch b, dealer_proto::DecodeBatch(*answer));
+  MPCACHE_RETURN_IF_ERROR(CheckAnswer(f, b));
   return store_->Accept(b);
 }
 
@@ -309,16 +395,34 @@ Status RemotePreprocessing<P>::OnTake(const BatchRequest& taken) {
 template <typename P>
 Result<std::unique_ptr<RemotePreprocessing<P>>> RemotePreprocessing<P>::Open(
     std::unique_ptr<MessageLink> link, const dealer_proto::Join& join,
-    std::chrono::milliseconds timeout) {
+    std::chrono::milliseconds timeout, MatrixShapeLimits shapes) {
   std::unique_ptr<RemotePreprocessing> r(new RemotePreprocessing());
   r->link_ = std::move(link);
   r->timeout_ = timeout;
+  r->shapes_ = std::move(shapes);
   MPCACHE_RETURN_IF_ERROR(r->link_->Send(dealer_proto::Encode(join)));
   MPCACHE_ASSIGN_OR_RETURN(auto answer, r->link_->Recv(timeout));
   MPCACHE_ASSIGN_OR_RETURN(r->setup_, dealer_proto::DecodeSetup(answer));
   const int party = static_cast<int>(join.party);
   r->store_ = std::make_unique<preproc::PartyStore<P>>(party, 3, r->setup_.party_seed);
-  for (const preproc::Batch& b : r->setup_.client_batches) {
+  preproc::BatchLimits limits;
+  limits.max_matrix_elements = std::min(limits.max_matrix_elements, r->shapes_.max_elements);
+  limits.matrix_setting = "the most " + r->shapes_.source + " can need";
+  r->store_->set_limits(std::move(limits));
+  // The client's two mask batches: the prompt's (prompt_len x vocab) and the outputs' (steps).
+  const std::uint64_t sizes[] = {std::uint64_t{join.prompt_len} * join.vocab, join.steps};
+  if (r->setup_.client_batches.size() != std::size(sizes)) {
+    return ProtocolError("the dealer's Setup carries " +
+                         std::to_string(r->setup_.client_batches.size()) +
+                         " client mask batches, expected 2");
+  }
+  for (std::size_t i = 0; i < std::size(sizes); ++i) {
+    const preproc::Batch& b = r->setup_.client_batches[i];
+    InFlight f;
+    f.request =
+        BatchRequest{.type = ItemType::kInputMask, .count = sizes[i], .owner = mpc::kClient};
+    f.seq = i;
+    MPCACHE_RETURN_IF_ERROR(r->CheckAnswer(f, b));
     MPCACHE_RETURN_IF_ERROR(r->store_->Accept(b));
   }
   r->setup_.client_batches.clear();

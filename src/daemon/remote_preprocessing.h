@@ -27,12 +27,28 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <string>
 
 #include "daemon/dealer_protocol.h"
 #include "daemon/message_link.h"
+#include "model/weights.h"
 #include "preproc/party_store.h"
 
 namespace mpcache::daemon {
+
+// The matrix items a party's model can ever need from the dealer: the party asks for, and
+// accepts, no mask or matrix triple beyond these (nor any batch other than the one it asked
+// for). The defaults are the built-in bounds; ShapeLimitsForModel gives a model's.
+struct MatrixShapeLimits {
+  std::uint64_t max_elements = preproc::kMaxBatchElements;  // a mask's rows x cols; B; C
+  std::uint64_t max_dim = preproc::kMaxBatchElements;       // a mask's rows or cols
+  std::uint64_t max_other = preproc::kMaxBatchElements;     // a matrix triple's `other`
+  std::string source = "the built-in bounds";               // named in refusals
+};
+// The shapes the secure Llama forward uses for a model of config c (infer/): the private
+// weights' matrices, the KV-cache rows (head_size x n_kv_heads and back), and their triples
+// (other = 1 for the linear layers and the embedding, n_heads for the attention).
+Result<MatrixShapeLimits> ShapeLimitsForModel(const model::ModelConfig& c);
 
 struct DealerTraffic {
   std::uint64_t requests = 0;        // requests sent
@@ -45,10 +61,12 @@ struct DealerTraffic {
 template <typename P>
 class RemotePreprocessing {
  public:
-  // Sends Join, reads Setup, accepts the client mask batches.
+  // Sends Join, reads Setup, accepts the client mask batches (which must be the two the
+  // Join sized). Matrix items are bounded by `shapes` (the party's model).
   static Result<std::unique_ptr<RemotePreprocessing>> Open(std::unique_ptr<MessageLink> link,
                                                            const dealer_proto::Join& join,
-                                                           std::chrono::milliseconds timeout);
+                                                           std::chrono::milliseconds timeout,
+                                                           MatrixShapeLimits shapes = {});
   ~RemotePreprocessing();
 
   preproc::PartyStore<P>& store() { return *store_; }
@@ -68,11 +86,17 @@ class RemotePreprocessing {
     QueueKey key{};
     bool bits = false;
     preproc::BitItem item = preproc::BitItem::kBitTriple;
-    std::uint64_t n = 0;  // comparison items asked for
+    std::uint64_t n = 0;            // comparison items asked for
+    preproc::BatchRequest request;  // arithmetic: what was asked for, under
+    std::uint64_t seq = 0;          // this sequence number
   };
   RemotePreprocessing() = default;
 
   static QueueKey KeyOf(const preproc::BatchRequest& r);
+  // Refuses a matrix request beyond shapes_ (before it is sent).
+  Status CheckShape(const preproc::BatchRequest& r) const;
+  // Refuses an answer that is not the batch `f` asked for.
+  Status CheckAnswer(const InFlight& f, const preproc::Batch& b) const;
   Status Issue(const preproc::BatchRequest& r, bool ahead);
   Status IssueBits(preproc::BitItem item, std::uint64_t n, bool ahead);
   // Reads the next answer and files it (store or reserve).
@@ -92,6 +116,7 @@ class RemotePreprocessing {
 
   std::unique_ptr<MessageLink> link_;
   std::chrono::milliseconds timeout_{30000};
+  MatrixShapeLimits shapes_;
   dealer_proto::Setup setup_;
   std::unique_ptr<preproc::PartyStore<P>> store_;
   std::unique_ptr<Bits> bits_;

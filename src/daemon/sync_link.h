@@ -119,7 +119,7 @@ class SyncLink final : public MessageLink {
   }
 
   static constexpr std::size_t kFragmentBytes = std::size_t{4} << 20;
-  static constexpr std::size_t kMaxMessageBytes = std::size_t{1} << 30;
+  static constexpr std::size_t kMaxMessageBytes = kMaxLinkMessageBytes;
 
  private:
   Result<std::vector<std::uint8_t>> RecvFrame(std::chrono::milliseconds timeout) {

@@ -3,14 +3,14 @@
 #include <cstring>
 #include <string>
 
+#include "common/checked.h"
+
 namespace mpcache::preproc {
 namespace {
 
 constexpr std::uint8_t kMagic[4] = {'M', 'P', 'C', 'B'};
 constexpr std::uint8_t kVersion = 1;
 constexpr std::size_t kHeaderBytes = 4 + 4 + 3 * 4 + 7 * 8;
-// A sanity bound for a single batch (a 4096 x 11008 malicious matrix mask is ~1.4 GB).
-constexpr std::uint64_t kMaxElements = std::uint64_t{1} << 31;
 
 template <typename T>
 void Put(std::vector<std::uint8_t>& out, std::size_t& off, T v) {
@@ -50,9 +50,50 @@ const char* ItemTypeName(ItemType t) {
   return "unknown";
 }
 
-Result<std::vector<Component>> Components(Security security, const BatchRequest& r) {
+namespace {
+
+std::string Field(const BatchRequest& r, const char* field) {
+  return std::string(ItemTypeName(r.type)) + " request: " + field;
+}
+
+Status CheckLimit(const BatchRequest& r, const char* field, std::uint64_t n, std::uint64_t limit,
+                  const std::string& setting) {
+  if (n <= limit) return Status::Ok();
+  return InvalidArgument(Field(r, field) + " = " + std::to_string(n) + " exceeds the limit of " +
+                         std::to_string(limit) + " (" + setting + ")");
+}
+
+Status CheckDim(const BatchRequest& r, const char* field, std::uint64_t n) {
+  if (n > 0) return Status::Ok();
+  return InvalidArgument(Field(r, field) + " is 0; a matrix needs at least one row and column");
+}
+
+// A matrix of a x b elements: the product checked for overflow and against the limit.
+Result<std::uint64_t> MatrixElements(const BatchRequest& r, const char* field, std::uint64_t a,
+                                     std::uint64_t b, const BatchLimits& limits) {
+  Result<std::uint64_t> product = MulSize(a, b, Field(r, field));
+  if (!product.ok()) {
+    return InvalidArgument(product.error().message() + "; at most " +
+                           std::to_string(limits.max_matrix_elements) + " elements are allowed (" +
+                           limits.matrix_setting + ")");
+  }
+  const std::uint64_t n = *product;
+  MPCACHE_RETURN_IF_ERROR(
+      CheckLimit(r, field, n, limits.max_matrix_elements, limits.matrix_setting));
+  return n;
+}
+
+}  // namespace
+
+Result<std::vector<Component>> Components(Security security, const BatchRequest& r,
+                                          const BatchLimits& limits) {
   std::vector<Component> v;
   auto val = [&](bool det, std::uint64_t n) { v.push_back({false, det, n}); };
+  const bool matrix = r.type == ItemType::kMatrixMask || r.type == ItemType::kMatrixTriple;
+  if (!matrix) {
+    MPCACHE_RETURN_IF_ERROR(
+        CheckLimit(r, "count", r.count, limits.max_items, limits.items_setting));
+  }
   switch (r.type) {
     case ItemType::kTriple:
       val(false, r.count), val(false, r.count), val(true, r.count);
@@ -62,7 +103,8 @@ Result<std::vector<Component>> Components(Security security, const BatchRequest&
       break;
     case ItemType::kTrunc:
       if (r.frac_bits < 1 || r.frac_bits > 61) {
-        return InvalidArgument("trunc pairs need 1..61 fractional bits");
+        return InvalidArgument(Field(r, "frac_bits") + " = " + std::to_string(r.frac_bits) +
+                               "; trunc pairs need 1..61 fractional bits");
       }
       val(false, r.count), val(true, r.count), val(true, r.count);
       break;
@@ -75,22 +117,50 @@ Result<std::vector<Component>> Components(Security security, const BatchRequest&
     case ItemType::kInputMask:
       val(true, r.count);
       break;
-    case ItemType::kMatrixMask:
-      val(false, r.rows * r.cols);
+    case ItemType::kMatrixMask: {
+      MPCACHE_RETURN_IF_ERROR(CheckDim(r, "rows", r.rows));
+      MPCACHE_RETURN_IF_ERROR(CheckDim(r, "cols", r.cols));
+      MPCACHE_ASSIGN_OR_RETURN(std::uint64_t n,
+                               MatrixElements(r, "rows x cols", r.rows, r.cols, limits));
+      val(false, n);
       break;
+    }
     case ItemType::kMatrixTriple: {
+      // rows x cols: the mask A's shape; B and C follow from the side and `other`.
+      MPCACHE_RETURN_IF_ERROR(CheckDim(r, "rows (of the mask)", r.rows));
+      MPCACHE_RETURN_IF_ERROR(CheckDim(r, "cols (of the mask)", r.cols));
+      MPCACHE_RETURN_IF_ERROR(CheckDim(r, "other", r.other));
+      MPCACHE_ASSIGN_OR_RETURN(
+          [[maybe_unused]] std::uint64_t na,
+          MatrixElements(r, "rows x cols (the mask A)", r.rows, r.cols, limits));
       const bool right = r.side == MaskSide::kRight;
-      const std::uint64_t nb = right ? r.other * r.rows : r.cols * r.other;
-      const std::uint64_t nc = right ? r.other * r.cols : r.rows * r.other;
+      MPCACHE_ASSIGN_OR_RETURN(std::uint64_t nb,
+                               right ? MatrixElements(r, "other x rows (B of a right-side triple)",
+                                                      r.other, r.rows, limits)
+                                     : MatrixElements(r, "cols x other (B of a left-side triple)",
+                                                      r.cols, r.other, limits));
+      MPCACHE_ASSIGN_OR_RETURN(std::uint64_t nc,
+                               right ? MatrixElements(r, "other x cols (C of a right-side triple)",
+                                                      r.other, r.cols, limits)
+                                     : MatrixElements(r, "rows x other (C of a left-side triple)",
+                                                      r.rows, r.other, limits));
       val(false, nb), val(true, nc);
       break;
     }
     default:
-      return CorruptData("unknown preprocessing item type");
+      return CorruptData("unknown preprocessing item type " +
+                         std::to_string(static_cast<int>(r.type)));
   }
   std::uint64_t total = 0;
-  for (const auto& c : v) total += c.n;
-  if (total > kMaxElements) return InvalidArgument("preprocessing batch too large");
+  for (const auto& c : v) {
+    MPCACHE_ASSIGN_OR_RETURN(total, AddSize(total, c.n, Field(r, "elements of the batch")));
+  }
+  if (total > kMaxBatchElements) {
+    return InvalidArgument(Field(r, "elements of the batch") + " = " + std::to_string(total) +
+                           " exceeds the largest batch this build makes (" +
+                           std::to_string(kMaxBatchElements) +
+                           ", preproc::kMaxBatchElements); ask for fewer items per request");
+  }
   if (security == Security::kMalicious) {
     const std::size_t nv = v.size();
     for (std::size_t j = 0; j < nv; ++j) v.push_back({true, true, v[j].n});
@@ -102,13 +172,19 @@ std::size_t ElementBytes(Security security, const Component& c) {
   return (c.mac || security == Security::kMalicious) ? 16 : 8;
 }
 
-Result<std::size_t> CorrectionBytes(Security security, const BatchRequest& r) {
-  MPCACHE_ASSIGN_OR_RETURN(std::vector<Component> comps, Components(security, r));
-  std::size_t total = 0;
+Result<std::size_t> CorrectionBytes(Security security, const BatchRequest& r,
+                                    const BatchLimits& limits) {
+  MPCACHE_ASSIGN_OR_RETURN(std::vector<Component> comps, Components(security, r, limits));
+  std::uint64_t total = 0;
   for (const auto& c : comps) {
-    if (c.determined) total += c.n * ElementBytes(security, c);
+    if (!c.determined) continue;
+    MPCACHE_ASSIGN_OR_RETURN(std::uint64_t bytes,
+                             MulSize(c.n, ElementBytes(security, c), Field(r, "correction bytes")));
+    MPCACHE_ASSIGN_OR_RETURN(total, AddSize(total, bytes, Field(r, "correction bytes")));
   }
-  return total;
+  MPCACHE_RETURN_IF_ERROR(
+      CheckLimit(r, "correction bytes", total, limits.max_correction_bytes, limits.bytes_setting));
+  return static_cast<std::size_t>(total);
 }
 
 Seed ComponentSeed(const Seed& party_seed, ItemType type, std::uint64_t seq, std::uint64_t j) {

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "common/prg.h"
@@ -67,6 +68,24 @@ struct Batch {
   static Result<Batch> Parse(std::span<const std::uint8_t> bytes);
 };
 
+// Upper bounds on one batch, checked (with overflow-checked arithmetic) before anything is
+// allocated, by the dealer on every request and by a party on every batch it accepts. A
+// refusal names the request field and the setting the bound comes from (`*_setting`): the
+// network dealer sets these from its config (pool.capacity_items, pool.max_matrix_elements),
+// a party from its model's shapes; the defaults are the built-in bound kMaxBatchElements.
+inline constexpr std::uint64_t kMaxBatchElements = std::uint64_t{1} << 31;
+struct BatchLimits {
+  std::uint64_t max_items = kMaxBatchElements;            // count of an elementwise batch
+  std::uint64_t max_matrix_elements = kMaxBatchElements;  // a mask's rows x cols; a triple's
+                                                          // A, B and C each
+  std::string items_setting = "preproc::kMaxBatchElements, the built-in bound";
+  std::string matrix_setting = "preproc::kMaxBatchElements, the built-in bound";
+  // The last party's corrections (CorrectionBytes); a network dealer bounds them by the
+  // largest message a party reads.
+  std::uint64_t max_correction_bytes = ~std::uint64_t{0};
+  std::string bytes_setting = "no bound";
+};
+
 // One vector of a batch: `mac` (16-byte MAC shares) or a value component (8-byte words in
 // semi-honest mode, 16-byte in malicious mode); `determined` ones get corrections.
 struct Component {
@@ -78,10 +97,14 @@ inline constexpr std::uint64_t kClearComponent = 1000;
 inline constexpr std::uint64_t kMacKeyLabel = 0xA1FA0000ull;
 
 // The components of a batch, in stream/payload order (values first, then their MACs).
-Result<std::vector<Component>> Components(Security security, const BatchRequest& r);
+// Refuses (kInvalidArgument, naming the field) a request with a size that overflows or
+// exceeds `limits`, a matrix with a zero dimension, or trunc pairs with bad frac_bits.
+Result<std::vector<Component>> Components(Security security, const BatchRequest& r,
+                                          const BatchLimits& limits = {});
 std::size_t ElementBytes(Security security, const Component& c);
-// Expected payload size at the last party.
-Result<std::size_t> CorrectionBytes(Security security, const BatchRequest& r);
+// Expected payload size at the last party (the same checks as Components).
+Result<std::size_t> CorrectionBytes(Security security, const BatchRequest& r,
+                                    const BatchLimits& limits = {});
 
 // The seed of component j of batch (type, seq) for a party with seed `party_seed`.
 Seed ComponentSeed(const Seed& party_seed, ItemType type, std::uint64_t seq, std::uint64_t j);

@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <string>
+#include <utility>
 
 namespace mpcache::preproc {
 
@@ -14,13 +15,14 @@ mpc::u128 MacKeyShare(Security security, const Seed& party_seed) {
 }
 
 Result<std::unique_ptr<Dealer>> Dealer::Create(Security security, const Seed& master,
-                                               int num_parties) {
+                                               int num_parties, BatchLimits limits) {
   if (num_parties < 2) return InvalidArgument("the dealer needs at least 2 parties");
-  return std::unique_ptr<Dealer>(new Dealer(security, master, num_parties));
+  return std::unique_ptr<Dealer>(new Dealer(security, master, num_parties, std::move(limits)));
 }
 
-Dealer::Dealer(Security security, const Seed& master, int num_parties)
+Dealer::Dealer(Security security, const Seed& master, int num_parties, BatchLimits limits)
     : security_(security),
+      limits_(std::move(limits)),
       client_seed_(DeriveSeed(master, 0xC11E47ull)),
       prg_(DeriveSeed(master, 0xDEA1ull)) {
   for (int i = 0; i < num_parties; ++i) {
@@ -38,16 +40,22 @@ Result<Dealer::Output> Dealer::Make(BatchRequest req) {
   if (req.type == ItemType::kMatrixTriple) {
     auto it = masks_.find(req.mask_id);
     if (it == masks_.end()) {
-      return NotFound("matrix triple for unknown mask id " + std::to_string(req.mask_id));
+      return NotFound("matrix-triple request: mask_id " + std::to_string(req.mask_id) +
+                      " names no matrix mask made in this session (" +
+                      std::to_string(next_seq(ItemType::kMatrixMask)) +
+                      " made so far; a mask's id is its batch's sequence number): ask for the "
+                      "matrix mask first");
     }
     req.rows = it->second.rows;
     req.cols = it->second.cols;
   }
   if (req.type == ItemType::kInputMask &&
       !(req.owner == mpc::kClient || (req.owner >= 0 && req.owner < num_parties()))) {
-    return InvalidArgument("input mask owner " + std::to_string(req.owner) + " is not a party");
+    return InvalidArgument("input-mask request: owner " + std::to_string(req.owner) +
+                           " is not a party (0.." + std::to_string(num_parties() - 1) +
+                           ") or the client (" + std::to_string(mpc::kClient) + ")");
   }
-  MPCACHE_ASSIGN_OR_RETURN(std::size_t corr_bytes, CorrectionBytes(security_, req));
+  MPCACHE_ASSIGN_OR_RETURN(std::size_t corr_bytes, CorrectionBytes(security_, req, limits_));
   const std::uint64_t seq = seq_[static_cast<std::size_t>(req.type)]++;
   Output out;
   for (int i = 0; i < num_parties(); ++i) {
@@ -80,7 +88,7 @@ template <typename P>
 Status Dealer::Generate(const BatchRequest& req, std::uint64_t seq,
                         std::vector<std::uint8_t>& payload) {
   using W = typename P::Word;
-  MPCACHE_ASSIGN_OR_RETURN(std::vector<Component> comps, Components(security_, req));
+  MPCACHE_ASSIGN_OR_RETURN(std::vector<Component> comps, Components(security_, req, limits_));
   const std::size_t nc = comps.size();
   const std::size_t nv = P::kMalicious ? nc / 2 : nc;  // value components
   const std::size_t np = seeds_.size();
@@ -107,7 +115,7 @@ Status Dealer::Generate(const BatchRequest& req, std::uint64_t seq,
     new_mask = &masks_[seq];
     new_mask->rows = req.rows;
     new_mask->cols = req.cols;
-    new_mask->a.resize(req.rows * req.cols);
+    new_mask->a.resize(comps[0].n);  // rows x cols, checked by Components
   }
 
   // Elementwise types are processed in chunks (bounded memory); a matrix triple in one go
@@ -173,7 +181,8 @@ Status Dealer::Generate(const BatchRequest& req, std::uint64_t seq,
           // The owner knows r mod 2^64; in malicious mode the upper half of the 128-bit
           // value stays the (uniform) sum of the parties' streams, so that an opening of
           // x + r at full share width is uniform (docs/mpc-core.md).
-          vals[0][t] = (sums[0][t] - static_cast<W>(mpc::Low64(sums[0][t]))) + static_cast<W>(clear[t]);
+          vals[0][t] =
+              (sums[0][t] - static_cast<W>(mpc::Low64(sums[0][t]))) + static_cast<W>(clear[t]);
         }
         break;
       case ItemType::kMatrixMask:

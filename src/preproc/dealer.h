@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "preproc/batch.h"
@@ -20,10 +21,13 @@ mpc::u128 MacKeyShare(Security security, const Seed& party_seed);
 
 class Dealer {
  public:
+  // `limits` bound every request Make() serves (checked before anything is allocated).
   static Result<std::unique_ptr<Dealer>> Create(Security security, const Seed& master,
-                                                int num_parties = 3);
+                                                int num_parties = 3, BatchLimits limits = {});
 
   Security security() const { return security_; }
+  const BatchLimits& limits() const { return limits_; }
+  void set_limits(BatchLimits limits) { limits_ = std::move(limits); }
   int num_parties() const { return static_cast<int>(seeds_.size()); }
   // The seed party p shares with the dealer (p = mpc::kClient: the client's seed). Over
   // the network this is sent once, over TLS, at session set-up.
@@ -37,15 +41,18 @@ class Dealer {
   };
   // Makes the next batch of req.type (sequence numbers are per type, from 0). For
   // kMatrixTriple, req.mask_id must name a mask made earlier; rows/cols are filled in.
+  // A malformed or oversized request (batch.h: Components) is refused, naming the field,
+  // and uses up no sequence number.
   Result<Output> Make(BatchRequest req);
   std::uint64_t next_seq(ItemType t) const { return seq_[static_cast<std::size_t>(t)]; }
 
  private:
-  Dealer(Security security, const Seed& master, int num_parties);
+  Dealer(Security security, const Seed& master, int num_parties, BatchLimits limits);
   template <typename P>
   Status Generate(const BatchRequest& req, std::uint64_t seq, std::vector<std::uint8_t>& payload);
 
   Security security_;
+  BatchLimits limits_;
   std::vector<Seed> seeds_;
   Seed client_seed_;
   Prg prg_;  // the dealer's own randomness (random bits)

@@ -14,6 +14,11 @@ Result<std::vector<std::uint64_t>> ExpandClientMasks(const Seed& client_seed, co
   if (batch.request.type != ItemType::kInputMask || batch.request.owner != mpc::kClient) {
     return InvalidArgument("not a client mask batch");
   }
+  if (batch.request.count > kMaxBatchElements) {
+    return InvalidArgument("client mask batch: count = " + std::to_string(batch.request.count) +
+                           " exceeds preproc::kMaxBatchElements (" +
+                           std::to_string(kMaxBatchElements) + ")");
+  }
   std::vector<std::uint64_t> clear(batch.request.count);
   Prg prg(ComponentSeed(client_seed, ItemType::kInputMask, batch.seq, kClearComponent));
   prg.FillValues(std::span<std::uint64_t>(clear));
@@ -23,16 +28,18 @@ Result<std::vector<std::uint64_t>> ExpandClientMasks(const Seed& client_seed, co
 template <typename P>
 Result<std::unique_ptr<InProcessDealer<P>>> InProcessDealer<P>::Create(const Seed& master,
                                                                        int num_parties,
-                                                                       bool on_demand) {
+                                                                       bool on_demand,
+                                                                       const BatchLimits& limits) {
   const Security sec = P::kMalicious ? Security::kMalicious : Security::kSemiHonest;
   MPCACHE_ASSIGN_OR_RETURN(std::unique_ptr<Dealer> dealer,
-                           Dealer::Create(sec, master, num_parties));
+                           Dealer::Create(sec, master, num_parties, limits));
   std::unique_ptr<InProcessDealer> d(new InProcessDealer());
   d->dealer_ = std::move(dealer);
   d->stats_.bytes_to_party.assign(static_cast<std::size_t>(num_parties), 0);
   for (int i = 0; i < num_parties; ++i) {
     d->stores_.push_back(
         std::make_unique<PartyStore<P>>(i, num_parties, d->dealer_->party_seed(i)));
+    d->stores_.back()->set_limits(limits);
     if (on_demand) {
       InProcessDealer* self = d.get();
       PartyStore<P>* store = d->stores_.back().get();

@@ -34,8 +34,10 @@ struct OfflineStats {
 template <typename P>
 class InProcessDealer {
  public:
+  // `limits` bound every batch: the dealer refuses bigger requests, the stores bigger batches.
   static Result<std::unique_ptr<InProcessDealer>> Create(const Seed& master, int num_parties = 3,
-                                                         bool on_demand = true);
+                                                         bool on_demand = true,
+                                                         const BatchLimits& limits = {});
 
   PartyStore<P>& store(PartyId p) { return *stores_[static_cast<std::size_t>(p)]; }
   Dealer& dealer() { return *dealer_; }

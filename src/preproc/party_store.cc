@@ -28,9 +28,9 @@ template <typename P>
 Result<typename PartyStore<P>::Chunk> PartyStore<P>::Expand(const Batch& batch) const {
   using W = typename P::Word;
   const BatchRequest& req = batch.request;
-  MPCACHE_ASSIGN_OR_RETURN(std::vector<Component> comps, Components(security_, req));
+  MPCACHE_ASSIGN_OR_RETURN(std::vector<Component> comps, Components(security_, req, limits_));
   const bool last = party_ == num_parties_ - 1;
-  MPCACHE_ASSIGN_OR_RETURN(std::size_t want, CorrectionBytes(security_, req));
+  MPCACHE_ASSIGN_OR_RETURN(std::size_t want, CorrectionBytes(security_, req, limits_));
   if (batch.payload.size() != (last ? want : 0)) {
     return CorruptData(std::string("preprocessing batch (") + ItemTypeName(req.type) +
                        ") carries " + std::to_string(batch.payload.size()) +
@@ -286,8 +286,10 @@ Result<mpc::InputMasks<P>> PartyStore<P>::GetInputMasks(std::size_t n, PartyId o
 template <typename P>
 Result<mpc::MatrixMask<P>> PartyStore<P>::GetMatrixMask(std::size_t rows, std::size_t cols) {
   if (matrix_masks(rows, cols) == 0) {
-    MPCACHE_RETURN_IF_ERROR(
-        RequestMore(BatchRequest{.type = ItemType::kMatrixMask, .rows = rows, .cols = cols}));
+    const BatchRequest req{.type = ItemType::kMatrixMask, .rows = rows, .cols = cols};
+    // A shape beyond the limits (or overflowing) is refused here, before the dealer is asked.
+    if (auto shape = Components(security_, req, limits_); !shape.ok()) return shape.error();
+    MPCACHE_RETURN_IF_ERROR(RequestMore(req));
     if (matrix_masks(rows, cols) == 0) {
       return Exhausted("no " + std::to_string(rows) + "x" + std::to_string(cols) +
                        " matrix mask arrived at party " + std::to_string(party_));

@@ -34,6 +34,10 @@ class PartyStore final : public mpc::Preprocessing<P> {
   PartyStore(PartyId party, int num_parties, const Seed& seed);
 
   void set_refill(Refill refill) { refill_ = std::move(refill); }
+  // Bounds on every batch this store accepts (and every matrix mask it asks for): a batch
+  // beyond them is refused before it is expanded (batch.h: Components).
+  void set_limits(BatchLimits limits) { limits_ = std::move(limits); }
+  const BatchLimits& limits() const { return limits_; }
   // Told what each Get* took (elementwise: type, parameter and count; matrix items: the
   // request), after it took it: a prefetching source tops up from here.
   using TakeHook = std::function<Status(const BatchRequest& taken)>;
@@ -91,6 +95,7 @@ class PartyStore final : public mpc::Preprocessing<P> {
   Seed seed_;
   Security security_;
   mpc::u128 alpha_;
+  BatchLimits limits_;
   Refill refill_;
   TakeHook on_take_;
   std::array<std::uint64_t, kNumItemTypes> next_seq_{};               // next unassigned

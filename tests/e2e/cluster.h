@@ -64,6 +64,8 @@ class Cluster {
   std::string Log(const std::string& name) const { return ReadFile(dir_ + "/" + name + ".log"); }
   int metrics_port(int i) const { return metrics_[static_cast<std::size_t>(i)]; }  // 3 = dealer
   int client_port(int i) const { return client_[static_cast<std::size_t>(i)]; }
+  int dealer_port() const { return dealer_port_; }  // where the dealer listens (127.0.0.1)
+  std::string cert_dir() const { return dir_ + "/certs"; }
   std::string client_config() const { return dir_ + "/client.yaml"; }
   bool ok() const { return ok_; }
 

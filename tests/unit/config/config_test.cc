@@ -63,6 +63,7 @@ TEST(Config, ShippedConfigsLoad) {
   auto d = LoadDealerConfig((kConfigDir / "dealer.yaml").string(), kNoFiles);
   ASSERT_TRUE(d.ok()) << d.error().ToString();
   EXPECT_EQ(d->listen.port, 7200);
+  EXPECT_EQ(d->pool_max_matrix_elements, 268435456u);
   auto cl = LoadClientConfig((kConfigDir / "client.yaml").string(), kNoFiles);
   ASSERT_TRUE(cl.ok()) << cl.error().ToString();
   EXPECT_EQ(cl->parties[2].port, 7112);
@@ -197,6 +198,12 @@ TEST(Config, DealerAndClientValidation) {
   auto dc = ParseDealerConfig(d, "dealer.yaml", kNoFiles);
   ASSERT_FALSE(dc.ok());
   EXPECT_NE(dc.error().message().find("field 'pool.batch_items'"), std::string::npos)
+      << dc.error().message();
+  d = ReadText(kConfigDir / "dealer.yaml");
+  d.replace(d.find("max_matrix_elements: 268435456"), 30, "max_matrix_elements: 0");
+  dc = ParseDealerConfig(d, "dealer.yaml", kNoFiles);
+  ASSERT_FALSE(dc.ok());
+  EXPECT_NE(dc.error().message().find("field 'pool.max_matrix_elements'"), std::string::npos)
       << dc.error().message();
   std::string c = ReadText(kConfigDir / "client.yaml");
   c.replace(c.find("network:"), 8, "netwrk:");

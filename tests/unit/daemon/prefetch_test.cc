@@ -6,10 +6,7 @@
 // steps (everything after warm-up is asked for ahead of need).
 #include <gtest/gtest.h>
 
-#include <condition_variable>
 #include <cstdio>
-#include <deque>
-#include <mutex>
 #include <thread>
 
 #include "daemon/dealer_session.h"
@@ -20,55 +17,13 @@
 #include "mpc/compare/compare.h"
 #include "net/mem_mesh.h"
 #include "net/run_parties.h"
+#include "unit/daemon/mem_link.h"
 
 namespace mpcache::daemon {
 namespace {
 
 using std::chrono::milliseconds;
-
-// Two ends of an in-memory message link; closing one end makes the other's Recv kIo once
-// the queue is drained.
-class MemLink final : public MessageLink {
- public:
-  struct Pipe {
-    std::mutex mu;
-    std::condition_variable cv;
-    std::deque<std::vector<std::uint8_t>> q;
-    bool closed = false;
-  };
-  MemLink(std::shared_ptr<Pipe> in, std::shared_ptr<Pipe> out)
-      : in_(std::move(in)), out_(std::move(out)) {}
-  ~MemLink() override {
-    std::lock_guard<std::mutex> lock(out_->mu);
-    out_->closed = true;
-    out_->cv.notify_all();
-  }
-  Status Send(std::vector<std::uint8_t> payload) override {
-    std::lock_guard<std::mutex> lock(out_->mu);
-    if (out_->closed) return IoError("link closed");
-    out_->q.push_back(std::move(payload));
-    out_->cv.notify_all();
-    return Status::Ok();
-  }
-  Result<std::vector<std::uint8_t>> Recv(milliseconds timeout) override {
-    std::unique_lock<std::mutex> lock(in_->mu);
-    if (!in_->cv.wait_for(lock, timeout, [&] { return !in_->q.empty() || in_->closed; })) {
-      return Timeout("peer did not answer");
-    }
-    if (in_->q.empty()) return IoError("peer closed the link");
-    auto m = std::move(in_->q.front());
-    in_->q.pop_front();
-    return m;
-  }
-
- private:
-  std::shared_ptr<Pipe> in_, out_;
-};
-
-std::pair<std::unique_ptr<MemLink>, std::unique_ptr<MemLink>> MakeLinkPair() {
-  auto a = std::make_shared<MemLink::Pipe>(), b = std::make_shared<MemLink::Pipe>();
-  return {std::make_unique<MemLink>(a, b), std::make_unique<MemLink>(b, a)};
-}
+using testing::MakeLinkPair;
 
 model::ModelConfig SmallConfig() {
   model::ModelConfig c;
@@ -90,8 +45,10 @@ struct PartyOutcome {
 template <typename P>
 Result<PartyOutcome> RunParty(net::Channel& ch, std::unique_ptr<MessageLink> link,
                               const dealer_proto::Join& join, int steps) {
+  // As the party daemon does: nothing beyond the model's shapes is asked for or accepted.
+  MPCACHE_ASSIGN_OR_RETURN(MatrixShapeLimits shapes, ShapeLimitsForModel(SmallConfig()));
   MPCACHE_ASSIGN_OR_RETURN(
-      auto prep, RemotePreprocessing<P>::Open(std::move(link), join, milliseconds(20000)));
+      auto prep, RemotePreprocessing<P>::Open(std::move(link), join, milliseconds(20000), shapes));
   MPCACHE_ASSIGN_OR_RETURN(auto ctx,
                            mpc::Context<P>::Create(ch, prep->store(), TestSeed(10 + ch.self())));
   MPCACHE_ASSIGN_OR_RETURN(
