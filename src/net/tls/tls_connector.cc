@@ -173,17 +173,27 @@ class AcceptOp : public std::enable_shared_from_this<AcceptOp> {
                                     " failed: " + DescribeError(ec) + "; refused"));
     }
     SSL* ssl = stream_->native_handle();
+    std::vector<std::string> named;
     for (const auto& name : allowed_) {
-      if (PeerCertificateHasName(ssl, name)) {
-        return handler_(AcceptedTls{std::move(stream_), name, remote_});
-      }
+      if (PeerCertificateHasName(ssl, name)) named.push_back(name);
     }
-    std::string allowed;
-    for (const auto& name : allowed_) allowed += (allowed.empty() ? "" : ", ") + name;
+    if (named.size() == 1) {
+      return handler_(AcceptedTls{std::move(stream_), named.front(), remote_});
+    }
+    const auto join = [](const std::vector<std::string>& names) {
+      std::string out;
+      for (const auto& name : names) out += (out.empty() ? "" : ", ") + name;
+      return out;
+    };
     const std::string got = DescribePeerCertificate(ssl);
     stream_->lowest_layer().close(ignored);
+    if (named.size() > 1) {  // whose peer would it be? not ours to guess
+      return handler_(ProtocolError("peer " + remote_ + " presented a certificate for " + got +
+                                    ", which names several roles (" + join(named) +
+                                    "); a certificate must name exactly one; refused"));
+    }
     handler_(ProtocolError("peer " + remote_ + " presented a certificate for " + got +
-                           ", which is none of the expected " + allowed + "; refused"));
+                           ", which is none of the expected " + join(allowed_) + "; refused"));
   }
 
   std::unique_ptr<TlsStream> stream_;

@@ -1,7 +1,8 @@
 // Establishing authenticated TLS connections, for the party mesh and for the dealer and
 // client links alike: connect (with retry and backoff until a deadline) or accept, run
 // the TLS 1.3 handshake, and check that the peer's certificate names the expected role
-// ("mpcache-party-<id>", "mpcache-dealer", "mpcache-client").
+// ("mpcache-party-<id>", "mpcache-dealer", "mpcache-client"; in its SAN DNS names, or in
+// its CN only when it has no SANs: CertificateIdentities in tls_context.h).
 //
 // Everything here is asynchronous on a caller-supplied io_context; handlers run on the
 // thread(s) running it. Objects given to these functions must outlive the io_context's
@@ -58,7 +59,8 @@ class TlsListener {
   // Accepts connections until Close(). Each accepted connection runs its server
   // handshake (bounded by `handshake_timeout`) and its name check concurrently with the
   // others; `handler` is called once per connection attempt, with the stream or with
-  // the reason it was refused (refused connections are already closed).
+  // the reason it was refused (refused connections are already closed). A certificate
+  // that names more than one of `allowed_names` is refused.
   using AcceptHandler = std::function<void(Result<AcceptedTls>)>;
   void Start(std::vector<std::string> allowed_names, std::chrono::milliseconds handshake_timeout,
              AcceptHandler handler);

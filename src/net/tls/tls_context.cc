@@ -5,8 +5,10 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace mpcache::net {
 namespace {
@@ -20,6 +22,42 @@ Error FileError(std::string_view what, const std::string& path,
   }
   return InvalidArgument("cannot load " + std::string(what) + " file '" + path +
                          "': " + DescribeError(ec));
+}
+
+// The bytes of an ASN.1 string as they are (an embedded NUL stays in, so that
+// "mpcache-party-1\0.example" never equals "mpcache-party-1").
+std::string AsnText(const ASN1_STRING* s) {
+  if (s == nullptr) return {};
+  return std::string(reinterpret_cast<const char*>(ASN1_STRING_get0_data(s)),
+                     static_cast<std::size_t>(ASN1_STRING_length(s)));
+}
+
+// `text` for an error message or a log line: bytes outside printable ASCII as \xNN, so that
+// a crafted certificate name cannot break or forge a log line.
+std::string Printable(std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u < 0x7f && u != '\\') {
+      out += c;
+    } else {
+      out += "\\x";
+      out += kHex[u >> 4];
+      out += kHex[u & 15];
+    }
+  }
+  return out;
+}
+
+// DNS names compare without regard to ASCII case (RFC 4343).
+bool EqualsIgnoringAsciiCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
+    if (lower(a[i]) != lower(b[i])) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -72,27 +110,59 @@ Result<std::unique_ptr<asio::ssl::context>> MakeTlsContext(const TlsFiles& files
   return ctx;
 }
 
+std::vector<std::string> CertificateIdentities(X509* cert) {
+  std::vector<std::string> names;
+  if (cert == nullptr) return names;
+  auto* sans =
+      static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr));
+  bool has_san_id = false;
+  if (sans != nullptr) {
+    for (int i = 0; i < sk_GENERAL_NAME_num(sans); ++i) {
+      const GENERAL_NAME* gn = sk_GENERAL_NAME_value(sans, i);
+      if (gn->type == GEN_URI) has_san_id = true;
+      if (gn->type != GEN_DNS) continue;
+      has_san_id = true;
+      names.push_back(AsnText(gn->d.dNSName));
+    }
+    GENERAL_NAMES_free(sans);
+  }
+  if (has_san_id) return names;  // RFC 6125 6.4.4: the CN is not consulted
+  // No DNS or URI subjectAltName: the most specific (last) subject CN.
+  X509_NAME* subject = X509_get_subject_name(cert);
+  int last = -1;
+  for (int at = -1; (at = X509_NAME_get_index_by_NID(subject, NID_commonName, at)) >= 0;) {
+    last = at;
+  }
+  if (last >= 0) {
+    names.push_back(AsnText(X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, last))));
+  }
+  return names;
+}
+
+bool CertificateHasName(X509* cert, std::string_view name) {
+  if (cert == nullptr || name.empty()) return false;
+  for (const auto& id : CertificateIdentities(cert)) {
+    if (id.find('*') == std::string::npos && EqualsIgnoringAsciiCase(id, name)) return true;
+  }
+  return false;
+}
+
 bool PeerCertificateHasName(SSL* ssl, std::string_view name) {
-  if (ssl == nullptr || name.empty()) return false;
+  if (ssl == nullptr) return false;
   X509* cert = SSL_get0_peer_certificate(ssl);
   if (cert == nullptr || SSL_get_verify_result(ssl) != X509_V_OK) return false;
-  if (X509_check_host(cert, name.data(), name.size(), X509_CHECK_FLAG_NO_WILDCARDS, nullptr) == 1) {
-    return true;
-  }
-  char cn[256] = {};
-  const int len =
-      X509_NAME_get_text_by_NID(X509_get_subject_name(cert), NID_commonName, cn, sizeof(cn));
-  return len > 0 && std::string_view(cn, static_cast<std::size_t>(len)) == name;
+  return CertificateHasName(cert, name);
 }
 
 std::string DescribePeerCertificate(SSL* ssl) {
   X509* cert = ssl ? SSL_get0_peer_certificate(ssl) : nullptr;
   if (cert == nullptr) return "no certificate";
-  std::string out = "CN=";
-  char cn[256] = {};
-  if (X509_NAME_get_text_by_NID(X509_get_subject_name(cert), NID_commonName, cn, sizeof(cn)) > 0) {
-    out += cn;
+  X509_NAME* subject = X509_get_subject_name(cert);
+  std::string cn;
+  for (int at = -1; (at = X509_NAME_get_index_by_NID(subject, NID_commonName, at)) >= 0;) {
+    cn = AsnText(X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, at)));
   }
+  std::string out = "CN=" + Printable(cn);
   auto* sans =
       static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr));
   if (sans != nullptr) {
@@ -101,13 +171,17 @@ std::string DescribePeerCertificate(SSL* ssl) {
     for (int i = 0; i < sk_GENERAL_NAME_num(sans); ++i) {
       const GENERAL_NAME* gn = sk_GENERAL_NAME_value(sans, i);
       if (gn->type != GEN_DNS) continue;
-      const auto* s = gn->d.dNSName;
       if (!first) out += ",";
-      out.append(reinterpret_cast<const char*>(ASN1_STRING_get0_data(s)),
-                 static_cast<std::size_t>(ASN1_STRING_length(s)));
+      out += Printable(AsnText(gn->d.dNSName));
       first = false;
     }
     GENERAL_NAMES_free(sans);
+  }
+  const auto ids = CertificateIdentities(cert);
+  if (!cn.empty() && std::find(ids.begin(), ids.end(), cn) == ids.end()) {
+    out +=
+        " (its CN is ignored: a certificate with DNS or URI subjectAltNames is identified by "
+        "them alone)";
   }
   return out;
 }
