@@ -32,24 +32,6 @@ std::string AsnText(const ASN1_STRING* s) {
                      static_cast<std::size_t>(ASN1_STRING_length(s)));
 }
 
-// `text` for an error message or a log line: bytes outside printable ASCII as \xNN, so that
-// a crafted certificate name cannot break or forge a log line.
-std::string Printable(std::string_view text) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (const char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u >= 0x20 && u < 0x7f && u != '\\') {
-      out += c;
-    } else {
-      out += "\\x";
-      out += kHex[u >> 4];
-      out += kHex[u & 15];
-    }
-  }
-  return out;
-}
-
 // DNS names compare without regard to ASCII case (RFC 4343).
 bool EqualsIgnoringAsciiCase(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
@@ -61,6 +43,23 @@ bool EqualsIgnoringAsciiCase(std::string_view a, std::string_view b) {
 }
 
 }  // namespace
+
+std::string PrintableText(std::string_view text, std::size_t max_bytes) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (const char c : text.substr(0, max_bytes)) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u < 0x7f && u != '\\') {
+      out += c;
+    } else {
+      out += "\\x";
+      out += kHex[u >> 4];
+      out += kHex[u & 15];
+    }
+  }
+  if (text.size() > max_bytes) out += "... (" + std::to_string(text.size()) + " bytes)";
+  return out;
+}
 
 std::string PartyName(PartyId id) {
   return "mpcache-party-" + std::to_string(id);
@@ -162,7 +161,7 @@ std::string DescribePeerCertificate(SSL* ssl) {
   for (int at = -1; (at = X509_NAME_get_index_by_NID(subject, NID_commonName, at)) >= 0;) {
     cn = AsnText(X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, at)));
   }
-  std::string out = "CN=" + Printable(cn);
+  std::string out = "CN=" + PrintableText(cn);
   auto* sans =
       static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr));
   if (sans != nullptr) {
@@ -172,7 +171,7 @@ std::string DescribePeerCertificate(SSL* ssl) {
       const GENERAL_NAME* gn = sk_GENERAL_NAME_value(sans, i);
       if (gn->type != GEN_DNS) continue;
       if (!first) out += ",";
-      out += Printable(AsnText(gn->d.dNSName));
+      out += PrintableText(AsnText(gn->d.dNSName));
       first = false;
     }
     GENERAL_NAMES_free(sans);

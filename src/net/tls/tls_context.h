@@ -48,7 +48,12 @@ bool CertificateHasName(X509* cert, std::string_view name);
 // verified.
 bool PeerCertificateHasName(SSL* ssl, std::string_view name);
 
-// "CN=<cn> SAN=<dns,...>" of the peer certificate, for error messages.
+// `text` (a name or a reason a peer sent) for an error message or a log line: bytes
+// outside printable ASCII, and backslashes, as \xNN, so a peer cannot break or forge a
+// line; cut after `max_bytes` bytes (then "... (N bytes)").
+std::string PrintableText(std::string_view text, std::size_t max_bytes = 512);
+
+// "CN=<cn> SAN=<dns,...>" of the peer certificate, for error messages (escaped).
 std::string DescribePeerCertificate(SSL* ssl);
 
 // One line for a Boost/OpenSSL error code ("certificate verify failed", "connection
