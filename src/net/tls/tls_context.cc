@@ -1,11 +1,19 @@
 #include "net/tls/tls_context.h"
 
+#include <fcntl.h>
+#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -22,6 +30,82 @@ Error FileError(std::string_view what, const std::string& path,
   }
   return InvalidArgument("cannot load " + std::string(what) + " file '" + path +
                          "': " + DescribeError(ec));
+}
+
+// A private key's PEM bytes, wiped when dropped.
+struct PrivateKeyBytes {
+  std::vector<char> bytes;
+  PrivateKeyBytes() = default;
+  PrivateKeyBytes(PrivateKeyBytes&&) = default;
+  PrivateKeyBytes& operator=(PrivateKeyBytes&&) = delete;
+  PrivateKeyBytes(const PrivateKeyBytes&) = delete;
+  PrivateKeyBytes& operator=(const PrivateKeyBytes&) = delete;
+  ~PrivateKeyBytes() {
+    if (!bytes.empty()) OPENSSL_cleanse(bytes.data(), bytes.size());
+  }
+};
+
+// `path` as a shell word, for the "fix:" part of an error.
+std::string ShellQuoted(const std::string& path) {
+  const bool plain = !path.empty() && std::all_of(path.begin(), path.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 ||
+           std::string_view("/._-+:@,=").find(c) != std::string_view::npos;
+  });
+  if (plain) return path;
+  std::string out = "'";
+  for (const char c : path) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// Reads a private key file, refusing one that group or others may access (as ssh does):
+// the mode is checked on the descriptor that is read, so the file cannot be swapped
+// between the check and the read.
+Result<PrivateKeyBytes> ReadPrivateKeyFile(const std::string& path) {
+  constexpr std::size_t kMaxKeyFileBytes = std::size_t{1} << 20;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ENOENT) {
+      return NotFound("private key file '" + path +
+                      "' does not exist (make certificates with deploy/gen-certs.sh DIR)");
+    }
+    return IoError("cannot open private key file '" + path + "': " + std::strerror(err));
+  }
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    return IoError("cannot stat private key file '" + path + "': " + std::strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return InvalidArgument("private key file '" + path + "' is not a regular file");
+  }
+  if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return InvalidArgument("private key file '" + path + "' has mode " + mode +
+                           ": group or others can access it; fix: chmod 600 " + ShellQuoted(path));
+  }
+  if (static_cast<std::uint64_t>(st.st_size) > kMaxKeyFileBytes) {
+    return InvalidArgument("private key file '" + path + "' is " + std::to_string(st.st_size) +
+                           " bytes, too large for a PEM private key");
+  }
+  PrivateKeyBytes key;
+  key.bytes.resize(static_cast<std::size_t>(st.st_size));
+  std::size_t got = 0;
+  while (got < key.bytes.size()) {
+    const ssize_t n = ::read(fd, key.bytes.data() + got, key.bytes.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      return IoError("cannot read private key file '" + path + "': " + std::strerror(errno));
+    }
+    if (n == 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  key.bytes.resize(got);
+  return key;
 }
 
 // The bytes of an ASN.1 string as they are (an embedded NUL stays in, so that
@@ -91,7 +175,10 @@ Result<std::unique_ptr<asio::ssl::context>> MakeTlsContext(const TlsFiles& files
   boost::system::error_code ec;
   ctx->use_certificate_chain_file(files.cert_file, ec);
   if (ec) return FileError("certificate", files.cert_file, ec);
-  ctx->use_private_key_file(files.key_file, asio::ssl::context::pem, ec);
+  {
+    MPCACHE_ASSIGN_OR_RETURN(PrivateKeyBytes key, ReadPrivateKeyFile(files.key_file));
+    ctx->use_private_key(asio::buffer(key.bytes), asio::ssl::context::pem, ec);
+  }
   if (ec && ec.message().find("mismatch") != std::string::npos) {
     return InvalidArgument("private key '" + files.key_file + "' does not match certificate '" +
                            files.cert_file + "'");
