@@ -9,16 +9,18 @@
 #   dealer.{crt,key}                   CN/SAN mpcache-dealer
 #   client.{crt,key}                   CN/SAN mpcache-client
 # Every leaf certificate also carries SAN DNS:localhost and IP:127.0.0.1 so that the
-# loopback demo works; the daemons check the role name (CN or SAN), not the host.
+# loopback demo works; the daemons check the role name among the SAN DNS names (the CN is
+# ignored when a certificate has SANs), not the host.
 #
 # With --rogue it also writes rogue/ca.{crt,key} and rogue/<role>.{crt,key}: the same
 # names signed by a second, unrelated CA, for tests that must be refused.
 #
-# Idempotent: existing files are kept unless --force is given. Private keys are 0600.
+# Idempotent: existing files are kept unless --force is given. Private keys are 0600 (also
+# the kept ones: the daemons refuse a key that group or others can read).
 set -euo pipefail
 
 usage() {
-  sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 force=0
@@ -111,6 +113,12 @@ make_set() {
   local entry
   for entry in "${roles[@]}"; do
     make_leaf "$out" "${entry%%:*}" "${entry#*:}"
+  done
+  # The daemons refuse a key that group or others can read; this also repairs the mode of
+  # keys kept from an earlier run (umask 077 only applies to files created now).
+  chmod 600 "$out/ca.key"
+  for entry in "${roles[@]}"; do
+    chmod 600 "$out/${entry%%:*}.key"
   done
 }
 

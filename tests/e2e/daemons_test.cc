@@ -3,6 +3,7 @@
 // killed mid-generation, the operations endpoints, graceful SIGTERM.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <array>
@@ -11,6 +12,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <utility>
 
 #include "e2e/cluster.h"
 
@@ -222,6 +224,36 @@ TEST(Daemons, WrongIdentitiesAndOldTlsAreRefused) {
   EXPECT_NE(log.find("CN=mpcache-party-1"), std::string::npos) << log;         // wrong role
   // The daemons are still serving.
   ClientRun r = RunClient(c, "Once upon a time", 6, false, 60s, "after-rogue");
+  EXPECT_EQ(r.code, 0) << r.err;
+}
+
+TEST(Daemons, AKeyThatOthersCanReadIsRefusedAtStartNamingTheFix) {
+  Cluster c;
+  ASSERT_TRUE(c.ok()) << c.dir();
+  const std::vector<std::pair<std::string, std::vector<std::string>>> runs = {
+      {"dealer", {MPCACHE_DEALER_BIN, "--config", c.dir() + "/dealer.yaml"}},
+      {"party0", {MPCACHE_PARTY_BIN, "--config", c.dir() + "/party0.yaml"}},
+      {"client",
+       {MPCACHE_CLIENT_BIN, "generate", "--config", c.client_config(), "--prompt", "Hi",
+        "--max-tokens", "4"}}};
+  for (const auto& [name, argv] : runs) {
+    const std::string key = c.dir() + "/certs/" + name + ".key";
+    const std::string err = c.dir() + "/" + name + "-open-key.err";
+    ASSERT_EQ(::chmod(key.c_str(), 0644), 0);
+    Process p(argv, "/dev/null", err);
+    const auto code = p.Wait(60s);
+    ASSERT_TRUE(code.has_value()) << name << " did not exit";
+    EXPECT_EQ(*code, 1) << name;
+    const std::string text = ReadFile(err);
+    EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << name << ": " << text;
+    EXPECT_NE(text.find("private key file '" + key + "' has mode 0644"), std::string::npos)
+        << name << ": " << text;
+    EXPECT_NE(text.find("fix: chmod 600 " + key + "\n"), std::string::npos) << name << ": " << text;
+    ASSERT_EQ(::chmod(key.c_str(), 0600), 0);
+  }
+  // Back to 0600: everything starts and serves.
+  ASSERT_TRUE(c.StartAll()) << c.dir();
+  ClientRun r = RunClient(c, "Once upon a time", 6, false, 60s, "keys-0600");
   EXPECT_EQ(r.code, 0) << r.err;
 }
 

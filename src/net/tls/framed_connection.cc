@@ -1,6 +1,7 @@
 #include "net/tls/framed_connection.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "net/tls/tls_context.h"
 
@@ -26,6 +27,15 @@ FramedConnection::FramedConnection(std::unique_ptr<TlsStream> stream, std::uint6
 
 void FramedConnection::Send(proto::FrameKind kind, std::vector<std::uint8_t> payload, bool urgent) {
   if (closed_ || write_failed_) return;
+  if (payload.size() > std::numeric_limits<std::uint32_t>::max()) {
+    // payload_length would wrap and the peer would read the rest as frames: never send it.
+    write_failed_ = true;  // nothing more is written on this connection
+    if (on_write_error_) {
+      on_write_error_(Internal("a frame of " + std::to_string(payload.size()) + " bytes to " +
+                               peer_label_ + " is over the 2^32-1 byte frame limit; not sent"));
+    }
+    return;
+  }
   proto::FrameHeader header;
   header.set_session_id(session_id_);
   header.set_sequence(kind == proto::FRAME_ABORT ? 0 : next_send_sequence_++);
@@ -170,6 +180,11 @@ void FramedConnection::ReadPayload(Frame frame) {
           std::to_string(next_recv_sequence_) + " (replayed or reordered frame)"));
     }
     ++next_recv_sequence_;
+  }
+  if (h.kind() == proto::FRAME_CLOSE && h.payload_length() != 0) {
+    return FinishRead(ProtocolError(peer_label_ + " sent a CLOSE frame with a payload of " +
+                                    std::to_string(h.payload_length()) +
+                                    " bytes (CLOSE carries none)"));
   }
   if (h.payload_length() > max_payload_bytes_) {
     return FinishRead(

@@ -138,13 +138,15 @@ class ConnectOp : public std::enable_shared_from_this<ConnectOp> {
 class AcceptOp : public std::enable_shared_from_this<AcceptOp> {
  public:
   AcceptOp(std::unique_ptr<TlsStream> stream, const std::vector<std::string>& allowed,
-           std::chrono::milliseconds timeout, TlsListener::AcceptHandler handler)
+           std::chrono::milliseconds timeout, TlsListener::AcceptHandler handler,
+           std::shared_ptr<void> slot)
       : stream_(std::move(stream)),
         allowed_(allowed),
         timeout_(timeout),
         handler_(std::move(handler)),
         timer_(stream_->get_executor()),
-        remote_(RemoteOf(stream_->next_layer())) {}
+        remote_(RemoteOf(stream_->next_layer())),
+        slot_(std::move(slot)) {}
 
   void Start() {
     auto self = shared_from_this();
@@ -173,17 +175,27 @@ class AcceptOp : public std::enable_shared_from_this<AcceptOp> {
                                     " failed: " + DescribeError(ec) + "; refused"));
     }
     SSL* ssl = stream_->native_handle();
+    std::vector<std::string> named;
     for (const auto& name : allowed_) {
-      if (PeerCertificateHasName(ssl, name)) {
-        return handler_(AcceptedTls{std::move(stream_), name, remote_});
-      }
+      if (PeerCertificateHasName(ssl, name)) named.push_back(name);
     }
-    std::string allowed;
-    for (const auto& name : allowed_) allowed += (allowed.empty() ? "" : ", ") + name;
+    if (named.size() == 1) {
+      return handler_(AcceptedTls{std::move(stream_), named.front(), remote_, std::move(slot_)});
+    }
+    const auto join = [](const std::vector<std::string>& names) {
+      std::string out;
+      for (const auto& name : names) out += (out.empty() ? "" : ", ") + name;
+      return out;
+    };
     const std::string got = DescribePeerCertificate(ssl);
     stream_->lowest_layer().close(ignored);
+    if (named.size() > 1) {  // whose peer would it be? not ours to guess
+      return handler_(ProtocolError("peer " + remote_ + " presented a certificate for " + got +
+                                    ", which names several roles (" + join(named) +
+                                    "); a certificate must name exactly one; refused"));
+    }
     handler_(ProtocolError("peer " + remote_ + " presented a certificate for " + got +
-                           ", which is none of the expected " + allowed + "; refused"));
+                           ", which is none of the expected " + join(allowed_) + "; refused"));
   }
 
   std::unique_ptr<TlsStream> stream_;
@@ -192,7 +204,22 @@ class AcceptOp : public std::enable_shared_from_this<AcceptOp> {
   TlsListener::AcceptHandler handler_;
   asio::steady_timer timer_;
   std::string remote_;
+  std::shared_ptr<void> slot_;
   bool timed_out_ = false;
+};
+
+// Holds one of a listener's places while alive.
+class OpenSlot {
+ public:
+  explicit OpenSlot(std::shared_ptr<std::atomic<std::size_t>> open) : open_(std::move(open)) {
+    ++*open_;
+  }
+  ~OpenSlot() { --*open_; }
+  OpenSlot(const OpenSlot&) = delete;
+  OpenSlot& operator=(const OpenSlot&) = delete;
+
+ private:
+  std::shared_ptr<std::atomic<std::size_t>> open_;
 };
 
 }  // namespace
@@ -206,7 +233,12 @@ void AsyncConnectTls(asio::io_context& io, asio::ssl::context& ctx, Endpoint end
 }
 
 TlsListener::TlsListener(asio::io_context& io, asio::ssl::context& ctx)
-    : io_(io), ctx_(ctx), acceptor_(io), alive_(std::make_shared<bool>(true)) {}
+    : io_(io),
+      ctx_(ctx),
+      acceptor_(io),
+      alive_(std::make_shared<bool>(true)),
+      open_(std::make_shared<std::atomic<std::size_t>>(0)),
+      retry_timer_(io) {}
 
 TlsListener::~TlsListener() {
   Close();
@@ -256,12 +288,27 @@ void TlsListener::AcceptOne() {
     if (!*alive) return;
     if (ec) {
       if (ec == asio::error::operation_aborted) return;
-      handler_(IoError("accept failed: " + DescribeError(ec)));
+      handler_(IoError("accept failed: " + DescribeError(ec) + "; retrying in 100 ms"));
+      // The connection stays in the backlog, so accepting again at once (out of file
+      // descriptors, say) would fail again at once: a busy loop.
+      retry_timer_.expires_after(std::chrono::milliseconds(100));
+      retry_timer_.async_wait([this, alive](const boost::system::error_code& tec) {
+        if (!tec && *alive) AcceptOne();
+      });
+      return;
+    }
+    boost::system::error_code ignored;
+    if (open_->load() >= max_open_) {
+      const std::string remote = RemoteOf(socket);
+      socket.close(ignored);
+      handler_(Exhausted("connection from " + remote +
+                         " closed at once: " + std::to_string(max_open_) +
+                         " connections are already open or in their handshake; refused"));
     } else {
-      boost::system::error_code ignored;
       socket.set_option(tcp::no_delay(true), ignored);
       auto op = std::make_shared<AcceptOp>(std::make_unique<TlsStream>(std::move(socket), ctx_),
-                                           allowed_names_, handshake_timeout_, handler_);
+                                           allowed_names_, handshake_timeout_, handler_,
+                                           std::make_shared<OpenSlot>(open_));
       op->Start();
     }
     AcceptOne();
@@ -272,6 +319,7 @@ void TlsListener::Close() {
   *alive_ = false;
   boost::system::error_code ignored;
   acceptor_.close(ignored);
+  retry_timer_.cancel();
 }
 
 }  // namespace mpcache::net

@@ -1,13 +1,15 @@
 // Establishing authenticated TLS connections, for the party mesh and for the dealer and
 // client links alike: connect (with retry and backoff until a deadline) or accept, run
 // the TLS 1.3 handshake, and check that the peer's certificate names the expected role
-// ("mpcache-party-<id>", "mpcache-dealer", "mpcache-client").
+// ("mpcache-party-<id>", "mpcache-dealer", "mpcache-client"; in its SAN DNS names, or in
+// its CN only when it has no SANs: CertificateIdentities in tls_context.h).
 //
 // Everything here is asynchronous on a caller-supplied io_context; handlers run on the
 // thread(s) running it. Objects given to these functions must outlive the io_context's
 // pending handlers (keep the ssl::context alive until the io_context is destroyed).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -40,6 +42,10 @@ struct AcceptedTls {
   std::unique_ptr<TlsStream> stream;
   std::string peer_name;  // which of the allowed names the certificate carries
   std::string remote;     // "ip:port" of the peer, for logs
+  // One of the listener's max_open_connections places, given back when the last copy of
+  // this is destroyed: keep it (or the whole AcceptedTls) as long as the connection is
+  // served or queued.
+  std::shared_ptr<void> slot;
 };
 
 // A listening socket that accepts TLS connections from peers whose certificates name
@@ -55,10 +61,20 @@ class TlsListener {
 
   std::uint16_t port() const { return port_; }
 
-  // Accepts connections until Close(). Each accepted connection runs its server
-  // handshake (bounded by `handshake_timeout`) and its name check concurrently with the
-  // others; `handler` is called once per connection attempt, with the stream or with
-  // the reason it was refused (refused connections are already closed).
+  // Connections in their handshake or handed out (their AcceptedTls::slot alive) at most;
+  // more are closed at once and reported as kExhausted. Bounds the sockets and the
+  // per-connection work a flood of connections (or of authenticated peers opening
+  // connections they never use) can tie up. Set before Start().
+  static constexpr std::size_t kDefaultMaxOpenConnections = 256;
+  void set_max_open_connections(std::size_t n) { max_open_ = n; }
+  std::size_t open_connections() const { return open_->load(); }
+
+  // Accepts connections until Close(); after a failed accept (out of file descriptors,
+  // say) it tries again after 100 ms rather than at once. Each accepted connection runs
+  // its server handshake (bounded by `handshake_timeout`) and its name check concurrently
+  // with the others; `handler` is called once per connection attempt, with the stream or
+  // with the reason it was refused (refused connections are already closed). A
+  // certificate that names more than one of `allowed_names` is refused.
   using AcceptHandler = std::function<void(Result<AcceptedTls>)>;
   void Start(std::vector<std::string> allowed_names, std::chrono::milliseconds handshake_timeout,
              AcceptHandler handler);
@@ -77,6 +93,9 @@ class TlsListener {
   std::chrono::milliseconds handshake_timeout_{5000};
   AcceptHandler handler_;
   std::shared_ptr<bool> alive_;
+  std::shared_ptr<std::atomic<std::size_t>> open_;
+  std::size_t max_open_ = kDefaultMaxOpenConnections;
+  asio::steady_timer retry_timer_;
 };
 
 }  // namespace mpcache::net

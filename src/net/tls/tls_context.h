@@ -1,11 +1,13 @@
 // TLS 1.3 contexts with mutual certificate authentication, and the identity names the
 // daemons present: a party is "mpcache-party-<id>", the dealer "mpcache-dealer", the
-// client "mpcache-client" (certificate CN or SAN DNS name, see deploy/gen-certs.sh).
+// client "mpcache-client" (a SAN DNS name; the CN only in a certificate without DNS SANs,
+// see deploy/gen-certs.sh).
 #pragma once
 
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/result.h"
 #include "net/channel.h"
@@ -32,11 +34,26 @@ struct TlsFiles {
 // `ca_file` and required to present a certificate. Errors name the file at fault.
 Result<std::unique_ptr<asio::ssl::context>> MakeTlsContext(const TlsFiles& files);
 
-// True when the peer's (already chain-verified) certificate names `name` in its subject
-// CN or a SAN DNS entry. Wildcards are not accepted.
+// The names a certificate identifies (RFC 6125 6.4.4): its DNS subjectAltNames when it
+// has any DNS or URI subjectAltName, and then its CN is ignored; otherwise its most specific
+// (last) subject CN. A certificate whose SAN says "mpcache-party-2" is party 2 whatever
+// its CN says.
+std::vector<std::string> CertificateIdentities(X509* cert);
+
+// True when one of CertificateIdentities(cert) is `name` (ASCII case-insensitive, as DNS
+// names compare). Wildcards are never accepted.
+bool CertificateHasName(X509* cert, std::string_view name);
+
+// CertificateHasName for the peer of a finished handshake, and only when its chain
+// verified.
 bool PeerCertificateHasName(SSL* ssl, std::string_view name);
 
-// "CN=<cn> SAN=<dns,...>" of the peer certificate, for error messages.
+// `text` (a name or a reason a peer sent) for an error message or a log line: bytes
+// outside printable ASCII, and backslashes, as \xNN, so a peer cannot break or forge a
+// line; cut after `max_bytes` bytes (then "... (N bytes)").
+std::string PrintableText(std::string_view text, std::size_t max_bytes = 512);
+
+// "CN=<cn> SAN=<dns,...>" of the peer certificate, for error messages (escaped).
 std::string DescribePeerCertificate(SSL* ssl);
 
 // One line for a Boost/OpenSSL error code ("certificate verify failed", "connection

@@ -127,8 +127,14 @@ void TlsMesh::OnFrame(PartyId peer, Result<Frame> frame) {
   }
   switch (frame->header.kind()) {
     case proto::FRAME_DATA: {
+      if (frame->payload.empty()) {  // a sender never cuts an empty frame
+        PeerFailed(peer, ProtocolError(PeerLabel(peer) + " sent an empty DATA frame " +
+                                       std::to_string(frame->header.sequence())));
+        conns_[idx]->Close();
+        return;
+      }
       bool overflow = false;
-      if (!frame->payload.empty()) {
+      {
         std::lock_guard lock(mu_);
         auto& in = inbound_[idx];
         overflow = in.available + frame->payload.size() > options_.max_buffered_bytes;
@@ -151,7 +157,7 @@ void TlsMesh::OnFrame(PartyId peer, Result<Frame> frame) {
       proto::Abort msg;
       std::string text = "session aborted by " + PeerLabel(peer);
       if (msg.ParseFromArray(frame->payload.data(), static_cast<int>(frame->payload.size()))) {
-        text += ": " + msg.reason();
+        text += ": " + PrintableText(msg.reason());
         if (msg.has_blamed()) text += " (blames party " + std::to_string(msg.blamed_party()) + ")";
       }
       if (options_.logger) options_.logger->warn("party {}: {}", options_.self, text);
@@ -164,8 +170,11 @@ void TlsMesh::OnFrame(PartyId peer, Result<Frame> frame) {
       if (closing_) MaybeFinishClose();
       return;  // nothing may follow a CLOSE
     default:
-      PeerFailed(peer, ProtocolError(PeerLabel(peer) + " sent an unexpected frame kind " +
-                                     std::to_string(frame->header.kind())));
+      PeerFailed(peer, ProtocolError(PeerLabel(peer) + " sent an unexpected " +
+                                     proto::FrameKind_Name(frame->header.kind()) + " frame " +
+                                     std::to_string(frame->header.sequence()) +
+                                     " after the hello (frame kind " +
+                                     std::to_string(frame->header.kind()) + ")"));
       conns_[idx]->Close();
       return;
   }

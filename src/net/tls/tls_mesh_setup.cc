@@ -40,9 +40,13 @@ Result<std::unique_ptr<TlsMesh>> TlsMesh::Listen(TlsMeshOptions options) {
   if (!o.peer_names.empty() && static_cast<int>(o.peer_names.size()) != o.num_parties) {
     return InvalidArgument("peer_names must be empty or hold one name per party");
   }
-  if (o.send_chunk_bytes == 0 || o.max_frame_bytes == 0 ||
-      o.max_frame_bytes > std::numeric_limits<std::uint32_t>::max()) {
-    return InvalidArgument("send_chunk_bytes and max_frame_bytes must be in 1..2^32-1");
+  // A frame's payload_length is 32 bits: a larger chunk would go out with a wrapped length.
+  constexpr std::size_t kMaxFrame = std::numeric_limits<std::uint32_t>::max();
+  if (o.send_chunk_bytes == 0 || o.send_chunk_bytes > kMaxFrame || o.max_frame_bytes == 0 ||
+      o.max_frame_bytes > kMaxFrame) {
+    return InvalidArgument("send_chunk_bytes (" + std::to_string(o.send_chunk_bytes) +
+                           ") and max_frame_bytes (" + std::to_string(o.max_frame_bytes) +
+                           ") must be in 1..2^32-1");
   }
   std::unique_ptr<TlsMesh> mesh(new TlsMesh(std::move(options)));
   MPCACHE_ASSIGN_OR_RETURN(mesh->ctx_, MakeTlsContext(mesh->options_.tls));

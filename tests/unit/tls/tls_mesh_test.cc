@@ -216,5 +216,19 @@ TEST(TlsMesh, BadPeerArgumentsAreErrors) {
   EXPECT_EQ(s.meshes[0]->Recv(5, b).error().code(), ErrorCode::kInvalidArgument);
 }
 
+TEST(TlsMesh, FrameSizesBeyond32BitsAreRefusedAtListen) {
+  // payload_length is 32 bits: a bigger chunk would go out with a wrapped length.
+  auto o = Options(0, 2);
+  o.send_chunk_bytes = std::size_t{1} << 33;
+  auto m = TlsMesh::Listen(o);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(m.error().message().find("send_chunk_bytes (8589934592)"), std::string::npos)
+      << m.error().message();
+  o = Options(0, 2);
+  o.max_frame_bytes = std::size_t{1} << 32;
+  EXPECT_FALSE(TlsMesh::Listen(o).ok());
+}
+
 }  // namespace
 }  // namespace mpcache::net
