@@ -18,6 +18,7 @@
 #include "harness.h"
 #include "mpc/beaver.h"
 #include "mpc/io.h"
+#include "mpc/matmul.h"
 #include "mpc/trunc.h"
 
 namespace mpcache::mpc {
@@ -36,47 +37,82 @@ void Flip(Shares<P>& s, bool mac, std::size_t index, int bit) {
   }
 }
 
-// Preprocessing that flips one bit of one component of the next triple / trunc pair.
+// Preprocessing that flips one bit of one component of the next item of one type: triples,
+// square pairs, truncation pairs, input masks, matrix masks and matrix triples (every item
+// the arithmetic protocols consume; arithmetic bits and randoms are consumed by none since
+// the MAC check needs no random: they pass through).
 class TamperPrep final : public Preprocessing<P> {
  public:
-  enum Field { kA, kB, kC, kTruncR, kTruncTop, kTruncShift };
+  enum Field {
+    kA,
+    kB,
+    kC,
+    kTruncR,
+    kTruncTop,
+    kTruncShift,
+    kSquareA,
+    kSquareAA,
+    kInputMask,
+    kMatrixMask,
+    kMatrixB,
+    kMatrixC
+  };
   TamperPrep(Preprocessing<P>& inner, Field f, bool mac, std::size_t index, int bit)
       : inner_(inner), field_(f), mac_(mac), index_(index), bit_(bit) {}
   PartyId party() const override { return inner_.party(); }
   u128 mac_key_share() const override { return inner_.mac_key_share(); }
   Result<Triples<P>> GetTriples(std::size_t n) override {
     MPCACHE_ASSIGN_OR_RETURN(Triples<P> t, inner_.GetTriples(n));
-    if (field_ == kA) Flip(t.a, mac_, index_, bit_);
-    if (field_ == kB) Flip(t.b, mac_, index_, bit_);
-    if (field_ == kC) Flip(t.c, mac_, index_, bit_);
+    if (field_ == kA) Apply(t.a);
+    if (field_ == kB) Apply(t.b);
+    if (field_ == kC) Apply(t.c);
     return t;
   }
-  Result<SquarePairs<P>> GetSquares(std::size_t n) override { return inner_.GetSquares(n); }
+  Result<SquarePairs<P>> GetSquares(std::size_t n) override {
+    MPCACHE_ASSIGN_OR_RETURN(SquarePairs<P> t, inner_.GetSquares(n));
+    if (field_ == kSquareA) Apply(t.a);
+    if (field_ == kSquareAA) Apply(t.aa);
+    return t;
+  }
   Result<TruncPairs<P>> GetTruncPairs(std::size_t n, int f) override {
     MPCACHE_ASSIGN_OR_RETURN(TruncPairs<P> t, inner_.GetTruncPairs(n, f));
-    if (field_ == kTruncR) Flip(t.r, mac_, index_, bit_);
-    if (field_ == kTruncTop) Flip(t.r_top, mac_, index_, bit_);
-    if (field_ == kTruncShift) Flip(t.r_shift, mac_, index_, bit_);
+    if (field_ == kTruncR) Apply(t.r);
+    if (field_ == kTruncTop) Apply(t.r_top);
+    if (field_ == kTruncShift) Apply(t.r_shift);
     return t;
   }
   Result<Shares<P>> GetBits(std::size_t n) override { return inner_.GetBits(n); }
   Result<Shares<P>> GetRandoms(std::size_t n) override { return inner_.GetRandoms(n); }
   Result<InputMasks<P>> GetInputMasks(std::size_t n, PartyId owner) override {
-    return inner_.GetInputMasks(n, owner);
+    MPCACHE_ASSIGN_OR_RETURN(InputMasks<P> m, inner_.GetInputMasks(n, owner));
+    if (field_ == kInputMask) Apply(m.r);
+    return m;
   }
   Result<MatrixMask<P>> GetMatrixMask(std::size_t r, std::size_t c) override {
-    return inner_.GetMatrixMask(r, c);
+    MPCACHE_ASSIGN_OR_RETURN(MatrixMask<P> m, inner_.GetMatrixMask(r, c));
+    if (field_ == kMatrixMask) Apply(m.a);
+    return m;
   }
   Result<MatrixTriple<P>> GetMatrixTriple(std::uint64_t id, MaskSide s, std::size_t o) override {
-    return inner_.GetMatrixTriple(id, s, o);
+    MPCACHE_ASSIGN_OR_RETURN(MatrixTriple<P> t, inner_.GetMatrixTriple(id, s, o));
+    if (field_ == kMatrixB) Apply(t.b);
+    if (field_ == kMatrixC) Apply(t.c);
+    return t;
   }
+  bool done() const { return done_; }
 
  private:
+  void Apply(Shares<P>& s) {
+    if (done_) return;  // the first item of the field only
+    Flip(s, mac_, index_ % s.size(), bit_);
+    done_ = true;
+  }
   Preprocessing<P>& inner_;
   Field field_;
   bool mac_;
   std::size_t index_;
   int bit_;
+  bool done_ = false;
 };
 
 // A channel that, once armed, flips one bit of the next message it sends.
@@ -289,6 +325,51 @@ TEST(Tamper, NothingIsReleasedToAnOutputReceiverAfterTampering) {
   for (auto& r : res) {
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().code(), ErrorCode::kMacCheckFailed);
+  }
+}
+
+// Square pairs, input masks, matrix masks and matrix triples (fixed-mask and one-off
+// products): one flipped bit of one party's share or MAC is detected by every party.
+TEST(Tamper, FlippedSquareInputAndMatrixItemsAreDetected) {
+  Prg prg(TestSeed(46));
+  const Vec x = Random(6, 9), y = Random(6, 10);
+  const TamperPrep::Field fields[] = {TamperPrep::kSquareA,   TamperPrep::kSquareAA,
+                                      TamperPrep::kInputMask, TamperPrep::kMatrixMask,
+                                      TamperPrep::kMatrixB,   TamperPrep::kMatrixC};
+  for (int trial = 0; trial < 2 * kTrials; ++trial) {
+    Harness<P> h(800 + static_cast<std::uint64_t>(trial));
+    const TamperPrep::Field field = fields[trial % 6];
+    const int who = static_cast<int>(prg.Uniform(3));
+    const bool mac = prg.Uniform(2) == 1;
+    const int bit = static_cast<int>(prg.Uniform(64));
+    TamperPrep bad(h.dealer->store(who), field, mac, prg.Uniform(64), bit);
+    std::vector<Preprocessing<P>*> prep(3, nullptr);
+    prep[static_cast<std::size_t>(who)] = &bad;
+    auto res = h.Run(
+        [&](Context<P>& ctx) -> Status {
+          MPCACHE_ASSIGN_OR_RETURN(Shares<P> a, Share(ctx, x));  // input masks
+          MPCACHE_ASSIGN_OR_RETURN(Shares<P> b, Share(ctx, y));
+          Shares<P> out;
+          if (field == TamperPrep::kSquareA || field == TamperPrep::kSquareAA) {
+            MPCACHE_ASSIGN_OR_RETURN(out, Square(ctx, a));
+          } else if (field == TamperPrep::kInputMask) {
+            out = Add(a, b);
+          } else {
+            // 2 x 3 fixed operand times 3 x 2, and a one-off 2 x 3 . 3 x 2 product.
+            MPCACHE_ASSIGN_OR_RETURN(FixedOperand<P> fa, MaskFixed(ctx, a, 2, 3));
+            MPCACHE_ASSIGN_OR_RETURN(Shares<P> p1, MatMul(ctx, fa, b, 2));
+            MPCACHE_ASSIGN_OR_RETURN(Shares<P> p2, MatMul(ctx, a, b, 2, 3, 2));
+            out = Add(p1, p2);
+          }
+          MPCACHE_ASSIGN_OR_RETURN(Vec v, ctx.Open(out));
+          Status st = ctx.CheckMacs();
+          if (!st.ok()) MPCACHE_RETURN_IF_ERROR(ExpectClosed(ctx, out));
+          return st;
+        },
+        prep);
+    ASSERT_TRUE(bad.done()) << "field " << field << " was never consumed";
+    ExpectAllDetected(res, "item flip (field " + std::to_string(field) + ", mac=" +
+                               std::to_string(mac) + ", bit " + std::to_string(bit) + ")");
   }
 }
 
