@@ -25,6 +25,7 @@ struct PartyService::Impl {
   std::shared_ptr<spdlog::logger> log;
   std::shared_ptr<const infer::RingModel> model;
   Metrics metrics;
+  UsedSessions used_sessions;  // replayed session ids are refused
 
   asio::io_context io;
   std::unique_ptr<asio::ssl::context> tls;
@@ -124,6 +125,9 @@ void PartyService::Impl::Serve(net::AcceptedTls accepted) {
   Result<client_proto::Generate> req = payload.ok()
                                            ? client_proto::Decode<client_proto::Generate>(*payload)
                                            : Result<client_proto::Generate>(payload.error());
+  if (req.ok()) {
+    if (Status s = used_sessions.Use(req->session); !s.ok()) req = s.error();
+  }
   std::optional<int> blamed;
   Result<client_proto::Done> done = req.ok() ? Result<client_proto::Done>(InvalidArgument(""))
                                              : Result<client_proto::Done>(req.error());
