@@ -146,8 +146,11 @@ Status Run::Connect(std::uint64_t session) {
   for (int p = 0; p < 3; ++p) {
     daemon::SyncLink* link = parties_[static_cast<std::size_t>(p)].link.get();
     readers_.emplace_back([this, p, link, recv] {
+      // A party's messages have fixed sizes (an Error's text is capped): nothing bigger is
+      // taken in from a party.
+      const daemon::MessageLimits limits = cp::PartyMessageLimits();
       for (;;) {
-        auto r = link->Recv(recv);
+        auto r = link->Recv(recv, limits);
         const std::uint8_t type = r.ok() ? cp::TypeOf(*r) : 0;
         inbox_.Push({p, std::move(r)});
         if (type == 0 || type == cp::kDone || type == cp::kError) return;

@@ -112,7 +112,10 @@ HttpReply PartyService::Impl::Http(std::string_view target) {
 
 void PartyService::Impl::Serve(net::AcceptedTls accepted) {
   const int self = cfg.party_id;
-  SyncLink client(io, std::move(accepted.stream), 0, cfg.max_frame_bytes,
+  // A client's frames are fragments of at most SyncLink's fragment size (plus its
+  // continuation byte): nothing bigger is ever read from a client.
+  SyncLink client(io, std::move(accepted.stream), 0,
+                  std::min<std::size_t>(cfg.max_frame_bytes, kFragmentBytes + 1),
                   "the client at " + accepted.remote);
   {
     std::lock_guard<std::mutex> lock(mu);
@@ -121,7 +124,8 @@ void PartyService::Impl::Serve(net::AcceptedTls accepted) {
   }
   metrics.Add("mpcache_requests_total", 1);
   metrics.Add("mpcache_active_sessions", 1);
-  auto payload = client.Recv(std::chrono::milliseconds(cfg.timeouts.recv_ms));
+  auto payload =
+      client.Recv(std::chrono::milliseconds(cfg.timeouts.recv_ms), client_proto::GenerateLimits());
   Result<client_proto::Generate> req = payload.ok()
                                            ? client_proto::Decode<client_proto::Generate>(*payload)
                                            : Result<client_proto::Generate>(payload.error());
@@ -182,6 +186,10 @@ void PartyService::Impl::Serve(net::AcceptedTls accepted) {
     e.reporter = static_cast<std::uint32_t>(self);
     e.blamed = blamed ? *blamed : -1;
     e.message = done.error().ToString();
+    if (e.message.size() > client_proto::kMaxErrorText) {  // the client takes no more
+      e.message.resize(client_proto::kMaxErrorText - 3);
+      e.message += "...";
+    }
     log->error("[session {:016x}] failed{}: {}", session,
                blamed ? " (blames party " + std::to_string(*blamed) + ")" : "", e.message);
     (void)client.Send(client_proto::Encode(e));

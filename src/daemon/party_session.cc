@@ -124,12 +124,21 @@ Result<client_proto::Done> Run(const PartyRuntime& rt, SyncLink& client,
   if (rt.on_mesh) rt.on_mesh(mesh.get());
   rt.log->debug("{} mesh up", tag);
 
-  // 4. The masked prompt.
-  MPCACHE_ASSIGN_OR_RETURN(auto payload, client.Recv(recv));
+  // 4. The masked prompt: exactly prompt_len x vocab values (nothing bigger is taken in).
+  MPCACHE_ASSIGN_OR_RETURN(
+      auto payload, client.Recv(recv, client_proto::PromptLimits(req.prompt_len, req.vocab)));
   MPCACHE_ASSIGN_OR_RETURN(client_proto::Prompt prompt,
                            client_proto::Decode<client_proto::Prompt>(payload));
-  if (prompt.session != req.session || prompt.d.size() != std::size_t{req.prompt_len} * req.vocab) {
-    return ProtocolError("the client's masked prompt has the wrong session or size");
+  if (prompt.session != req.session) {
+    return ProtocolError(fmt::format(
+        "the client's Prompt is for session {:016x}, not this request's {:016x} (replayed "
+        "from another request?)",
+        prompt.session, req.session));
+  }
+  if (prompt.d.size() != std::size_t{req.prompt_len} * req.vocab) {
+    return ProtocolError("the client's Prompt has " + std::to_string(prompt.d.size()) +
+                         " values; its Generate announced " + std::to_string(req.prompt_len) +
+                         " tokens x " + std::to_string(req.vocab) + " (the vocabulary)");
   }
 
   // 5. Contexts, weights, generation (as infer/in_process.cc, one party).
