@@ -29,11 +29,12 @@ class InProcessClient::View final : public ClientLink {
 };
 
 InProcessClient::InProcessClient(std::vector<int> prompt, int vocab_size, int bos_id,
-                                 MaskSource masks, int parties)
+                                 MaskSource masks, int parties, InputEdit edit)
     : prompt_(std::move(prompt)),
       vocab_size_(vocab_size),
       bos_id_(bos_id),
-      source_(std::move(masks)) {
+      source_(std::move(masks)),
+      edit_(std::move(edit)) {
   for (int p = 0; p < parties; ++p) links_.push_back(std::make_unique<View>(*this, p));
 }
 
@@ -68,9 +69,14 @@ Result<std::vector<std::uint64_t>> InProcessClient::PromptInput(int pos, std::ui
                          std::to_string(vocab_size_));
   }
   // d = onehot(token) - r
+  std::vector<std::uint64_t> x(n, 0);
+  x[static_cast<std::size_t>(prompt_[static_cast<std::size_t>(pos)])] = 1;
+  if (edit_) {
+    edit_(pos, x);
+    if (x.size() != n) return InvalidArgument("client: the edited input has the wrong size");
+  }
   std::vector<std::uint64_t> d(n);
-  for (std::size_t i = 0; i < n; ++i) d[i] = 0 - r[i];
-  d[static_cast<std::size_t>(prompt_[static_cast<std::size_t>(pos)])] += 1;
+  for (std::size_t i = 0; i < n; ++i) d[i] = x[i] - r[i];
   inputs_[pos] = d;
   return d;
 }
@@ -144,7 +150,7 @@ Result<InProcessResult> RunOnce(std::shared_ptr<const RingModel> model,
   }
   InProcessClient client(
       prompt, model->config.vocab_size, bos_id, [&dealer] { return dealer->NextClientMasks(); },
-      parties);
+      parties, options.client_input);
   InProcessResult result;
   result.phases.resize(parties);
   const int prompt_len = static_cast<int>(prompt.size());
@@ -210,9 +216,13 @@ Result<InProcessResult> RunOnce(std::shared_ptr<const RingModel> model,
     if (mode == PrepMode::kRecord) scripts[me] = scripted.script();
     return report;
   });
-  for (std::size_t p = 0; p < outcomes.size(); ++p) {
-    if (!outcomes[p].ok()) {
-      return outcomes[p].error().WithContext("party " + std::to_string(p));
+  // The first party's own failure, rather than another's echo of it (kAborted: a party
+  // stopped because a peer failed first).
+  for (bool echoes : {false, true}) {
+    for (std::size_t p = 0; p < outcomes.size(); ++p) {
+      if (!outcomes[p].ok() && (echoes || outcomes[p].error().code() != ErrorCode::kAborted)) {
+        return outcomes[p].error().WithContext("party " + std::to_string(p));
+      }
     }
   }
   result.report = outcomes[0].value();
