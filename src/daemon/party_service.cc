@@ -24,6 +24,7 @@ struct PartyService::Impl {
   config::PartyConfig cfg;
   std::shared_ptr<spdlog::logger> log;
   std::shared_ptr<const infer::RingModel> model;
+  infer::ModelIdentity identity;  // compared with the peers' at every session
   Metrics metrics;
   UsedSessions used_sessions;  // replayed session ids are refused
 
@@ -62,11 +63,15 @@ Status PartyService::Impl::LoadModel() {
                              std::to_string(f.share.frac_bits) + " fractional bits; fix: write " +
                              "frac_bits: " + std::to_string(f.share.frac_bits));
     }
+    identity = f.identity;
     model = std::make_shared<const infer::RingModel>(std::move(f.share));
+    log->info("model: {} ({})", cfg.model.checkpoint, identity.ToString());
     return Status::Ok();
   }
   MPCACHE_ASSIGN_OR_RETURN(model::ModelWeights w, model::LoadCheckpoint(cfg.model.checkpoint));
   MPCACHE_ASSIGN_OR_RETURN(model, infer::EncodeModel(w, cfg.model.frac_bits));
+  identity.model_hash = infer::ModelHash(*model);
+  log->info("model: {} ({})", cfg.model.checkpoint, identity.ToString());
   return Status::Ok();
 }
 
@@ -143,6 +148,7 @@ void PartyService::Impl::Serve(net::AcceptedTls accepted) {
     rt.io = &io;
     rt.tls = tls.get();
     rt.model = model;
+    rt.identity = identity;
     rt.log = log;
     rt.metrics = &metrics;
     rt.on_mesh = [this](net::TlsMesh* m) {

@@ -123,6 +123,9 @@ Result<client_proto::Done> Run(const PartyRuntime& rt, SyncLink& client,
       mesh, net::TlsMesh::Create(net::MeshOptionsFromConfig(cfg, req.session, rt.log)));
   if (rt.on_mesh) rt.on_mesh(mesh.get());
   rt.log->debug("{} mesh up", tag);
+  // The three parties compute with the same model (for private weights: share files of one
+  // split), or nobody does.
+  MPCACHE_RETURN_IF_ERROR(infer::AgreeOnModel(*mesh, rt.identity, cfg.model.checkpoint));
 
   // 4. The masked prompt: exactly prompt_len x vocab values (nothing bigger is taken in).
   MPCACHE_ASSIGN_OR_RETURN(

@@ -17,6 +17,7 @@
 #include "daemon/client_protocol.h"
 #include "daemon/metrics.h"
 #include "daemon/sync_link.h"
+#include "infer/model_identity.h"
 #include "infer/ring_model.h"
 
 namespace spdlog {
@@ -33,6 +34,7 @@ struct PartyRuntime {
   net::asio::io_context* io = nullptr;            // runs the dealer link
   net::asio::ssl::context* tls = nullptr;         // this party's identity
   std::shared_ptr<const infer::RingModel> model;  // public weights, or this party's share
+  infer::ModelIdentity identity;                  // compared with the peers' every session
   std::shared_ptr<spdlog::logger> log;
   Metrics* metrics = nullptr;
   // Called with the request's mesh once it exists and with nullptr when it is gone, so

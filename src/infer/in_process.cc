@@ -128,7 +128,9 @@ Result<InProcessResult> RunOnce(std::shared_ptr<const RingModel> model,
       auto bit_dealer, preproc::InProcessBitDealer<P>::Create(DeriveSeed(TestSeed(options.seed), 2),
                                                               dealer->dealer().mac_key(), parties));
   std::vector<RingModel> shares;
+  std::vector<ModelIdentity> identities;  // from the share files
   if (options.private_weights && !options.share_dir.empty()) {
+    const auto clear_hash = ModelHash(*model);
     for (int p = 0; p < parties; ++p) {
       MPCACHE_ASSIGN_OR_RETURN(ShareFile f, ReadShareFile(ShareFileName(options.share_dir, p)));
       if (f.party != p || f.parties != parties) {
@@ -138,10 +140,12 @@ Result<InProcessResult> RunOnce(std::shared_ptr<const RingModel> model,
                                std::to_string(parties));
       }
       if (f.share.frac_bits != model->frac_bits ||
-          f.share.config.Describe() != model->config.Describe()) {
+          f.share.config.Describe() != model->config.Describe() ||
+          f.identity.model_hash != clear_hash) {
         return InvalidArgument(ShareFileName(options.share_dir, p) +
                                " was made from a different model or precision");
       }
+      identities.push_back(f.identity);
       shares.push_back(std::move(f.share));
     }
   } else if (options.private_weights) {
@@ -190,6 +194,11 @@ Result<InProcessResult> RunOnce(std::shared_ptr<const RingModel> model,
       const auto t0 = std::chrono::steady_clock::now();
       {
         net::PhaseScope phase(ch.stats(), "load_weights");
+        // As the daemons do: the parties compare their files' split ids and model hashes.
+        if (!identities.empty()) {
+          MPCACHE_RETURN_IF_ERROR(
+              AgreeOnModel(ch, identities[me], ShareFileName(options.share_dir, self)));
+        }
         MPCACHE_ASSIGN_OR_RETURN(
             weights, PrivateWeights<P>(*ctx, std::move(shares[static_cast<std::size_t>(self)])));
         MPCACHE_RETURN_IF_ERROR(ctx->CheckMacs());
