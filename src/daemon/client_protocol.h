@@ -12,6 +12,12 @@
 //                           (r': output masks, batch 1; the client checks all three agree)
 //   client -> every party   Continue {pos, more}
 //   party  -> client        Done {report} | Error {message, blamed party}
+//
+// Each side takes only the message types due next, each within its size limit (below;
+// docs/network.md): a party never holds more of a client's message than its Prompt's
+// prompt_len x vocab values. A party refuses a Generate beyond the model's context or with
+// a session id it served before, a Prompt or Continue of another session, a Continue for
+// another position, and prompt rows that are not one-hot (infer/input_check.h).
 #pragma once
 
 #include <array>
