@@ -9,11 +9,11 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
-#include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
 
+#include "client/output_check.h"
 #include "daemon/client_protocol.h"
 #include "daemon/sync_link.h"
 #include "model/tokenizer.h"
@@ -56,13 +56,11 @@ class Inbox {
 };
 
 struct Party {
-  std::string where;  // "party 1 (127.0.0.1:7111)"
   std::unique_ptr<daemon::SyncLink> link;
   std::optional<cp::SeedShare> seed;
   std::optional<cp::Done> done;
-  std::optional<cp::ErrorMsg> error;
-  std::optional<Error> lost;
-  bool finished() const { return done || error || lost; }
+  PartyOutcome outcome;  // where, and the Error it sent or how its link failed
+  bool finished() const { return done || outcome.error || outcome.lost; }
 };
 
 class Run {
@@ -86,7 +84,7 @@ class Run {
  private:
   Status Connect(std::uint64_t session);
   Error Failure() const;
-  Status OnToken(const cp::Token& t);
+  Status OnToken(int party, const cp::Token& t);
   void Emit();
 
   const config::ClientConfig& cfg_;
@@ -104,7 +102,7 @@ class Run {
   std::uint64_t session_ = 0;
   int prompt_len_ = 0;
   std::vector<std::uint64_t> out_masks_;
-  std::map<std::uint32_t, std::array<std::optional<cp::Token>, 3>> tokens_in_;
+  std::optional<TokenReleases> releases_;  // once the output masks are known
   GenerateResult result_;
   std::size_t printed_ = 0;
 };
@@ -116,7 +114,7 @@ Status Run::Connect(std::uint64_t session) {
   std::array<std::optional<Result<std::unique_ptr<daemon::SyncLink>>>, 3> links;
   std::vector<std::thread> connectors;
   for (int p = 0; p < 3; ++p) {
-    parties_[static_cast<std::size_t>(p)].where =
+    parties_[static_cast<std::size_t>(p)].outcome.where =
         "party " + std::to_string(p) + " (" + cfg_.parties[static_cast<std::size_t>(p)].ToString() +
         ")";
     connectors.emplace_back([this, p, &links] {
@@ -146,8 +144,11 @@ Status Run::Connect(std::uint64_t session) {
   for (int p = 0; p < 3; ++p) {
     daemon::SyncLink* link = parties_[static_cast<std::size_t>(p)].link.get();
     readers_.emplace_back([this, p, link, recv] {
+      // A party's messages have fixed sizes (an Error's text is capped): nothing bigger is
+      // taken in from a party.
+      const daemon::MessageLimits limits = cp::PartyMessageLimits();
       for (;;) {
-        auto r = link->Recv(recv);
+        auto r = link->Recv(recv, limits);
         const std::uint8_t type = r.ok() ? cp::TypeOf(*r) : 0;
         inbox_.Push({p, std::move(r)});
         if (type == 0 || type == cp::kDone || type == cp::kError) return;
@@ -158,32 +159,9 @@ Status Run::Connect(std::uint64_t session) {
 }
 
 Error Run::Failure() const {
-  // Prefer what the parties say (the party blamed by most reports: a stalled party that
-  // wakes up may blame an honest one), then a lost connection.
-  std::array<int, 3> votes{};
-  for (const Party& p : parties_) {
-    if (p.error && p.error->blamed >= 0 && p.error->blamed < 3) {
-      ++votes[static_cast<std::size_t>(p.error->blamed)];
-    }
-  }
-  const auto top = std::max_element(votes.begin(), votes.end());
-  if (*top > 0) {
-    const int blamed = static_cast<int>(top - votes.begin());
-    for (const Party& p : parties_) {
-      if (p.error && p.error->blamed == blamed) {
-        return Aborted("party " + std::to_string(blamed) + " failed (reported by party " +
-                       std::to_string(p.error->reporter) + "): " + p.error->message);
-      }
-    }
-  }
-  for (const Party& p : parties_) {
-    if (p.lost) return Aborted(p.where + " failed: " + p.lost->message());
-  }
-  for (const Party& p : parties_) {
-    if (p.error)
-      return Aborted("party " + std::to_string(p.error->reporter) + ": " + p.error->message);
-  }
-  return Internal("the request failed for no stated reason");
+  std::array<PartyOutcome, 3> outcomes;
+  for (std::size_t p = 0; p < 3; ++p) outcomes[p] = parties_[p].outcome;
+  return ChooseFailure(outcomes);
 }
 
 void Run::Emit() {
@@ -196,34 +174,17 @@ void Run::Emit() {
   printed_ = result_.text.size();
 }
 
-Status Run::OnToken(const cp::Token& t) {
-  auto& slot = tokens_in_[t.pos];
-  bool all = true;
-  for (std::size_t p = 0; p < 3; ++p) all = all && slot[p].has_value();
-  if (!all) return Status::Ok();
-  for (std::size_t p = 1; p < 3; ++p) {
-    if (slot[p]->masked != slot[0]->masked || slot[p]->mask_seq != slot[0]->mask_seq) {
-      return ProtocolError("the parties released different values for position " +
-                           std::to_string(t.pos) + " (party 0 vs party " + std::to_string(p) +
-                           "): refusing the output");
-    }
+Status Run::OnToken(int party, const cp::Token& t) {
+  if (!releases_) {
+    return ProtocolError("party " + std::to_string(party) +
+                         " released a token before the prompt was sent: refusing the output");
   }
-  const std::uint64_t seq = slot[0]->mask_seq;
-  if (seq < static_cast<std::uint64_t>(prompt_len_) ||
-      seq - static_cast<std::uint64_t>(prompt_len_) >= out_masks_.size()) {
-    return ProtocolError("the parties used output mask " + std::to_string(seq) +
-                         ", which this request does not have");
-  }
-  const std::uint64_t token =
-      slot[0]->masked - out_masks_[seq - static_cast<std::uint64_t>(prompt_len_)];
-  if (token >= static_cast<std::uint64_t>(tok_.vocab_size())) {
-    return ProtocolError("released token " + std::to_string(token) + " is outside the vocabulary");
-  }
-  tokens_in_.erase(t.pos);
-  result_.tokens.push_back(static_cast<int>(token));
+  MPCACHE_ASSIGN_OR_RETURN(std::optional<int> token, releases_->Add(party, t));
+  if (!token) return Status::Ok();  // waiting for the other parties
+  result_.tokens.push_back(*token);
   result_.generated += 1;
   Emit();
-  cp::Continue c{session_, t.pos, static_cast<int>(token) != tok_.bos_id()};
+  cp::Continue c{session_, t.pos, *token != tok_.bos_id()};
   for (auto& p : parties_) MPCACHE_RETURN_IF_ERROR(p.link->Send(cp::Encode(c)));
   return Status::Ok();
 }
@@ -264,13 +225,13 @@ Result<GenerateResult> Run::Go(std::vector<int> prompt, int max_tokens) {
     }
     Party& party = parties_[static_cast<std::size_t>(ev->party)];
     if (!ev->payload.ok()) {
-      party.lost = ev->payload.error();
+      party.outcome.lost = ev->payload.error();
       failure = Failure();
       continue;  // let the others report (they abort within their timeout)
     }
     const auto& payload = *ev->payload;
     const auto bad = [&](const Error& e) {
-      party.lost = e;
+      party.outcome.lost = e;
       failure = Failure();
     };
     switch (cp::TypeOf(payload)) {
@@ -315,6 +276,7 @@ Result<GenerateResult> Run::Go(std::vector<int> prompt, int max_tokens) {
         ob.seq = 1;
         ob.request.count = out_masks_.size();
         MPCACHE_ASSIGN_OR_RETURN(out_masks_, preproc::ExpandClientMasks(seed, ob));
+        releases_.emplace(session_, prompt_len_, vocab, out_masks_);
         const auto bytes = cp::Encode(msg);
         for (auto& p : parties_) MPCACHE_RETURN_IF_ERROR(p.link->Send(bytes));
         prompt_sent = true;
@@ -323,12 +285,11 @@ Result<GenerateResult> Run::Go(std::vector<int> prompt, int max_tokens) {
       }
       case cp::kToken: {
         auto m = cp::Decode<cp::Token>(payload);
-        if (!m.ok() || m->session != session_) {
-          bad(m.ok() ? ProtocolError("token for another session") : m.error());
+        if (!m.ok()) {
+          bad(m.error());
           break;
         }
-        tokens_in_[m->pos][static_cast<std::size_t>(ev->party)] = *m;
-        if (Status s = OnToken(*m); !s.ok()) return s.error().WithContext(party.where);
+        if (Status s = OnToken(ev->party, *m); !s.ok()) return s.error();
         break;
       }
       case cp::kDone: {
@@ -346,7 +307,7 @@ Result<GenerateResult> Run::Go(std::vector<int> prompt, int max_tokens) {
           bad(m.error());
           break;
         }
-        party.error = *m;
+        party.outcome.error = *m;
         failure = Failure();
         break;
       }

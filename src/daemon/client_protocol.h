@@ -12,6 +12,12 @@
 //                           (r': output masks, batch 1; the client checks all three agree)
 //   client -> every party   Continue {pos, more}
 //   party  -> client        Done {report} | Error {message, blamed party}
+//
+// Each side takes only the message types due next, each within its size limit (below;
+// docs/network.md): a party never holds more of a client's message than its Prompt's
+// prompt_len x vocab values. A party refuses a Generate beyond the model's context or with
+// a session id it served before, a Prompt or Continue of another session, a Continue for
+// another position, and prompt rows that are not one-hot (infer/input_check.h).
 #pragma once
 
 #include <array>
@@ -20,6 +26,7 @@
 #include <tuple>
 #include <vector>
 
+#include "daemon/message_limits.h"
 #include "daemon/wire.h"
 
 namespace mpcache::daemon::client_proto {
@@ -129,6 +136,83 @@ Result<M> Decode(const std::vector<std::uint8_t>& payload) {
   M m;
   MPCACHE_RETURN_IF_ERROR(wire::DecodeFields(r, m.Fields()));
   return m;
+}
+
+inline std::string TypeName(std::uint8_t type) {
+  switch (type) {
+    case kGenerate:
+      return Generate::kName;
+    case kSeedShare:
+      return SeedShare::kName;
+    case kPrompt:
+      return Prompt::kName;
+    case kToken:
+      return Token::kName;
+    case kContinue:
+      return Continue::kName;
+    case kDone:
+      return Done::kName;
+    case kError:
+      return ErrorMsg::kName;
+    default:
+      return "unknown (type " + std::to_string(type) + ")";
+  }
+}
+
+// ---- Size limits per message type (daemon/message_limits.h) ----
+//
+// Every message but Prompt and Error has a fixed size. A Prompt is exactly
+// prompt_len x vocab ring elements; an Error carries at most kMaxErrorText characters
+// (a party cuts longer texts).
+inline constexpr std::size_t kMaxErrorText = 4096;
+
+// The encoded size of a message whose fields all have fixed sizes.
+template <typename M>
+std::size_t FixedSize() {
+  return Encode(M{}).size();
+}
+
+inline std::string FixedWhy(const char* name) {
+  return std::string("a ") + name + " message has a fixed size in the client protocol";
+}
+
+// What a party accepts first from a client: one Generate.
+inline MessageLimits GenerateLimits() {
+  MessageLimits l(TypeName);
+  l.Allow(kGenerate, FixedSize<Generate>(), FixedWhy("Generate"));
+  return l;
+}
+
+// What a party accepts after the seed share: the Prompt of the request, exactly
+// prompt_len x vocab values (prompt_len is at most the model's seq_len and vocab its
+// vocabulary size: the party checked both against model.checkpoint).
+inline MessageLimits PromptLimits(std::uint32_t prompt_len, std::uint32_t vocab) {
+  const std::size_t header = Encode(Prompt{}).size();
+  MessageLimits l(TypeName);
+  l.Allow(kPrompt, header + 8 * std::size_t{prompt_len} * vocab,
+          "8 bytes x prompt_len " + std::to_string(prompt_len) + " (the request's Generate) x " +
+              std::to_string(vocab) + " (the vocabulary of model.checkpoint) + " +
+              std::to_string(header) + " bytes of header");
+  return l;
+}
+
+// What a party accepts after each released token: one Continue.
+inline MessageLimits ContinueLimits() {
+  MessageLimits l(TypeName);
+  l.Allow(kContinue, FixedSize<Continue>(), FixedWhy("Continue"));
+  return l;
+}
+
+// What the client accepts from a party at any time.
+inline MessageLimits PartyMessageLimits() {
+  MessageLimits l(TypeName);
+  l.Allow(kSeedShare, FixedSize<SeedShare>(), FixedWhy("SeedShare"));
+  l.Allow(kToken, FixedSize<Token>(), FixedWhy("Token"));
+  l.Allow(kDone, FixedSize<Done>(), FixedWhy("Done"));
+  l.Allow(
+      kError, FixedSize<ErrorMsg>() + kMaxErrorText,
+      "an Error message carries at most " + std::to_string(kMaxErrorText) + " characters of text");
+  return l;
 }
 
 }  // namespace mpcache::daemon::client_proto

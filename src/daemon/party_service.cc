@@ -24,7 +24,9 @@ struct PartyService::Impl {
   config::PartyConfig cfg;
   std::shared_ptr<spdlog::logger> log;
   std::shared_ptr<const infer::RingModel> model;
+  infer::ModelIdentity identity;  // compared with the peers' at every session
   Metrics metrics;
+  UsedSessions used_sessions;  // replayed session ids are refused
 
   asio::io_context io;
   std::unique_ptr<asio::ssl::context> tls;
@@ -61,11 +63,15 @@ Status PartyService::Impl::LoadModel() {
                              std::to_string(f.share.frac_bits) + " fractional bits; fix: write " +
                              "frac_bits: " + std::to_string(f.share.frac_bits));
     }
+    identity = f.identity;
     model = std::make_shared<const infer::RingModel>(std::move(f.share));
+    log->info("model: {} ({})", cfg.model.checkpoint, identity.ToString());
     return Status::Ok();
   }
   MPCACHE_ASSIGN_OR_RETURN(model::ModelWeights w, model::LoadCheckpoint(cfg.model.checkpoint));
   MPCACHE_ASSIGN_OR_RETURN(model, infer::EncodeModel(w, cfg.model.frac_bits));
+  identity.model_hash = infer::ModelHash(*model);
+  log->info("model: {} ({})", cfg.model.checkpoint, identity.ToString());
   return Status::Ok();
 }
 
@@ -111,7 +117,10 @@ HttpReply PartyService::Impl::Http(std::string_view target) {
 
 void PartyService::Impl::Serve(net::AcceptedTls accepted) {
   const int self = cfg.party_id;
-  SyncLink client(io, std::move(accepted.stream), 0, cfg.max_frame_bytes,
+  // A client's frames are fragments of at most SyncLink's fragment size (plus its
+  // continuation byte): nothing bigger is ever read from a client.
+  SyncLink client(io, std::move(accepted.stream), 0,
+                  std::min<std::size_t>(cfg.max_frame_bytes, kFragmentBytes + 1),
                   "the client at " + accepted.remote);
   {
     std::lock_guard<std::mutex> lock(mu);
@@ -120,10 +129,14 @@ void PartyService::Impl::Serve(net::AcceptedTls accepted) {
   }
   metrics.Add("mpcache_requests_total", 1);
   metrics.Add("mpcache_active_sessions", 1);
-  auto payload = client.Recv(std::chrono::milliseconds(cfg.timeouts.recv_ms));
+  auto payload =
+      client.Recv(std::chrono::milliseconds(cfg.timeouts.recv_ms), client_proto::GenerateLimits());
   Result<client_proto::Generate> req = payload.ok()
                                            ? client_proto::Decode<client_proto::Generate>(*payload)
                                            : Result<client_proto::Generate>(payload.error());
+  if (req.ok()) {
+    if (Status s = used_sessions.Use(req->session); !s.ok()) req = s.error();
+  }
   std::optional<int> blamed;
   Result<client_proto::Done> done = req.ok() ? Result<client_proto::Done>(InvalidArgument(""))
                                              : Result<client_proto::Done>(req.error());
@@ -135,6 +148,7 @@ void PartyService::Impl::Serve(net::AcceptedTls accepted) {
     rt.io = &io;
     rt.tls = tls.get();
     rt.model = model;
+    rt.identity = identity;
     rt.log = log;
     rt.metrics = &metrics;
     rt.on_mesh = [this](net::TlsMesh* m) {
@@ -178,6 +192,10 @@ void PartyService::Impl::Serve(net::AcceptedTls accepted) {
     e.reporter = static_cast<std::uint32_t>(self);
     e.blamed = blamed ? *blamed : -1;
     e.message = done.error().ToString();
+    if (e.message.size() > client_proto::kMaxErrorText) {  // the client takes no more
+      e.message.resize(client_proto::kMaxErrorText - 3);
+      e.message += "...";
+    }
     log->error("[session {:016x}] failed{}: {}", session,
                blamed ? " (blames party " + std::to_string(*blamed) + ")" : "", e.message);
     (void)client.Send(client_proto::Encode(e));

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string_view>
 
 #include "daemon/remote_preprocessing.h"
 #include "daemon/tls_client_link.h"
@@ -16,18 +17,70 @@
 namespace mpcache::daemon {
 
 std::optional<int> BlamedParty(const std::string& message, int self) {
+  std::string_view text(message);
+  const std::string_view abort_prefix = "session aborted by ";
+  if (const std::size_t at = text.find(abort_prefix);
+      at != std::string_view::npos && text.find("blames party ") == std::string_view::npos) {
+    // Search the reason only, after "session aborted by party 1 (mpcache-party-1): ".
+    const std::size_t colon = text.find(": ", at);
+    text = colon == std::string_view::npos ? std::string_view() : text.substr(colon + 2);
+  }
   for (const char* key : {"blames party ", "mpcache-party-", "party "}) {
     std::size_t at = 0;
-    const std::string k(key);
-    while ((at = message.find(k, at)) != std::string::npos) {
+    const std::string_view k(key);
+    while ((at = text.find(k, at)) != std::string_view::npos) {
       at += k.size();
-      if (at < message.size() && message[at] >= '0' && message[at] <= '2') {
-        const int p = message[at] - '0';
+      if (at < text.size() && text[at] >= '0' && text[at] <= '2') {
+        const int p = text[at] - '0';
         if (p != self) return p;
       }
     }
   }
   return std::nullopt;
+}
+
+Status UsedSessions::Use(std::uint64_t session) {
+  if (seen_.count(session) != 0) {
+    return ProtocolError(fmt::format(
+        "session {:016x} was already used by an earlier request to this party (a replayed "
+        "request?); refused: a client draws a fresh random session id for every request",
+        session));
+  }
+  seen_.insert(session);
+  order_.push_back(session);
+  if (order_.size() > capacity_) {
+    seen_.erase(order_.front());
+    order_.pop_front();
+  }
+  return Status::Ok();
+}
+
+Result<int> RequestPositions(const client_proto::Generate& req, const model::ModelConfig& model,
+                             const std::string& model_file) {
+  const std::string limit = std::to_string(model.seq_len);
+  const std::string ctx =
+      "the model's context of " + limit + " positions (seq_len of " + model_file + ")";
+  if (static_cast<int>(req.vocab) != model.vocab_size) {
+    return InvalidArgument("the client's tokenizer has " + std::to_string(req.vocab) +
+                           " tokens, the model (" + model_file + ") " +
+                           std::to_string(model.vocab_size) +
+                           "; fix: give the client the tokenizer of the parties' model "
+                           "(model.tokenizer in its config)");
+  }
+  if (req.prompt_len < 1) return InvalidArgument("the request has no prompt token (not even BOS)");
+  if (req.prompt_len > static_cast<std::uint32_t>(model.seq_len)) {
+    return InvalidArgument("the prompt has " + std::to_string(req.prompt_len) +
+                           " tokens, more than " + ctx + "; fix: a prompt of at most " + limit +
+                           " tokens");
+  }
+  if (req.steps < 1) return InvalidArgument("max tokens must be at least 1");
+  if (req.steps > static_cast<std::uint32_t>(model.seq_len)) {
+    return InvalidArgument("the request asks for " + std::to_string(req.steps) +
+                           " positions (max tokens, the prompt's " +
+                           std::to_string(req.prompt_len) + " included), more than " + ctx +
+                           "; fix: --max-tokens " + limit + " or less");
+  }
+  return std::max(static_cast<int>(req.steps), static_cast<int>(req.prompt_len));
 }
 
 namespace {
@@ -72,13 +125,25 @@ Result<client_proto::Done> Run(const PartyRuntime& rt, SyncLink& client,
       mesh, net::TlsMesh::Create(net::MeshOptionsFromConfig(cfg, req.session, rt.log)));
   if (rt.on_mesh) rt.on_mesh(mesh.get());
   rt.log->debug("{} mesh up", tag);
+  // The three parties compute with the same model (for private weights: share files of one
+  // split), or nobody does.
+  MPCACHE_RETURN_IF_ERROR(infer::AgreeOnModel(*mesh, rt.identity, cfg.model.checkpoint));
 
-  // 4. The masked prompt.
-  MPCACHE_ASSIGN_OR_RETURN(auto payload, client.Recv(recv));
+  // 4. The masked prompt: exactly prompt_len x vocab values (nothing bigger is taken in).
+  MPCACHE_ASSIGN_OR_RETURN(
+      auto payload, client.Recv(recv, client_proto::PromptLimits(req.prompt_len, req.vocab)));
   MPCACHE_ASSIGN_OR_RETURN(client_proto::Prompt prompt,
                            client_proto::Decode<client_proto::Prompt>(payload));
-  if (prompt.session != req.session || prompt.d.size() != std::size_t{req.prompt_len} * req.vocab) {
-    return ProtocolError("the client's masked prompt has the wrong session or size");
+  if (prompt.session != req.session) {
+    return ProtocolError(fmt::format(
+        "the client's Prompt is for session {:016x}, not this request's {:016x} (replayed "
+        "from another request?)",
+        prompt.session, req.session));
+  }
+  if (prompt.d.size() != std::size_t{req.prompt_len} * req.vocab) {
+    return ProtocolError("the client's Prompt has " + std::to_string(prompt.d.size()) +
+                         " values; its Generate announced " + std::to_string(req.prompt_len) +
+                         " tokens x " + std::to_string(req.vocab) + " (the vocabulary)");
   }
 
   // 5. Contexts, weights, generation (as infer/in_process.cc, one party).
@@ -160,19 +225,8 @@ Result<client_proto::Done> RunPartySession(const PartyRuntime& rt, SyncLink& cli
                                            const client_proto::Generate& req,
                                            std::optional<int>* blamed) {
   const config::PartyConfig& cfg = *rt.cfg;
-  const int vocab = rt.model->config.vocab_size;
-  const int seq_len = rt.model->config.seq_len;
-  if (static_cast<int>(req.vocab) != vocab) {
-    return InvalidArgument("the client's tokenizer has " + std::to_string(req.vocab) +
-                           " tokens, the model " + std::to_string(vocab));
-  }
-  if (req.prompt_len < 1 || static_cast<int>(req.prompt_len) > seq_len) {
-    return InvalidArgument("prompt of " + std::to_string(req.prompt_len) +
-                           " tokens; the model's context holds " + std::to_string(seq_len));
-  }
-  if (req.steps < 1) return InvalidArgument("max tokens must be at least 1");
-  const int steps =
-      std::clamp(static_cast<int>(req.steps), static_cast<int>(req.prompt_len), seq_len);
+  MPCACHE_ASSIGN_OR_RETURN(const int steps,
+                           RequestPositions(req, rt.model->config, cfg.model.checkpoint));
   std::unique_ptr<net::TlsMesh> mesh;
   Result<client_proto::Done> r = cfg.security == config::Security::kMalicious
                                      ? Run<mpc::Spdz2k>(rt, client, req, steps, mesh)

@@ -6,15 +6,18 @@
 // with the party to blame when one is known.
 #pragma once
 
+#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_set>
 
 #include "common/config.h"
 #include "daemon/client_protocol.h"
 #include "daemon/metrics.h"
 #include "daemon/sync_link.h"
+#include "infer/model_identity.h"
 #include "infer/ring_model.h"
 
 namespace spdlog {
@@ -31,11 +34,29 @@ struct PartyRuntime {
   net::asio::io_context* io = nullptr;            // runs the dealer link
   net::asio::ssl::context* tls = nullptr;         // this party's identity
   std::shared_ptr<const infer::RingModel> model;  // public weights, or this party's share
+  infer::ModelIdentity identity;                  // compared with the peers' every session
   std::shared_ptr<spdlog::logger> log;
   Metrics* metrics = nullptr;
   // Called with the request's mesh once it exists and with nullptr when it is gone, so
   // that shutdown can abort it from another thread.
   std::function<void(net::TlsMesh*)> on_mesh;
+};
+
+// The session ids this party has served (the most recent `capacity`): a request that
+// reuses one is a replay — an honest client draws a fresh random id every time — and is
+// refused before any dealer or mesh work. (A replay older than the memory still fails: the
+// dealer makes fresh masks for it, so the replayed prompt is no one-hot and the parties'
+// input check refuses it; infer/input_check.h.)
+class UsedSessions {
+ public:
+  explicit UsedSessions(std::size_t capacity = std::size_t{1} << 16) : capacity_(capacity) {}
+  // Ok the first time an id is seen; an error naming it afterwards.
+  Status Use(std::uint64_t session);
+
+ private:
+  std::size_t capacity_;
+  std::deque<std::uint64_t> order_;
+  std::unordered_set<std::uint64_t> seen_;
 };
 
 struct SessionFailure {
@@ -44,7 +65,17 @@ struct SessionFailure {
 };
 
 // The party named in an error message ("party 2", "mpcache-party-2"), other than `self`.
+// In a peer's abort ("session aborted by party 1 (mpcache-party-1): reason"), the party the
+// abort blames, else one named in its reason: not the sender, which only passed it on (a
+// client that broke the protocol is nobody's fault among the parties).
 std::optional<int> BlamedParty(const std::string& message, int self);
+
+// The positions a request runs (prompt included, at least the prompt), or an error naming
+// the limit it exceeds: the client's vocabulary must be the model's, the prompt and the
+// positions asked for must fit the model's context (seq_len). Refused at once, before
+// any dealer or mesh work: a request beyond the context is never cut short silently.
+Result<int> RequestPositions(const client_proto::Generate& request, const model::ModelConfig& model,
+                             const std::string& model_file);
 
 Result<client_proto::Done> RunPartySession(const PartyRuntime& rt, SyncLink& client,
                                            const client_proto::Generate& request,

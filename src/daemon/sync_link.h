@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "daemon/message_limits.h"
 #include "daemon/message_link.h"
 #include "net/tls/framed_connection.h"
 #include "net/tls/tls_connector.h"
@@ -66,25 +67,14 @@ class SyncLink final : public MessageLink {
   const std::string& label() const { return label_; }
 
   // Queues one message (never waits for the peer). Messages travel as DATA frames of at
-  // most kFragmentBytes, each led by one byte: 1 = more of this message follows, 0 = last.
+  // most kFragmentBytes, each led by one byte: 1 = more of this message follows, 0 = last
+  // (daemon/message_limits.h).
   Status Send(std::vector<std::uint8_t> payload) override {
     {
       std::lock_guard<std::mutex> lock(write_error_->mu);
       if (write_error_->error) return *write_error_->error;
     }
-    std::vector<std::vector<std::uint8_t>> frames;
-    std::size_t at = 0;
-    do {
-      const std::size_t n = std::min(kFragmentBytes, payload.size() - at);
-      std::vector<std::uint8_t> f;
-      f.reserve(n + 1);
-      f.push_back(at + n < payload.size() ? 1 : 0);
-      f.insert(f.end(), payload.begin() + static_cast<std::ptrdiff_t>(at),
-               payload.begin() + static_cast<std::ptrdiff_t>(at + n));
-      frames.push_back(std::move(f));
-      at += n;
-    } while (at < payload.size());
-    net::asio::post(io_, [conn = conn_, fs = std::move(frames)]() mutable {
+    net::asio::post(io_, [conn = conn_, fs = Fragment(payload)]() mutable {
       if (conn->closed()) return;
       for (auto& f : fs) conn->Send(proto::FRAME_DATA, std::move(f));
     });
@@ -103,22 +93,37 @@ class SyncLink final : public MessageLink {
   }
 
   // The next DATA payload, or kTimeout / kIo (connection lost or closed) / kAborted /
-  // kProtocol, each naming the peer.
+  // kProtocol, each naming the peer. `timeout` bounds each frame; a message may be up to
+  // kMaxMessageBytes long.
   Result<std::vector<std::uint8_t>> Recv(std::chrono::milliseconds timeout) override {
-    std::vector<std::uint8_t> message;
+    MessageAssembler message(nullptr, kMaxMessageBytes, label_);
     for (;;) {
       MPCACHE_ASSIGN_OR_RETURN(auto part, RecvFrame(timeout));
-      if (part.empty()) return ProtocolError(label_ + " sent an empty frame");
-      if (message.size() + part.size() > kMaxMessageBytes) {
-        return ProtocolError(label_ + " sent a message of more than " +
-                             std::to_string(kMaxMessageBytes) + " bytes");
-      }
-      message.insert(message.end(), part.begin() + 1, part.end());
-      if (part[0] == 0) return message;
+      MPCACHE_ASSIGN_OR_RETURN(bool last, message.Add(part));
+      if (last) return message.Take();
     }
   }
 
-  static constexpr std::size_t kFragmentBytes = std::size_t{4} << 20;
+  // The next message, which must be of a type `limits` allows and within its size (checked
+  // as fragments arrive: nothing beyond the limit is kept); `timeout` bounds the whole
+  // message, so a peer cannot drip fragments forever.
+  Result<std::vector<std::uint8_t>> Recv(std::chrono::milliseconds timeout,
+                                         const MessageLimits& limits) {
+    MessageAssembler message(&limits, kMaxMessageBytes, label_);
+    const auto deadline = net::Clock::now() + timeout;
+    for (;;) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - net::Clock::now());
+      if (left.count() <= 0) {
+        return Timeout(label_ + " did not send a whole message within " +
+                       std::to_string(timeout.count()) + " ms");
+      }
+      MPCACHE_ASSIGN_OR_RETURN(auto part, RecvFrame(left));
+      MPCACHE_ASSIGN_OR_RETURN(bool last, message.Add(part));
+      if (last) return message.Take();
+    }
+  }
+
   static constexpr std::size_t kMaxMessageBytes = kMaxLinkMessageBytes;
 
  private:

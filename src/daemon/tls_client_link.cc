@@ -1,5 +1,7 @@
 #include "daemon/tls_client_link.h"
 
+#include <spdlog/fmt/fmt.h>
+
 #include <string>
 
 #include "daemon/client_protocol.h"
@@ -23,11 +25,21 @@ Result<std::vector<std::uint64_t>> TlsClientLink::PromptInput(int pos, std::uint
 Result<bool> TlsClientLink::TokenOutput(int pos, std::uint64_t mask_seq, std::uint64_t masked) {
   client_proto::Token t{session_, static_cast<std::uint32_t>(pos), mask_seq, masked};
   MPCACHE_RETURN_IF_ERROR(link_.Send(client_proto::Encode(t)));
-  MPCACHE_ASSIGN_OR_RETURN(auto payload, link_.Recv(timeout_));
+  // The client answers each token with one Continue (a fixed-size message), for this
+  // request and this position: anything else is refused, and the request with it.
+  MPCACHE_ASSIGN_OR_RETURN(auto payload, link_.Recv(timeout_, client_proto::ContinueLimits()));
   MPCACHE_ASSIGN_OR_RETURN(client_proto::Continue c,
                            client_proto::Decode<client_proto::Continue>(payload));
-  if (c.session != session_ || c.pos != static_cast<std::uint32_t>(pos)) {
-    return ProtocolError("the client answered for another session or position");
+  if (c.session != session_) {
+    return ProtocolError(fmt::format(
+        "the client's Continue is for session {:016x}, not this request's {:016x} (replayed "
+        "from another request?)",
+        c.session, session_));
+  }
+  if (c.pos != static_cast<std::uint32_t>(pos)) {
+    return ProtocolError("the client's Continue is for position " + std::to_string(c.pos) +
+                         ", but the token just released is position " + std::to_string(pos) +
+                         " (out of order or replayed)");
   }
   return c.more;
 }

@@ -29,11 +29,12 @@ class InProcessClient::View final : public ClientLink {
 };
 
 InProcessClient::InProcessClient(std::vector<int> prompt, int vocab_size, int bos_id,
-                                 MaskSource masks, int parties)
+                                 MaskSource masks, int parties, InputEdit edit)
     : prompt_(std::move(prompt)),
       vocab_size_(vocab_size),
       bos_id_(bos_id),
-      source_(std::move(masks)) {
+      source_(std::move(masks)),
+      edit_(std::move(edit)) {
   for (int p = 0; p < parties; ++p) links_.push_back(std::make_unique<View>(*this, p));
 }
 
@@ -68,9 +69,14 @@ Result<std::vector<std::uint64_t>> InProcessClient::PromptInput(int pos, std::ui
                          std::to_string(vocab_size_));
   }
   // d = onehot(token) - r
+  std::vector<std::uint64_t> x(n, 0);
+  x[static_cast<std::size_t>(prompt_[static_cast<std::size_t>(pos)])] = 1;
+  if (edit_) {
+    edit_(pos, x);
+    if (x.size() != n) return InvalidArgument("client: the edited input has the wrong size");
+  }
   std::vector<std::uint64_t> d(n);
-  for (std::size_t i = 0; i < n; ++i) d[i] = 0 - r[i];
-  d[static_cast<std::size_t>(prompt_[static_cast<std::size_t>(pos)])] += 1;
+  for (std::size_t i = 0; i < n; ++i) d[i] = x[i] - r[i];
   inputs_[pos] = d;
   return d;
 }
@@ -122,7 +128,9 @@ Result<InProcessResult> RunOnce(std::shared_ptr<const RingModel> model,
       auto bit_dealer, preproc::InProcessBitDealer<P>::Create(DeriveSeed(TestSeed(options.seed), 2),
                                                               dealer->dealer().mac_key(), parties));
   std::vector<RingModel> shares;
+  std::vector<ModelIdentity> identities;  // from the share files
   if (options.private_weights && !options.share_dir.empty()) {
+    const auto clear_hash = ModelHash(*model);
     for (int p = 0; p < parties; ++p) {
       MPCACHE_ASSIGN_OR_RETURN(ShareFile f, ReadShareFile(ShareFileName(options.share_dir, p)));
       if (f.party != p || f.parties != parties) {
@@ -132,10 +140,12 @@ Result<InProcessResult> RunOnce(std::shared_ptr<const RingModel> model,
                                std::to_string(parties));
       }
       if (f.share.frac_bits != model->frac_bits ||
-          f.share.config.Describe() != model->config.Describe()) {
+          f.share.config.Describe() != model->config.Describe() ||
+          f.identity.model_hash != clear_hash) {
         return InvalidArgument(ShareFileName(options.share_dir, p) +
                                " was made from a different model or precision");
       }
+      identities.push_back(f.identity);
       shares.push_back(std::move(f.share));
     }
   } else if (options.private_weights) {
@@ -144,7 +154,7 @@ Result<InProcessResult> RunOnce(std::shared_ptr<const RingModel> model,
   }
   InProcessClient client(
       prompt, model->config.vocab_size, bos_id, [&dealer] { return dealer->NextClientMasks(); },
-      parties);
+      parties, options.client_input);
   InProcessResult result;
   result.phases.resize(parties);
   const int prompt_len = static_cast<int>(prompt.size());
@@ -184,6 +194,11 @@ Result<InProcessResult> RunOnce(std::shared_ptr<const RingModel> model,
       const auto t0 = std::chrono::steady_clock::now();
       {
         net::PhaseScope phase(ch.stats(), "load_weights");
+        // As the daemons do: the parties compare their files' split ids and model hashes.
+        if (!identities.empty()) {
+          MPCACHE_RETURN_IF_ERROR(
+              AgreeOnModel(ch, identities[me], ShareFileName(options.share_dir, self)));
+        }
         MPCACHE_ASSIGN_OR_RETURN(
             weights, PrivateWeights<P>(*ctx, std::move(shares[static_cast<std::size_t>(self)])));
         MPCACHE_RETURN_IF_ERROR(ctx->CheckMacs());
@@ -210,9 +225,13 @@ Result<InProcessResult> RunOnce(std::shared_ptr<const RingModel> model,
     if (mode == PrepMode::kRecord) scripts[me] = scripted.script();
     return report;
   });
-  for (std::size_t p = 0; p < outcomes.size(); ++p) {
-    if (!outcomes[p].ok()) {
-      return outcomes[p].error().WithContext("party " + std::to_string(p));
+  // The first party's own failure, rather than another's echo of it (kAborted: a party
+  // stopped because a peer failed first).
+  for (bool echoes : {false, true}) {
+    for (std::size_t p = 0; p < outcomes.size(); ++p) {
+      if (!outcomes[p].ok() && (echoes || outcomes[p].error().code() != ErrorCode::kAborted)) {
+        return outcomes[p].error().WithContext("party " + std::to_string(p));
+      }
     }
   }
   result.report = outcomes[0].value();

@@ -24,8 +24,11 @@ namespace mpcache::infer {
 class InProcessClient {
  public:
   using MaskSource = std::function<Result<std::vector<std::uint64_t>>()>;  // next batch
+  // Optional: edits the vector x the client enters at prompt position pos (it sends
+  // d = x - r): tests that play a malicious client. Unset: x = onehot(prompt[pos]).
+  using InputEdit = std::function<void(int pos, std::vector<std::uint64_t>& x)>;
   InProcessClient(std::vector<int> prompt, int vocab_size, int bos_id, MaskSource masks,
-                  int parties = 3);
+                  int parties = 3, InputEdit edit = {});
 
   ClientLink& Link(int party) { return *links_[static_cast<std::size_t>(party)]; }
   // BOS, prompt..., then every released token, in order.
@@ -41,6 +44,7 @@ class InProcessClient {
   std::vector<int> prompt_;
   int vocab_size_, bos_id_;
   MaskSource source_;
+  InputEdit edit_;
   std::vector<std::vector<std::uint64_t>> masks_;     // client batches fetched so far
   std::map<int, std::vector<std::uint64_t>> inputs_;  // pos -> broadcast d
   std::map<int, std::uint64_t> outputs_;              // pos -> masked value seen first
@@ -62,6 +66,8 @@ struct InProcessOptions {
   bool preprocess_first = false;
   // Optional: wraps each party's channel (e.g. to record what it receives).
   std::function<net::Channel&(net::Channel& inner, int party)> wrap_channel;
+  // Optional: the simulated client enters other vectors than one-hots (InProcessClient).
+  InProcessClient::InputEdit client_input;
 };
 
 struct InProcessResult {

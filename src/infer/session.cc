@@ -1,7 +1,9 @@
 #include "infer/session.h"
 
+#include <algorithm>
 #include <chrono>
 
+#include "infer/input_check.h"
 #include "mpc/io.h"
 #include "net/comm_stats.h"
 
@@ -17,14 +19,24 @@ Result<std::unique_ptr<GenerationSession<P>>> GenerationSession<P>::Create(
 }
 
 template <typename P>
-Result<Shares<P>> GenerationSession<P>::InputPromptToken(ClientLink& client, int pos) {
-  mpc::Context<P>& ctx = engine_->context().arith();
-  net::PhaseScope phase(ctx.stats(), "embedding");
+Result<Shares<P>> GenerationSession<P>::InputPromptRows(ClientLink& client, int first, int count) {
+  mpc::BinaryContext<P>& bctx = engine_->context();
+  mpc::Context<P>& ctx = bctx.arith();
   const std::size_t n = static_cast<std::size_t>(engine_->config().vocab_size);
-  MPCACHE_ASSIGN_OR_RETURN(mpc::InputMasks<P> masks, ctx.prep().GetInputMasks(n, mpc::kClient));
-  const std::uint64_t seq = client_mask_seq_++;
-  MPCACHE_ASSIGN_OR_RETURN(std::vector<std::uint64_t> d, client.PromptInput(pos, seq, n));
-  return mpc::InputFromClient<P>(ctx, std::move(masks), d);
+  Shares<P> rows;
+  {
+    net::PhaseScope phase(ctx.stats(), "embedding");
+    for (int pos = first; pos < first + count; ++pos) {
+      MPCACHE_ASSIGN_OR_RETURN(mpc::InputMasks<P> masks, ctx.prep().GetInputMasks(n, mpc::kClient));
+      const std::uint64_t seq = client_mask_seq_++;
+      MPCACHE_ASSIGN_OR_RETURN(std::vector<std::uint64_t> d, client.PromptInput(pos, seq, n));
+      MPCACHE_ASSIGN_OR_RETURN(Shares<P> row, mpc::InputFromClient<P>(ctx, std::move(masks), d));
+      rows.Append(row);
+    }
+  }
+  net::PhaseScope phase(ctx.stats(), "input_check");
+  MPCACHE_RETURN_IF_ERROR(CheckOneHotRows<P>(bctx, rows, n, first));
+  return rows;
 }
 
 template <typename P>
@@ -70,7 +82,21 @@ Result<SessionReport> GenerationSession<P>::Generate(ClientLink& client, int pro
   SessionReport report;
   net::CommStats& stats = engine_->context().arith().stats();
   std::map<std::string, net::PhaseCounters> at_decode_start;
-  MPCACHE_ASSIGN_OR_RETURN(Shares<P> one_hot, InputPromptToken(client, 0));
+  // The prompt rows, entered and checked a chunk at a time.
+  const int input_rows = std::min(prompt_len, steps);
+  const std::size_t vocab = static_cast<std::size_t>(engine_->config().vocab_size);
+  const int chunk_rows = static_cast<int>(std::max<std::size_t>(1, kInputChunkValues / vocab));
+  Shares<P> chunk;
+  int chunk_first = 0, chunk_count = 0;
+  const auto prompt_row = [&](int pos) -> Result<Shares<P>> {
+    if (pos >= chunk_first + chunk_count) {
+      chunk_first = pos;
+      chunk_count = std::min(chunk_rows, input_rows - pos);
+      MPCACHE_ASSIGN_OR_RETURN(chunk, InputPromptRows(client, chunk_first, chunk_count));
+    }
+    return chunk.Slice(static_cast<std::size_t>(pos - chunk_first) * vocab, vocab);
+  };
+  MPCACHE_ASSIGN_OR_RETURN(Shares<P> one_hot, prompt_row(0));
   for (int pos = 0; pos < steps; ++pos) {
     if (pos == prompt_len - 1) {
       decode_start = Clock::now();
@@ -83,7 +109,7 @@ Result<SessionReport> GenerationSession<P>::Generate(ClientLink& client, int pro
     if (pos + 1 < prompt_len) {
       if (after_position) MPCACHE_RETURN_IF_ERROR(after_position(pos, *engine_));
       if (pos + 1 < steps) {
-        MPCACHE_ASSIGN_OR_RETURN(one_hot, InputPromptToken(client, pos + 1));
+        MPCACHE_ASSIGN_OR_RETURN(one_hot, prompt_row(pos + 1));
       }
       continue;
     }

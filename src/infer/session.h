@@ -4,6 +4,9 @@
 // one-hot fed straight back as the next input: never opened to any party); its index is
 // released to the client alone, after the MAC checks of everything opened so far.
 //
+// The prompt's one-hots are entered a chunk of rows at a time (kInputChunkValues values)
+// and checked to be one-hot under MPC before any is used (infer/input_check.h).
+//
 // Loop (steps = positions, prompt included, as llama2.c):
 //   one_hot = client input of prompt[0]
 //   for pos in 0 .. steps-1:
@@ -49,11 +52,16 @@ class GenerationSession {
                                  const PositionHook& after_position = {});
 
   // Lower-level pieces (debug comparisons, tests).
-  Result<mpc::Shares<P>> InputPromptToken(ClientLink& client, int pos);
+  // The client's inputs for prompt positions first .. first + count - 1 (count x vocab
+  // shares, row-major), checked to be one-hot vectors (CheckOneHotRows).
+  Result<mpc::Shares<P>> InputPromptRows(ClientLink& client, int first, int count);
   // Opens index + r' (r' a client mask), checks every MAC, hands it to the client.
   Result<bool> ReleaseToken(ClientLink& client, const mpc::Shares<P>& one_hot, int pos);
 
   SecureLlama<P>& engine() { return *engine_; }
+
+  // Prompt rows entered and checked together: at most this many values (at least one row).
+  static constexpr std::size_t kInputChunkValues = std::size_t{1} << 20;
 
  private:
   explicit GenerationSession(std::unique_ptr<SecureLlama<P>> engine) : engine_(std::move(engine)) {}

@@ -7,7 +7,8 @@
 namespace mpcache::infer {
 namespace {
 
-constexpr char kMagic[8] = {'M', 'P', 'C', 'W', 'S', 'H', 'R', '1'};
+constexpr char kMagic[8] = {'M', 'P', 'C', 'W', 'S', 'H', 'R', '2'};
+constexpr char kMagicV1[8] = {'M', 'P', 'C', 'W', 'S', 'H', 'R', '1'};
 
 std::uint64_t TotalBytes(const RingModel& m) {
   std::uint64_t n = 0;
@@ -44,7 +45,10 @@ std::string ShareFileName(const std::string& dir, int party) {
 }
 
 Status WriteShareFile(const std::string& path, const RingModel& share, int party, int parties,
-                      const ProgressFn& progress) {
+                      const ModelIdentity& identity, const ProgressFn& progress) {
+  if (!identity.is_split()) {
+    return InvalidArgument(path + ": a share file needs the split id of its run (NewSplit)");
+  }
   MPCACHE_RETURN_IF_ERROR(share.CheckShapes());
   MPCACHE_ASSIGN_OR_RETURN(model::FileWriter w, model::FileWriter::Create(path));
   const model::ModelConfig& c = share.config;
@@ -53,6 +57,8 @@ Status WriteShareFile(const std::string& path, const RingModel& share, int party
                           static_cast<std::uint32_t>(share.frac_bits)}) {
     MPCACHE_RETURN_IF_ERROR(w.WriteValue(v));
   }
+  MPCACHE_RETURN_IF_ERROR(w.Write(identity.split_id.data(), identity.split_id.size()));
+  MPCACHE_RETURN_IF_ERROR(w.Write(identity.model_hash.data(), identity.model_hash.size()));
   for (std::int32_t v : {c.dim, c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads, c.vocab_size,
                          c.seq_len, c.shared_classifier ? 1 : 0}) {
     MPCACHE_RETURN_IF_ERROR(w.WriteValue(v));
@@ -78,6 +84,12 @@ Result<ShareFile> ReadShareFile(const std::string& path, const ProgressFn& progr
   MPCACHE_ASSIGN_OR_RETURN(model::FileReader r, model::FileReader::Open(path));
   char magic[8];
   MPCACHE_RETURN_IF_ERROR(r.Read(magic, sizeof(magic), "magic"));
+  if (std::memcmp(magic, kMagicV1, sizeof(kMagicV1)) == 0) {
+    return Unsupported(path +
+                       ": a share file of the first format, without the split id that lets the "
+                       "parties check their files belong together; fix: run `mpcache-model "
+                       "share` again and give every party its new file");
+  }
   if (std::memcmp(magic, kMagic, sizeof(kMagic)) != 0) {
     return CorruptData(path + ": not an MPCache weight-share file (bad magic)");
   }
@@ -92,6 +104,11 @@ Result<ShareFile> ReadShareFile(const std::string& path, const ProgressFn& progr
   f.party = static_cast<int>(party);
   f.parties = static_cast<int>(parties);
   f.share.frac_bits = static_cast<int>(frac);
+  MPCACHE_RETURN_IF_ERROR(
+      r.Read(f.identity.split_id.data(), f.identity.split_id.size(), "split id"));
+  MPCACHE_RETURN_IF_ERROR(
+      r.Read(f.identity.model_hash.data(), f.identity.model_hash.size(), "model hash"));
+  if (!f.identity.is_split()) return CorruptData(path + ": bad header (split id is zero)");
   model::ModelConfig& c = f.share.config;
   std::int32_t v[8];
   for (auto& x : v) {

@@ -145,9 +145,16 @@ Cluster::Cluster(ClusterOptions options) {
                       .c_str()) != 0) {
     return;
   }
+  if (options.private_weights && options.other_split_party >= 0 &&
+      std::system((std::string(MPCACHE_MODEL_BIN) + " share --model " + models +
+                   "/stories260K.bin --parties 3 --out " + dir_ + "/shares2 >/dev/null 2>&1")
+                      .c_str()) != 0) {
+    return;
+  }
   for (int i = 0; i < 3; ++i) {
+    const std::string shares = i == options.other_split_party ? "/shares2" : "/shares";
     const std::string checkpoint = options.private_weights
-                                       ? dir_ + "/shares/party" + std::to_string(i) + ".mpcw"
+                                       ? dir_ + shares + "/party" + std::to_string(i) + ".mpcw"
                                        : models + "/stories260K.bin";
     std::ofstream f(dir_ + "/party" + std::to_string(i) + ".yaml");
     f << "party_id: " << i

@@ -45,6 +45,8 @@ struct ClusterOptions {
   int recv_ms = 8000;
   int connect_ms = 15000;
   bool private_weights = false;  // share files from mpcache-model share
+  // With private weights: this party's file comes from a second `mpcache-model share` run.
+  int other_split_party = -1;
 };
 
 class Cluster {

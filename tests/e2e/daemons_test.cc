@@ -175,6 +175,21 @@ TEST(Daemons, PrivateWeightsGenerateTheGoldenPrefix) {
   EXPECT_EQ(std::string(kGolden64).rfind(text, 0), 0u) << text;
 }
 
+// Share files of two `mpcache-model share` runs: refused at the first request, naming the
+// party whose file is from the other split; the parties stay up.
+TEST(Daemons, ShareFilesOfDifferentSplitsAreRefused) {
+  Cluster c(ClusterOptions{.private_weights = true, .other_split_party = 1});
+  ASSERT_TRUE(c.StartAll()) << c.dir();
+  ClientRun r = RunClient(c, "Once upon a time", 8, false, 60s, "mixed");
+  ASSERT_TRUE(r.code.has_value());
+  EXPECT_NE(*r.code, 0);
+  EXPECT_NE(r.err.find("party 1 failed"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("party 1 holds split"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("another split of the same model"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("Once upon a time,"), std::string::npos) << r.out;  // nothing generated
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(c.party(i)->running()) << "party " << i;
+}
+
 TEST(Daemons, UnreachablePartyIsOneClearError) {
   Cluster c(ClusterOptions{.connect_ms = 3000});
   ASSERT_TRUE(c.ok());

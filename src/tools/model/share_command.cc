@@ -46,6 +46,11 @@ int RunShare(const ShareArgs& args) {
             << " additive shares (" << args.frac_bits << " fractional bits)\n";
   auto shares = infer::SplitModel(*ring, args.parties, *seed);
   if (!shares.ok()) return Fail(shares.error());
+  // Every file of this run carries its split id and the model's hash: parties given files
+  // of different runs refuse to compute (infer/model_identity.h).
+  auto split = infer::NewSplit(*ring);
+  if (!split.ok()) return Fail(split.error());
+  std::cerr << "share: " << split->ToString() << "\n";
   ring.reset();
   for (int p = 0; p < args.parties; ++p) {
     const std::string path = infer::ShareFileName(args.out, p);
@@ -59,7 +64,7 @@ int RunShare(const ShareArgs& args) {
       }
     };
     const Status s = infer::WriteShareFile(path, (*shares)[static_cast<std::size_t>(p)], p,
-                                           args.parties, progress);
+                                           args.parties, *split, progress);
     std::cerr << "\n";
     if (!s.ok()) return Fail(s.error());
     std::cerr << "share: wrote " << path << "\n";

@@ -29,15 +29,18 @@ TEST(ShareFile, SharesAddUpAndRoundTrip) {
   const auto model = SmallModel();
   auto shares = SplitModel(*model, 3, TestSeed(5));
   ASSERT_TRUE(shares.ok());
+  auto split = NewSplit(*model);
+  ASSERT_TRUE(split.ok());
   const auto dir = std::filesystem::temp_directory_path() / "mpcache_share_test";
   std::filesystem::create_directories(dir);
   std::vector<ShareFile> read;
   for (int p = 0; p < 3; ++p) {
     const std::string path = ShareFileName(dir.string(), p);
-    ASSERT_TRUE(WriteShareFile(path, (*shares)[static_cast<std::size_t>(p)], p, 3).ok());
+    ASSERT_TRUE(WriteShareFile(path, (*shares)[static_cast<std::size_t>(p)], p, 3, *split).ok());
     auto f = ReadShareFile(path);
     ASSERT_TRUE(f.ok()) << f.error().ToString();
     EXPECT_EQ(f->party, p);
+    EXPECT_EQ(f->identity, *split);  // the run's split id and the clear model's hash
     read.push_back(std::move(*f));
   }
   std::vector<const RingVec*> want, got[3];
@@ -61,6 +64,12 @@ TEST(ShareFile, SharesAddUpAndRoundTrip) {
   EXPECT_FALSE(ReadShareFile(path).ok());
   std::ofstream(path) << "NOTASHAREFILE";
   EXPECT_FALSE(ReadShareFile(path).ok());
+  // A file of the first format (no split id) is refused with the fix.
+  std::ofstream(path) << "MPCWSHR1" << std::string(64, '\0');
+  auto v1 = ReadShareFile(path);
+  ASSERT_FALSE(v1.ok());
+  EXPECT_EQ(v1.error().code(), ErrorCode::kUnsupported);
+  EXPECT_NE(v1.error().message().find("mpcache-model share"), std::string::npos);
   std::filesystem::remove_all(dir);
 }
 
@@ -75,12 +84,14 @@ TEST(ShareFile, PrivateSessionFromFiles) {
   const auto model = SmallModel();
   auto shares = SplitModel(*model, 3, TestSeed(6));
   ASSERT_TRUE(shares.ok());
+  auto split = NewSplit(*model);
+  ASSERT_TRUE(split.ok());
   const auto dir = std::filesystem::temp_directory_path() / "mpcache_share_session_test";
   std::filesystem::create_directories(dir);
   for (int p = 0; p < 3; ++p) {
-    ASSERT_TRUE(
-        WriteShareFile(ShareFileName(dir.string(), p), (*shares)[static_cast<std::size_t>(p)], p, 3)
-            .ok());
+    ASSERT_TRUE(WriteShareFile(ShareFileName(dir.string(), p),
+                               (*shares)[static_cast<std::size_t>(p)], p, 3, *split)
+                    .ok());
   }
   InProcessOptions o;
   o.private_weights = true;

@@ -1,0 +1,132 @@
+// Size limits per message type on a message link, checked while a message is reassembled
+// from its DATA frames (daemon/sync_link.h), so that a peer cannot make the receiver hold
+// more than the largest message the protocol allows at that point — not the link's
+// 1 GiB ceiling. Each limit says where it comes from (the request, the model, a config
+// field), and a refusal names it.
+//
+// Fragments: a message travels as DATA frames of at most kFragmentBytes payload bytes, each
+// led by one byte: 1 = more of this message follows, 0 = last. Header-only: the client CLI
+// uses it without linking the daemon.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/result.h"
+
+namespace mpcache::daemon {
+
+inline constexpr std::size_t kFragmentBytes = std::size_t{4} << 20;
+
+// Cuts a message into fragments (continuation byte + at most kFragmentBytes bytes).
+inline std::vector<std::vector<std::uint8_t>> Fragment(
+    const std::vector<std::uint8_t>& payload, std::size_t fragment_bytes = kFragmentBytes) {
+  std::vector<std::vector<std::uint8_t>> frames;
+  std::size_t at = 0;
+  do {
+    const std::size_t n = std::min(fragment_bytes, payload.size() - at);
+    std::vector<std::uint8_t> f;
+    f.reserve(n + 1);
+    f.push_back(at + n < payload.size() ? 1 : 0);
+    f.insert(f.end(), payload.begin() + static_cast<std::ptrdiff_t>(at),
+             payload.begin() + static_cast<std::ptrdiff_t>(at + n));
+    frames.push_back(std::move(f));
+    at += n;
+  } while (at < payload.size());
+  return frames;
+}
+
+// The messages a receiver accepts next, by type byte, each with its largest size.
+class MessageLimits {
+ public:
+  using Namer = std::string (*)(std::uint8_t type);
+  explicit MessageLimits(Namer namer = nullptr) : namer_(namer) {}
+
+  // Accept messages of `type` of at most `max_bytes` (type byte included); `why` says
+  // where the limit comes from, e.g. "8 x prompt_len 5 x vocab 512 + 17: the request's
+  // Generate and the model of model.checkpoint".
+  MessageLimits& Allow(std::uint8_t type, std::size_t max_bytes, std::string why) {
+    limits_[type] = {max_bytes, std::move(why)};
+    return *this;
+  }
+
+  // Ok when a message of `type` may hold `bytes` bytes (so far); otherwise a protocol error
+  // naming `peer`, the message, the limit and where the limit comes from.
+  Status Check(std::uint8_t type, std::size_t bytes, const std::string& peer) const {
+    const auto it = limits_.find(type);
+    if (it == limits_.end()) {
+      std::string expected;
+      for (const auto& [t, l] : limits_) expected += (expected.empty() ? "" : " or ") + Name(t);
+      return ProtocolError(peer + " sent " + Article(type) + " message where " +
+                           (expected.empty() ? "nothing" : expected) + " was expected: refused");
+    }
+    if (bytes > it->second.first) {
+      return ProtocolError(peer + " sent " + Article(type) + " message of more than " +
+                           std::to_string(it->second.first) +
+                           " bytes (the limit: " + it->second.second + "): refused");
+    }
+    return Status::Ok();
+  }
+
+  std::string Name(std::uint8_t type) const {
+    return namer_ ? namer_(type) : "type-" + std::to_string(type);
+  }
+
+ private:
+  std::string Article(std::uint8_t type) const {
+    const std::string n = Name(type);
+    const bool vowel = !n.empty() && std::string("AEIOUaeiou").find(n[0]) != std::string::npos;
+    return (vowel ? "an " : "a ") + n;
+  }
+  Namer namer_;
+  std::map<std::uint8_t, std::pair<std::size_t, std::string>> limits_;
+};
+
+// Reassembles one message from its fragments, checking the limits as bytes arrive: the
+// message's type is known from the first fragment, and nothing beyond its limit is kept.
+class MessageAssembler {
+ public:
+  // `limits` may be null: then only `hard_max` bounds the message. `peer` names the sender.
+  MessageAssembler(const MessageLimits* limits, std::size_t hard_max, std::string peer)
+      : limits_(limits), hard_max_(hard_max), peer_(std::move(peer)) {}
+
+  // Adds one fragment. true when the message is complete (then Take() it).
+  Result<bool> Add(const std::vector<std::uint8_t>& fragment) {
+    if (fragment.empty()) return ProtocolError(peer_ + " sent an empty frame");
+    if (fragment[0] > 1) {
+      return ProtocolError(peer_ + " sent a fragment with continuation byte " +
+                           std::to_string(fragment[0]) + " (0 or 1 expected)");
+    }
+    const bool last = fragment[0] == 0;
+    const std::size_t n = fragment.size() - 1;
+    // A sender never cuts an empty non-final fragment: refusing it bounds the frames one
+    // message may take.
+    if (!last && n == 0) return ProtocolError(peer_ + " sent an empty non-final fragment");
+    const std::size_t total = message_.size() + n;
+    if (total > hard_max_) {
+      return ProtocolError(peer_ + " sent a message of more than " + std::to_string(hard_max_) +
+                           " bytes");
+    }
+    if (limits_) {  // an empty message has no type: type 0, which no protocol uses
+      const std::uint8_t type = total == 0 ? 0 : message_.empty() ? fragment[1] : message_[0];
+      MPCACHE_RETURN_IF_ERROR(limits_->Check(type, total, peer_));
+    }
+    message_.insert(message_.end(), fragment.begin() + 1, fragment.end());
+    return last;
+  }
+
+  std::vector<std::uint8_t> Take() { return std::move(message_); }
+
+ private:
+  const MessageLimits* limits_;
+  std::size_t hard_max_;
+  std::string peer_;
+  std::vector<std::uint8_t> message_;
+};
+
+}  // namespace mpcache::daemon
