@@ -246,8 +246,9 @@ Result<std::unique_ptr<PartyService>> PartyService::Create(config::PartyConfig c
   auto impl = std::make_unique<Impl>();
   impl->cfg = std::move(cfg);
   impl->log = std::move(log);
-  MPCACHE_RETURN_IF_ERROR(impl->LoadModel());
+  // Certificates and the key first: a key others can read is refused before any work.
   MPCACHE_ASSIGN_OR_RETURN(impl->tls, net::MakeTlsContext(net::TlsFilesFromConfig(impl->cfg.tls)));
+  MPCACHE_RETURN_IF_ERROR(impl->LoadModel());
   impl->DescribeMetrics();
   return std::unique_ptr<PartyService>(new PartyService(std::move(impl)));
 }

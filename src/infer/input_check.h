@@ -23,7 +23,8 @@
 // A nonzero s or t is refused only after the MAC checks of both domains passed (the
 // openings and the client's broadcast d are then known to be the ones every party saw), so
 // the refusal blames the client, not a party. Honest clients pay 2 rounds, R x V squares and
-// 8 x (R x V + 2 + R x 41) bytes to each peer per chunk of rows (docs/secure-llama.md).
+// B x (R x V + 2 + R x 41) bytes to each peer per chunk of rows, B = OpenBytes<P>() (16
+// malicious, 8 semi-honest; docs/secure-llama.md).
 #pragma once
 
 #include <cstddef>

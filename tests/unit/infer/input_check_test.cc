@@ -171,10 +171,10 @@ TEST(OneHotCheck, RefusesTheTwoToThe63Attack) {
 }
 
 // A corrupt party that flips a bit of its share of the check values (second opening:
-// 1 row x 41 values x 8 bytes to each peer) makes an honest client's input look bad: the
+// 1 row x 41 values x 16 bytes to each peer) makes an honest client's input look bad: the
 // parties must not blame the client — the MAC check catches the party first.
 TEST(OneHotCheck, TamperedCheckIsAMacFailureNotTheClients) {
-  const auto r = Check<mpc::Spdz2k>({OneHot(5)}, 3, (1 + kOneHotChecks) * 8);
+  const auto r = Check<mpc::Spdz2k>({OneHot(5)}, 3, (1 + kOneHotChecks) * mpc::OpenBytes<mpc::Spdz2k>());
   for (int p = 0; p < 3; ++p) {
     const Status& s = r[static_cast<std::size_t>(p)];
     ASSERT_FALSE(s.ok()) << "party " << p;
@@ -205,12 +205,12 @@ TEST(OneHotCheck, SessionRefusesAMaliciousClient) {
   auto honest = RunInProcess<mpc::Spdz2k>(*model, {1, 3, 5}, 1, 6, o);
   ASSERT_TRUE(honest.ok()) << honest.error().ToString();
   // Its cost, as docs/secure-llama.md states it: 2 rounds; R = 3 rows of V = 20 values:
-  // 8 (R V + 2) + 8 x 41 R bytes to each of the 2 peers.
-  const std::size_t rows = 3, vocab = 20;
+  // B (R V + 2) + B x 41 R bytes to each of the 2 peers (B = 16 bytes per opened value).
+  const std::size_t rows = 3, vocab = 20, B = mpc::OpenBytes<mpc::Spdz2k>();
   for (const auto& phases : honest->phases) {
     const auto& c = phases.at("input_check");
     EXPECT_EQ(c.rounds, 2u);
-    EXPECT_EQ(c.bytes_sent, 2 * (8 * (rows * vocab + 2) + 8 * (1 + kOneHotChecks) * rows));
+    EXPECT_EQ(c.bytes_sent, 2 * (B * (rows * vocab + 2) + B * (1 + kOneHotChecks) * rows));
   }
 }
 

@@ -86,7 +86,7 @@ TEST(SecureTamper, ConsistentLieMidGenerationFailsTheMacCheckBeforeRelease) {
     InProcessHook<mpc::Spdz2k> hook = [&](int party, int pos,
                                           SecureLlama<mpc::Spdz2k>& e) -> Status {
       if (party != 1 || pos != c.after_position) return Status::Ok();
-      e.arith().set_adversary_for_testing(&liar);
+      e.context().arith().set_adversary_for_testing(&liar);
       e.context().set_adversary_for_testing(&liar);
       liar.armed = true;
       return Status::Ok();
