@@ -1,0 +1,268 @@
+// Test mutations of the dealer material for the view tests (view_test.cc, through
+// view_harness.h): an item's element zeroed (a sharing of 0 in every component and MAC, so
+// the item stays valid and the opening it masks carries the raw value) or copied from an
+// earlier item of the same type (the same mask handed out twice). Applied identically at
+// every party (each edits its own shares), so the sharings stay consistent, the results
+// stay right and the run completes; only the masking changes.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "common/result.h"
+#include "mpc/compare/bit_preprocessing.h"
+#include "mpc/preprocessing.h"
+
+namespace mpcache::infer::viewtest {
+
+using mpc::u128;
+
+enum class Item : std::uint8_t {
+  kTriple,
+  kSquare,
+  kTrunc,
+  kBit,
+  kRandom,
+  kInputMask,
+  kClientMask,
+  kMatrixMask,
+  kMatrixTriple,
+  kBitTriple,
+  kEdaBit,
+  kDaBit,
+  kRootTuple,
+  kBitRandom,
+  kCount
+};
+inline const char* ItemName(Item t) {
+  static constexpr const char* kNames[] = {
+      "triples",     "squares",      "trunc",       "bits",          "randoms",
+      "input-masks", "client-masks", "matrix-mask", "matrix-triple", "bit-triples",
+      "edabits",     "dabits",       "root-tuples", "bit-randoms"};
+  return kNames[static_cast<int>(t)];
+}
+inline constexpr std::uint32_t Bit(Item t) {
+  return 1u << static_cast<int>(t);
+}
+
+// A change to the dealer material, made at every party: element `elem` (every element
+// with all = true) of the `call`-th request (0-based, counted per item type) of `item`.
+// kZero replaces it by a sharing of 0 (every component and MAC: still a valid item, so the
+// opening it masks carries the raw value); kReuse copies element `src_elem` of request
+// `src_call` over it (the same mask handed out twice).
+struct Mutation {
+  enum class Op : std::uint8_t { kZero, kReuse } op = Op::kZero;
+  Item item = Item::kTriple;
+  int call = 0;
+  std::size_t elem = 0;
+  bool all = false;
+  int src_call = 0;
+  std::size_t src_elem = 0;
+};
+
+// ---- element-wise edits of dealer items -------------------------------------------------
+
+template <typename P>
+struct Fields {
+  std::vector<mpc::Shares<P>*> arith;
+  std::vector<mpc::BitShares<P>*> bits;
+};
+
+template <typename P>
+bool GetBitElem(const mpc::BitShares<P>& s, std::size_t e, std::uint64_t* mac) {
+  if constexpr (P::kMalicious) {
+    *mac = s.m[e];
+    return s.v[e] != 0;
+  } else {
+    *mac = 0;
+    return ((s.v[e / 64] >> (e % 64)) & 1) != 0;
+  }
+}
+template <typename P>
+void SetBitElem(mpc::BitShares<P>& s, std::size_t e, bool v, std::uint64_t mac) {
+  if constexpr (P::kMalicious) {
+    s.v[e] = v ? 1 : 0;
+    s.m[e] = mac;
+  } else {
+    const std::uint64_t b = std::uint64_t{1} << (e % 64);
+    s.v[e / 64] = v ? (s.v[e / 64] | b) : (s.v[e / 64] & ~b);
+  }
+}
+
+template <typename P>
+std::size_t Size(const mpc::Shares<P>& s) {
+  return s.size();
+}
+template <typename P>
+std::size_t Size(const mpc::BitShares<P>& s) {
+  return s.n;
+}
+
+// Element e (or every element, e = kAll) of every field of an item: this party's shares
+// and MAC shares.
+inline constexpr std::size_t kAll = ~std::size_t{0};
+template <typename P>
+struct Saved {
+  std::vector<std::vector<std::pair<typename P::Word, u128>>> arith;
+  std::vector<std::vector<std::pair<bool, std::uint64_t>>> bits;
+};
+
+template <typename P>
+Saved<P> Save(Fields<P> f, std::size_t e) {
+  Saved<P> c;
+  for (auto* s : f.arith) {
+    auto& out = c.arith.emplace_back();
+    for (std::size_t i = e == kAll ? 0 : e; i < (e == kAll ? Size(*s) : e + 1); ++i) {
+      out.push_back({s->v[i], P::kMalicious ? s->m[i] : 0});
+    }
+  }
+  for (auto* s : f.bits) {
+    auto& out = c.bits.emplace_back();
+    for (std::size_t i = e == kAll ? 0 : e; i < (e == kAll ? Size(*s) : e + 1); ++i) {
+      std::uint64_t mac = 0;
+      const bool v = GetBitElem(*s, i, &mac);
+      out.push_back({v, mac});
+    }
+  }
+  return c;
+}
+
+// Writes `c` (or zeros, c = nullptr) over element e (or every element) of every field.
+template <typename P>
+void Restore(Fields<P> f, std::size_t e, const Saved<P>* c) {
+  for (std::size_t k = 0; k < f.arith.size(); ++k) {
+    auto* s = f.arith[k];
+    const std::size_t lo = e == kAll ? 0 : e, hi = e == kAll ? Size(*s) : e + 1;
+    for (std::size_t i = lo; i < hi && i < Size(*s); ++i) {
+      const auto w = c ? c->arith[k].at(i - lo) : std::pair<typename P::Word, u128>{0, 0};
+      s->v[i] = w.first;
+      if constexpr (P::kMalicious) s->m[i] = w.second;
+    }
+  }
+  for (std::size_t k = 0; k < f.bits.size(); ++k) {
+    auto* s = f.bits[k];
+    const std::size_t lo = e == kAll ? 0 : e, hi = e == kAll ? Size(*s) : e + 1;
+    for (std::size_t i = lo; i < hi && i < Size(*s); ++i) {
+      const auto w = c ? c->bits[k].at(i - lo) : std::pair<bool, std::uint64_t>{false, 0};
+      SetBitElem(*s, i, w.first, w.second);
+    }
+  }
+}
+
+template <typename P>
+Fields<P> FieldsOf(mpc::Triples<P>& t) {
+  return {{&t.a, &t.b, &t.c}, {}};
+}
+template <typename P>
+Fields<P> FieldsOf(mpc::SquarePairs<P>& t) {
+  return {{&t.a, &t.aa}, {}};
+}
+template <typename P>
+Fields<P> FieldsOf(mpc::TruncPairs<P>& t) {
+  return {{&t.r, &t.r_top, &t.r_shift}, {}};
+}
+template <typename P>
+Fields<P> FieldsOf(mpc::Shares<P>& t) {
+  return {{&t}, {}};
+}
+template <typename P>
+Fields<P> FieldsOf(mpc::InputMasks<P>& t) {
+  return {{&t.r}, {}};
+}
+template <typename P>
+Fields<P> FieldsOf(mpc::MatrixMask<P>& t) {
+  return {{&t.a}, {}};
+}
+template <typename P>
+Fields<P> FieldsOf(mpc::MatrixTriple<P>& t) {
+  return {{&t.b, &t.c}, {}};
+}
+template <typename P>
+Fields<P> FieldsOf(mpc::BitTriples<P>& t) {
+  return {{}, {&t.a, &t.b, &t.c}};
+}
+template <typename P>
+Fields<P> FieldsOf(mpc::BitShares<P>& t) {
+  return {{}, {&t}};
+}
+template <typename P>
+Fields<P> FieldsOf(mpc::DaBits<P>& t) {
+  return {{&t.a}, {&t.b}};
+}
+template <typename P>
+Fields<P> FieldsOf(mpc::EdaBits<P>& t) {
+  Fields<P> f{{&t.r}, {}};
+  for (auto& b : t.bits) f.bits.push_back(&b);
+  for (auto& b : t.prods) f.bits.push_back(&b);
+  return f;
+}
+template <typename P>
+Fields<P> FieldsOf(mpc::RootTuples<P>& t) {
+  Fields<P> f{{}, {&t.u, &t.v, &t.w}};
+  for (auto& m : t.mono) f.arith.push_back(&m);
+  return f;
+}
+
+// Applies the mutations of one item type to this party's items, request by request.
+template <typename P>
+class Mutator {
+ public:
+  explicit Mutator(const std::vector<Mutation>& muts) : muts_(muts) {}
+  template <typename T>
+  void Apply(Item item, T& t) {
+    const int call = calls_[static_cast<int>(item)]++;
+    Fields<P> f = FieldsOf<P>(t);
+    for (std::size_t k = 0; k < muts_.size(); ++k) {
+      const Mutation& m = muts_[k];
+      if (m.item != item) continue;
+      if (m.op == Mutation::Op::kReuse && m.src_call == call) {
+        saved_[k] = Save(f, m.all ? kAll : m.src_elem);
+      }
+      if (m.call != call) continue;
+      if (m.op == Mutation::Op::kZero) {
+        Restore<P>(f, m.all ? kAll : m.elem, nullptr);
+      } else if (auto it = saved_.find(k); it != saved_.end()) {
+        Restore<P>(f, m.all ? kAll : m.elem, &it->second);
+      }
+    }
+  }
+
+ private:
+  const std::vector<Mutation>& muts_;
+  std::array<int, static_cast<int>(Item::kCount)> calls_{};
+  std::map<std::size_t, Saved<P>> saved_;
+};
+
+// The client's clear mask batches, with the client-mask mutations applied as at the parties.
+class ClientMasks {
+ public:
+  ClientMasks(std::function<Result<std::vector<std::uint64_t>>()> next,
+              const std::vector<Mutation>& muts)
+      : next_(std::move(next)), muts_(muts) {}
+  Result<std::vector<std::uint64_t>> Next() {
+    MPCACHE_ASSIGN_OR_RETURN(std::vector<std::uint64_t> r, next_());
+    const int call = calls_++;
+    for (std::size_t k = 0; k < muts_.size(); ++k) {
+      const Mutation& m = muts_[k];
+      if (m.item != Item::kClientMask) continue;
+      if (m.op == Mutation::Op::kReuse && m.src_call == call) saved_[k] = r.at(m.src_elem);
+      if (m.call != call) continue;
+      for (std::size_t e = m.all ? 0 : m.elem; e < (m.all ? r.size() : m.elem + 1); ++e) {
+        r.at(e) = m.op == Mutation::Op::kZero ? 0 : saved_.at(k);
+      }
+    }
+    return r;
+  }
+
+ private:
+  std::function<Result<std::vector<std::uint64_t>>()> next_;
+  const std::vector<Mutation>& muts_;
+  int calls_ = 0;
+  std::map<std::size_t, std::uint64_t> saved_;
+};
+
+}  // namespace mpcache::infer::viewtest
