@@ -183,8 +183,19 @@ Result<client_proto::Done> Run(const PartyRuntime& rt, SyncLink& client,
                            infer::GenerationSession<P>::Create(*bctx, weights, options));
   TlsClientLink link(client, req.session, static_cast<int>(req.prompt_len),
                      static_cast<int>(req.vocab), std::move(prompt.d), recv);
+  // TEST ONLY: the lying-party test binary deviates from here on (empty in production).
+  typename infer::GenerationSession<P>::PositionHook test_hook;
+  if (rt.adversary_for_testing) {
+    test_hook = [&](int pos, infer::SecureLlama<P>&) {
+      if (mpc::Adversary* a = rt.adversary_for_testing(req.session, pos)) {
+        ctx->set_adversary_for_testing(a);
+        bctx->set_adversary_for_testing(a);
+      }
+      return Status::Ok();
+    };
+  }
   Result<infer::SessionReport> generated =
-      session->Generate(link, static_cast<int>(req.prompt_len), steps);
+      session->Generate(link, static_cast<int>(req.prompt_len), steps, test_hook);
   if (!generated.ok()) return generated.error();
   const infer::SessionReport& report = *generated;
 
