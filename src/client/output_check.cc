@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "net/tls/tls_context.h"
+
 namespace mpcache::client {
 
 namespace cp = daemon::client_proto;
@@ -80,7 +82,19 @@ Result<std::optional<int>> TokenReleases::Add(int party, const cp::Token& t) {
   return std::optional<int>(static_cast<int>(token));
 }
 
+namespace {
+
+// A party's words as one line of printable text: a corrupt party must not be able to forge
+// lines of the client's output.
+std::string Said(const cp::ErrorMsg& e) {
+  return net::PrintableText(e.message, cp::kMaxErrorText);
+}
+
+}  // namespace
+
 Error ChooseFailure(const std::array<PartyOutcome, 3>& parties) {
+  // Reports are named by the link they came on (each party's is authenticated), not by the
+  // reporter field the party filled in.
   // The party blamed by most reports (a stalled party that wakes up may blame an honest
   // one; the two honest parties outvote it).
   std::array<int, 3> votes{};
@@ -92,20 +106,33 @@ Error ChooseFailure(const std::array<PartyOutcome, 3>& parties) {
   const auto top = std::max_element(votes.begin(), votes.end());
   if (*top > 0) {
     const int blamed = static_cast<int>(top - votes.begin());
-    for (const PartyOutcome& p : parties) {
+    for (std::size_t i = 0; i < parties.size(); ++i) {
+      const PartyOutcome& p = parties[i];
       if (p.error && p.error->blamed == blamed) {
         return Aborted("party " + std::to_string(blamed) + " failed (reported by party " +
-                       std::to_string(p.error->reporter) + "): " + p.error->message);
+                       std::to_string(i) + "): " + Said(*p.error));
       }
     }
   }
   for (const PartyOutcome& p : parties) {
     if (p.lost) return Aborted(p.where + " failed: " + p.lost->message());
   }
-  for (const PartyOutcome& p : parties) {
-    if (p.error) {
-      return Aborted("party " + std::to_string(p.error->reporter) + ": " + p.error->message);
+  // A MAC check that failed fails at every party alike (all see the same sum), whoever
+  // lied: it cannot name the culprit, and the client says so rather than pointing at the
+  // party whose report happens to come first.
+  const std::string mac_failed(ErrorCodeName(ErrorCode::kMacCheckFailed));
+  for (std::size_t i = 0; i < parties.size(); ++i) {
+    const PartyOutcome& p = parties[i];
+    if (p.error && p.error->message.rfind(mac_failed + ": ", 0) == 0) {
+      return MacCheckFailed(
+          "a party deviated from the protocol, and a failed MAC check cannot tell which, so "
+          "none is named; nothing was released after the failing check (party " +
+          std::to_string(i) + " reports: " + Said(*p.error).substr(mac_failed.size() + 2) + ")");
     }
+  }
+  for (std::size_t i = 0; i < parties.size(); ++i) {
+    const PartyOutcome& p = parties[i];
+    if (p.error) return Aborted("party " + std::to_string(i) + ": " + Said(*p.error));
   }
   return Internal("the request failed for no stated reason");
 }

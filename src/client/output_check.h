@@ -14,7 +14,9 @@
 //
 // ChooseFailure: which error a failed request ends with, from what each party reported
 // (Error messages, with the party each one blames) or a lost connection: the party blamed
-// by most reports, then a lost connection, then any report.
+// by most reports, then a lost connection, then a MAC-check failure (kMacCheckFailed,
+// naming no party: the check cannot tell who lied), then any report. A report is named by
+// the link it came on, and its text is shown as printable ASCII (net::PrintableText).
 #pragma once
 
 #include <array>

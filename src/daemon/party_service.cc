@@ -26,7 +26,8 @@ struct PartyService::Impl {
   std::shared_ptr<const infer::RingModel> model;
   infer::ModelIdentity identity;  // compared with the peers' at every session
   Metrics metrics;
-  UsedSessions used_sessions;  // replayed session ids are refused
+  UsedSessions used_sessions;           // replayed session ids are refused
+  AdversaryHook adversary_for_testing;  // TEST ONLY: empty in production
 
   asio::io_context io;
   std::unique_ptr<asio::ssl::context> tls;
@@ -151,6 +152,7 @@ void PartyService::Impl::Serve(net::AcceptedTls accepted) {
     rt.identity = identity;
     rt.log = log;
     rt.metrics = &metrics;
+    rt.adversary_for_testing = adversary_for_testing;
     rt.on_mesh = [this](net::TlsMesh* m) {
       std::lock_guard<std::mutex> lock(mu);
       active_mesh = m;
@@ -229,7 +231,8 @@ PartyService::PartyService(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) 
 PartyService::~PartyService() = default;
 
 Result<std::unique_ptr<PartyService>> PartyService::Create(config::PartyConfig cfg,
-                                                           std::shared_ptr<spdlog::logger> log) {
+                                                           std::shared_ptr<spdlog::logger> log,
+                                                           AdversaryHook adversary_for_testing) {
   // Knobs of features this build does not have are refused, not ignored: a party must not
   // claim MPCache or the balancer while it runs the full cache with a static assignment.
   if (cfg.mpcache.cache == config::CacheMode::kMpcache) {
@@ -246,7 +249,12 @@ Result<std::unique_ptr<PartyService>> PartyService::Create(config::PartyConfig c
   auto impl = std::make_unique<Impl>();
   impl->cfg = std::move(cfg);
   impl->log = std::move(log);
-  // Certificates and the key first: a key others can read is refused before any work.
+  impl->adversary_for_testing = std::move(adversary_for_testing);
+  if (impl->adversary_for_testing) {
+    impl->log->warn("TEST ONLY: this party deviates from the protocol on purpose (liar mode)");
+  }
+  // The identity first: a bad or world-readable key, or a bad certificate, is refused at once, before the model is
+  // loaded (and before anything is logged: the refusal is the one line the operator sees).
   MPCACHE_ASSIGN_OR_RETURN(impl->tls, net::MakeTlsContext(net::TlsFilesFromConfig(impl->cfg.tls)));
   MPCACHE_RETURN_IF_ERROR(impl->LoadModel());
   impl->DescribeMetrics();

@@ -10,6 +10,7 @@
 
 #include "common/config.h"
 #include "common/result.h"
+#include "daemon/test_hooks.h"
 
 namespace spdlog {
 class logger;
@@ -19,8 +20,10 @@ namespace mpcache::daemon {
 
 class PartyService {
  public:
+  // `adversary_for_testing`: TEST ONLY (daemon/test_hooks.h); mpcache-party passes none.
   static Result<std::unique_ptr<PartyService>> Create(config::PartyConfig cfg,
-                                                      std::shared_ptr<spdlog::logger> log);
+                                                      std::shared_ptr<spdlog::logger> log,
+                                                      AdversaryHook adversary_for_testing = {});
   ~PartyService();
   // Serves until SIGTERM/SIGINT. Ok after a graceful shutdown.
   Status Run();

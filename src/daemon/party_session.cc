@@ -23,7 +23,21 @@ std::optional<int> BlamedParty(const std::string& message, int self) {
       at != std::string_view::npos && text.find("blames party ") == std::string_view::npos) {
     // Search the reason only, after "session aborted by party 1 (mpcache-party-1): ".
     const std::size_t colon = text.find(": ", at);
+    const std::string_view by = text.substr(at + abort_prefix.size());
     text = colon == std::string_view::npos ? std::string_view() : text.substr(colon + 2);
+    // A reason that starts with the sender's own name as its context ("party 1: ...",
+    // "party 1 (binary domain): ...", as the MPC layer words its errors) does not blame the
+    // sender: a MAC check that fails at the sender fails at every party alike, and says
+    // nothing of who lied. ("party 1 is shutting down" still does.)
+    const std::string_view sender = by.substr(0, std::min<std::size_t>(by.size(), 7));
+    if (sender.size() == 7 && sender.substr(0, 6) == "party " && text.substr(0, 7) == sender) {
+      std::string_view rest = text.substr(7);
+      if (rest.substr(0, 2) == " (") {
+        const std::size_t close = rest.find("): ");
+        if (close != std::string_view::npos) rest = rest.substr(close + 1);
+      }
+      if (rest.substr(0, 2) == ": ") text = rest.substr(2);
+    }
   }
   for (const char* key : {"blames party ", "mpcache-party-", "party "}) {
     std::size_t at = 0;
@@ -169,8 +183,19 @@ Result<client_proto::Done> Run(const PartyRuntime& rt, SyncLink& client,
                            infer::GenerationSession<P>::Create(*bctx, weights, options));
   TlsClientLink link(client, req.session, static_cast<int>(req.prompt_len),
                      static_cast<int>(req.vocab), std::move(prompt.d), recv);
+  // TEST ONLY: the lying-party test binary deviates from here on (empty in production).
+  typename infer::GenerationSession<P>::PositionHook test_hook;
+  if (rt.adversary_for_testing) {
+    test_hook = [&](int pos, infer::SecureLlama<P>&) {
+      if (mpc::Adversary* a = rt.adversary_for_testing(req.session, pos)) {
+        ctx->set_adversary_for_testing(a);
+        bctx->set_adversary_for_testing(a);
+      }
+      return Status::Ok();
+    };
+  }
   Result<infer::SessionReport> generated =
-      session->Generate(link, static_cast<int>(req.prompt_len), steps);
+      session->Generate(link, static_cast<int>(req.prompt_len), steps, test_hook);
   if (!generated.ok()) return generated.error();
   const infer::SessionReport& report = *generated;
 

@@ -17,6 +17,7 @@
 #include "daemon/client_protocol.h"
 #include "daemon/metrics.h"
 #include "daemon/sync_link.h"
+#include "daemon/test_hooks.h"
 #include "infer/model_identity.h"
 #include "infer/ring_model.h"
 
@@ -40,6 +41,7 @@ struct PartyRuntime {
   // Called with the request's mesh once it exists and with nullptr when it is gone, so
   // that shutdown can abort it from another thread.
   std::function<void(net::TlsMesh*)> on_mesh;
+  AdversaryHook adversary_for_testing;  // TEST ONLY (daemon/test_hooks.h): empty in production
 };
 
 // The session ids this party has served (the most recent `capacity`): a request that

@@ -20,6 +20,7 @@
 #include "daemon/message_link.h"
 #include "net/tls/framed_connection.h"
 #include "net/tls/tls_connector.h"
+#include "net/tls/tls_context.h"
 
 namespace mpcache::daemon {
 
@@ -125,46 +126,57 @@ class SyncLink final : public MessageLink {
   }
 
   static constexpr std::size_t kMaxMessageBytes = kMaxLinkMessageBytes;
+  // At most this many bytes of a peer's abort reason are shown (then "... (N bytes)").
+  static constexpr std::size_t kMaxAbortReasonBytes = 256;
 
  private:
+  // One frame within `timeout` (one deadline, fixed here). Only DATA, ABORT and CLOSE
+  // travel on these links: nothing sends a HELLO on them (that is the mesh's handshake), so
+  // one is a protocol error rather than something to skip — skipping it would let a peer
+  // that drips HELLOs hold a Recv forever.
   Result<std::vector<std::uint8_t>> RecvFrame(std::chrono::milliseconds timeout) {
-    for (;;) {
-      auto promise = std::make_shared<std::promise<Result<net::Frame>>>();
-      auto future = promise->get_future();
-      const auto deadline = net::Clock::now() + timeout;
-      net::asio::post(io_, [conn = conn_, promise, deadline] {
-        if (conn->closed()) {
-          promise->set_value(IoError(conn->peer_label() + ": connection closed"));
-          return;
-        }
-        conn->ReadFrame([promise](Result<net::Frame> f) { promise->set_value(std::move(f)); },
-                        deadline);
-      });
-      if (future.wait_for(timeout + std::chrono::seconds(2)) != std::future_status::ready) {
+    auto promise = std::make_shared<std::promise<Result<net::Frame>>>();
+    auto future = promise->get_future();
+    const auto deadline = net::Clock::now() + timeout;
+    net::asio::post(io_, [conn = conn_, promise, deadline] {
+      if (conn->closed()) {
+        promise->set_value(IoError(conn->peer_label() + ": connection closed"));
+        return;
+      }
+      conn->ReadFrame([promise](Result<net::Frame> f) { promise->set_value(std::move(f)); },
+                      deadline);
+    });
+    if (future.wait_until(deadline + std::chrono::seconds(2)) != std::future_status::ready) {
+      return Timeout(label_ + " did not answer within " + std::to_string(timeout.count()) + " ms");
+    }
+    Result<net::Frame> frame = future.get();
+    if (!frame.ok()) {
+      if (frame.error().code() == ErrorCode::kTimeout) {
         return Timeout(label_ + " did not answer within " + std::to_string(timeout.count()) +
                        " ms");
       }
-      Result<net::Frame> frame = future.get();
-      if (!frame.ok()) {
-        if (frame.error().code() == ErrorCode::kTimeout) {
-          return Timeout(label_ + " did not answer within " + std::to_string(timeout.count()) +
-                         " ms");
+      return frame.error();
+    }
+    switch (frame->header.kind()) {
+      case proto::FRAME_DATA:
+        return std::move(frame->payload);
+      case proto::FRAME_ABORT: {
+        // The peer's words, shown as printable ASCII and capped: they end up in logs and in
+        // the one-line errors the client prints.
+        proto::Abort a;
+        if (!a.ParseFromArray(frame->payload.data(), static_cast<int>(frame->payload.size()))) {
+          return Aborted(label_ + " aborted the request (its reason is unreadable)");
         }
-        return frame.error();
+        return Aborted(label_ + " aborted the request: " +
+                       net::PrintableText(a.reason(), kMaxAbortReasonBytes));
       }
-      switch (frame->header.kind()) {
-        case proto::FRAME_DATA:
-          return std::move(frame->payload);
-        case proto::FRAME_ABORT: {
-          proto::Abort a;
-          a.ParseFromArray(frame->payload.data(), static_cast<int>(frame->payload.size()));
-          return Aborted(label_ + " aborted the request: " + a.reason());
-        }
-        case proto::FRAME_CLOSE:
-          return IoError(label_ + " closed the connection");
-        default:
-          continue;  // HELLO: nothing to do
-      }
+      case proto::FRAME_CLOSE:
+        return IoError(label_ + " closed the connection");
+      default:
+        return ProtocolError(label_ + " sent an unexpected " +
+                             proto::FrameKind_Name(frame->header.kind()) + " frame " +
+                             std::to_string(frame->header.sequence()) +
+                             " (only DATA, ABORT and CLOSE travel on this link)");
     }
   }
 

@@ -208,6 +208,7 @@ bool Cluster::WaitReady(const std::string& name, std::size_t from) {
 }
 
 bool Cluster::StartDealer() {
+  dealer_.reset();  // a running one first: its port must be free for the new one
   const std::size_t from = Log("dealer").size();
   dealer_ = std::make_unique<Process>(
       std::vector<std::string>{MPCACHE_DEALER_BIN, "--config", dir_ + "/dealer.yaml"}, "/dev/null",
@@ -216,11 +217,18 @@ bool Cluster::StartDealer() {
 }
 
 bool Cluster::StartParty(int i) {
+  return StartPartyFrom(i, MPCACHE_PARTY_BIN, {});
+}
+
+bool Cluster::StartPartyFrom(int i, const std::string& binary,
+                             std::vector<std::string> extra_args) {
   const std::string name = "party" + std::to_string(i);
+  auto& slot = parties_[static_cast<std::size_t>(i)];
+  slot.reset();  // a running one first: its ports must be free for the new one
   const std::size_t from = Log(name).size();
-  parties_[static_cast<std::size_t>(i)] = std::make_unique<Process>(
-      std::vector<std::string>{MPCACHE_PARTY_BIN, "--config", dir_ + "/" + name + ".yaml"},
-      "/dev/null", dir_ + "/" + name + ".log");
+  std::vector<std::string> argv{binary, "--config", dir_ + "/" + name + ".yaml"};
+  argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+  slot = std::make_unique<Process>(std::move(argv), "/dev/null", dir_ + "/" + name + ".log");
   return WaitReady(name, from);
 }
 

@@ -54,9 +54,13 @@ class Cluster {
   explicit Cluster(ClusterOptions options = {});
   ~Cluster();  // processes killed first, then the folder removed
 
-  // Starts (or restarts) the dealer / party i and waits until it logs "ready".
+  // Starts (or restarts: a running one is killed first) the dealer / party i and waits
+  // until it logs "ready".
   bool StartDealer();
   bool StartParty(int i);
+  // Party i from another executable taking the same --config (a test-only party such as
+  // mpcache-party-liar), with `extra_args` after the config.
+  bool StartPartyFrom(int i, const std::string& binary, std::vector<std::string> extra_args);
   bool StartAll();
   Process* party(int i) { return parties_[static_cast<std::size_t>(i)].get(); }
   Process* dealer() { return dealer_.get(); }

@@ -149,5 +149,39 @@ TEST(ChooseFailure, ThePartyBlamedByMostReportsIsNamed) {
   EXPECT_EQ(ChooseFailure({}).code(), ErrorCode::kInternal);
 }
 
+// A MAC-check failure names no party (the check cannot tell who lied) and says so, quoting
+// the first party that reported the check itself failing; a peer's abort that carried it
+// comes after.
+TEST(ChooseFailure, AMacCheckFailureNamesTheFailureAndNoParty) {
+  const std::string failed =
+      "MAC check failed: party 2: MAC check failed: an opened value or its "
+      "MAC was tampered with";
+  const std::array<PartyOutcome, 3> all{
+      Reported(0, -1,
+               "aborted: session aborted by party 2 (mpcache-party-2): party 2: MAC check "
+               "failed: an opened value or its MAC was tampered with"),
+      Reported(1, -1, failed), Reported(2, -1, failed)};
+  const Error e = ChooseFailure(all);
+  EXPECT_EQ(e.code(), ErrorCode::kMacCheckFailed);
+  EXPECT_EQ(e.ToString(),
+            "MAC check failed: a party deviated from the protocol, and a failed MAC check cannot "
+            "tell which, so none is named; nothing was released after the failing check (party 1 "
+            "reports: party 2: MAC check failed: an opened value or its MAC was tampered with)");
+}
+
+// What a party says is shown as one printable line, and a report is named by the link it
+// came on, not by the reporter it claims.
+TEST(ChooseFailure, APartysTextCannotForgeLinesOrItsName) {
+  PartyOutcome forged = Reported(1, -1, "boom\nerror: party 0 failed (reported by party 2)\x1b[2J");
+  forged.error->reporter = 2;
+  const Error e = ChooseFailure({PartyOutcome{}, forged, PartyOutcome{}});
+  EXPECT_EQ(e.message(), "party 1: boom\\x0aerror: party 0 failed (reported by party 2)\\x1b[2J");
+  forged.error->blamed = 0;
+  EXPECT_EQ(ChooseFailure({PartyOutcome{}, forged, PartyOutcome{}})
+                .message()
+                .rfind("party 0 failed (reported by party 1): boom\\x0a", 0),
+            0u);
+}
+
 }  // namespace
 }  // namespace mpcache::client

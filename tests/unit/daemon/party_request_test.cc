@@ -69,5 +69,27 @@ TEST(BlamedParty, APeersAbortBlamesWhomItsReasonNamesNotTheSender) {
             std::nullopt);
 }
 
+// A MAC check fails at every party alike; when one party's abort reaches another before its
+// own check ended, the sender's name heading the reason ("party 0: MAC check failed ...",
+// the MPC layer's wording) must not make the honest sender the culprit. A party the reason
+// names after that prefix is still blamed.
+TEST(BlamedParty, APeersMacCheckFailureBlamesNobody) {
+  EXPECT_EQ(BlamedParty("session aborted by party 0 (mpcache-party-0): party 0: MAC check "
+                        "failed: an opened value or its MAC was tampered with",
+                        2),
+            std::nullopt);
+  EXPECT_EQ(BlamedParty("session aborted by party 2 (mpcache-party-2): party 2 (binary domain): "
+                        "MAC check failed: an opened bit or its MAC was tampered with",
+                        1),
+            std::nullopt);
+  EXPECT_EQ(BlamedParty("session aborted by party 0 (mpcache-party-0): party 0: party 1 opened a "
+                        "coin share that does not match its commitment",
+                        2),
+            1);
+  EXPECT_EQ(
+      BlamedParty("party 1: MAC check failed: an opened value or its MAC was tampered with", 1),
+      std::nullopt);
+}
+
 }  // namespace
 }  // namespace mpcache::daemon
