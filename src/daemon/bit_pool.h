@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <vector>
 
 #include "mpc/compare/bit_preprocessing.h"
 
@@ -22,9 +24,13 @@ void ForFields(mpc::BitTriples<P>& a, mpc::BitTriples<P>& b, F f) {
 template <typename P, typename F>
 void ForFields(mpc::EdaBits<P>& a, mpc::EdaBits<P>& b, F f) {
   f(a.r, b.r);
-  for (std::size_t j = 0; j < a.bits.size(); ++j) f(a.bits[j], b.bits[j]);
-  if (a.prods.size() < b.prods.size()) a.prods.resize(b.prods.size());
-  for (std::size_t j = 0; j < b.prods.size(); ++j) f(a.prods[j], b.prods[j]);
+  if constexpr (P::kMalicious) {
+    f(a.rows, b.rows);
+  } else {
+    for (std::size_t j = 0; j < a.bits.size(); ++j) f(a.bits[j], b.bits[j]);
+    if (a.prods.size() < b.prods.size()) a.prods.resize(b.prods.size());
+    for (std::size_t j = 0; j < b.prods.size(); ++j) f(a.prods[j], b.prods[j]);
+  }
 }
 template <typename P, typename F>
 void ForFields(mpc::DaBits<P>& a, mpc::DaBits<P>& b, F f) {
@@ -92,6 +98,30 @@ void AppendRange(mpc::BitShares<P>& dst, const mpc::BitShares<P>& src, std::size
     }
   }
   dst.n += n;
+}
+
+// dst += src[from, from + n): item-major edaBit rows (the rows are shared, not copied).
+template <typename P>
+void AppendRange(mpc::EdaRows& dst, const mpc::EdaRows& src, std::size_t from, std::size_t n) {
+  const auto b = static_cast<std::ptrdiff_t>(from), e = static_cast<std::ptrdiff_t>(from + n);
+  dst.rows.insert(dst.rows.end(), src.rows.begin() + b, src.rows.begin() + e);
+  // Keep exactly the chunks these rows live in (consumed chunks are let go).
+  auto holds = [](const auto& o, const std::uint64_t* row) {
+    return row >= o->data() && row < o->data() + o->size();
+  };
+  const std::shared_ptr<std::vector<std::uint64_t>>* last = nullptr;
+  for (std::size_t i = from; i < from + n; ++i) {
+    const std::uint64_t* row = src.rows[i];
+    if (last != nullptr && holds(*last, row)) continue;
+    for (const auto& o : src.owners) {
+      if (!holds(o, row)) continue;
+      last = &o;
+      if (std::find(dst.owners.begin(), dst.owners.end(), o) == dst.owners.end()) {
+        dst.owners.push_back(o);
+      }
+      break;
+    }
+  }
 }
 
 template <typename P, typename T>

@@ -24,10 +24,9 @@ constexpr std::uint64_t kBitSeedLabel = 0xB1700000ull;
 // wm, then 7 x (v_lo v_hi m_lo m_hi)]. Free words come first in every unit, except the malicious
 // triple (free: av and bv).
 constexpr std::size_t kP = mpc::edabit::kProducts;
-constexpr std::size_t kLifts = 64 + kP;  // binary lifts of an edaBit (bits, then products)
 constexpr std::size_t kSemiWords[kNumBitItems] = {3, 64 + kP + 64, 2, 1, 8};
 constexpr std::size_t kSemiItems[kNumBitItems] = {64, 64, 1, 64, 1};
-constexpr std::size_t kMalWords[kNumBitItems] = {6, 2 * kLifts + 4, 6, 2, 34};
+constexpr std::size_t kMalWords[kNumBitItems] = {6, mpc::edabit::kRowWords, 6, 2, 34};
 constexpr std::size_t kSemiFree[kNumBitItems] = {2, 64, 1, 1, 1};
 constexpr std::size_t kMalFree[kNumBitItems] = {2, 64, 1, 1, 3};
 // Stream chunks of about 16 MB per party (a pool can free them one at a time).
@@ -212,46 +211,29 @@ template <typename P>
 mpc::EdaBits<P> UnpackEdaBits(BitUnits w, std::size_t n) {
   mpc::EdaBits<P> e;
   e.r = mpc::Shares<P>(n);
-  for (auto& b : e.bits) b = mpc::BitShares<P>(n);
-  e.prods.assign(kP, mpc::BitShares<P>(n));
   const std::size_t uw = BitUnitWords(SecurityOf<P>(), BitItem::kEdaBit);
   if constexpr (P::kMalicious) {
-    // Unit-major words -> per-bit arrays, in blocks of 64 units (~240 KB, cache-resident)
-    // so that each of the 466 destination arrays is written in runs.
-    std::size_t base = 0;
+    // The units are the rows: keep the chunks and point at each item's unit (no copy).
+    static_assert(kMalWords[static_cast<int>(BitItem::kEdaBit)] == mpc::edabit::kRowWords);
+    e.rows.rows.reserve(n);
     bool first = true;
-    while (!w.chunks.empty()) {
-      const std::vector<std::uint64_t> c = std::move(w.chunks.front());
+    while (!w.chunks.empty() && e.rows.size() < n) {
+      auto chunk = std::make_shared<std::vector<std::uint64_t>>(std::move(w.chunks.front()));
       w.chunks.pop_front();
       const std::size_t off0 = first ? w.first_offset : 0;
       first = false;
-      const std::size_t cu = (c.size() - off0) / uw;
-      for (std::size_t b = 0; b < cu; b += 64) {
-        const std::size_t len = std::min<std::size_t>(64, cu - b);
-        const std::uint64_t* src = c.data() + off0 + b * uw;
-        // Value words keep their bit 0 (the share of the bit); MAC words are whole.
-        auto copy = [&](std::vector<std::uint64_t>& dst, std::size_t k, std::uint64_t keep) {
-          std::uint64_t* d = dst.data() + base + b;
-          for (std::size_t t = 0; t < len; ++t) d[t] = src[t * uw + k] & keep;
-        };
-        constexpr std::uint64_t kBit = 1, kAll = ~std::uint64_t{0};
-        for (std::size_t j = 0; j < 64; ++j) {
-          copy(e.bits[j].v, j, kBit);
-          copy(e.bits[j].m, kLifts + j, kAll);
-        }
-        for (std::size_t k = 0; k < kP; ++k) {
-          copy(e.prods[k].v, 64 + k, kBit);
-          copy(e.prods[k].m, kLifts + 64 + k, kAll);
-        }
-        for (std::size_t t = 0; t < len; ++t) {
-          const std::uint64_t* x = src + t * uw;
-          e.r.v[base + b + t] = Join(x[2 * kLifts], x[2 * kLifts + 1]);
-          e.r.m[base + b + t] = Join(x[2 * kLifts + 2], x[2 * kLifts + 3]);
-        }
+      for (std::size_t off = off0; off + uw <= chunk->size() && e.rows.size() < n; off += uw) {
+        std::uint64_t* x = chunk->data() + off;
+        const std::size_t i = e.rows.size();
+        e.r.v[i] = Join(x[mpc::edabit::kRWord], x[mpc::edabit::kRWord + 1]);
+        e.r.m[i] = Join(x[mpc::edabit::kRMacWord], x[mpc::edabit::kRMacWord + 1]);
+        e.rows.rows.push_back(x);
       }
-      base += cu;
+      e.rows.owners.push_back(std::move(chunk));
     }
   } else {
+    for (auto& b : e.bits) b = mpc::BitShares<P>(n);
+    e.prods.assign(kP, mpc::BitShares<P>(n));
     ForEachUnit(std::move(w), uw, [&](std::size_t u, const std::uint64_t* x) {
       for (std::size_t j = 0; j < 64; ++j) e.bits[j].v[u] = x[j];
       for (std::size_t k = 0; k < kP; ++k) e.prods[k].v[u] = x[64 + k];

@@ -14,7 +14,7 @@ constexpr std::uint64_t kBitSeedLabel = 0xB1700000ull;
 constexpr std::uint64_t kBetaLabel = 0xB17BE7A0ull;
 
 constexpr std::size_t kP = mpc::edabit::kProducts;
-constexpr std::size_t kLifts = 64 + kP;  // binary lifts of an edaBit (bits, then products)
+constexpr std::size_t kLifts = mpc::edabit::kBinaryWords;  // binary words of an edaBit row
 
 // The arithmetic monomials of a root tuple (RootTuples::Mono order) from its bits.
 std::array<std::uint64_t, 7> RootMonomials(std::uint64_t u, std::uint64_t v, std::uint64_t w) {

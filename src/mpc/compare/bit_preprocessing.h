@@ -2,9 +2,10 @@
 // Every item is move-only and handed out exactly once.
 //
 //   BitTriples  [a], [b], [c = a AND b] in the binary domain
-//   EdaBits     [r] in Z_2^64 (arithmetic, shared as P says) and its 64 bits [r_j] in the
-//               binary domain; bits[j] holds bit j of every element (bit-major); plus the
-//               binary ANDs of bit groups listed in edabit_layout.h (prods, bit-major)
+//   EdaBits     [r] in Z_2^64 (arithmetic, shared as P says, uniform over the share ring)
+//               and its 64 low bits [r_j] in the binary domain, plus the binary ANDs of bit
+//               groups listed in edabit_layout.h (semi-honest: bit-major bitsliced vectors;
+//               malicious: item-major rows, see EdaRows)
 //   DaBits      a uniform bit shared in both domains: [b] binary and [b] arithmetic
 //   RootTuples  three uniform bits u, v, w shared in the binary domain, and arithmetic
 //               shares of u, v, w, vw, uw, uv, uvw (the comparison's last AND fused with
@@ -17,6 +18,8 @@
 
 #include <array>
 #include <cstddef>
+#include <memory>
+#include <vector>
 
 #include "common/result.h"
 #include "mpc/compare/bit_share.h"
@@ -30,11 +33,26 @@ struct BitTriples : MoveOnly {
   BitShares<P> a, b, c;
 };
 
+// Item-major rows (malicious edaBits): row i is item i's words (edabit::kRowWords, layout in
+// edabit_layout.h), straight from the dealer's units — no transposition, so the comparison
+// reads each item's few dozen words in one place. The chunks are shared, so a range of
+// items can be handed out without copying.
+struct EdaRows {
+  std::vector<std::shared_ptr<std::vector<std::uint64_t>>> owners;
+  std::vector<std::uint64_t*> rows;
+  std::size_t size() const { return rows.size(); }
+};
+
 template <typename P>
 struct EdaBits : MoveOnly {
   Shares<P> r;
+  // Semi-honest: bit-major and bitsliced — bits[j] holds bit j of every element, prods[k]
+  // product k (edabit::kProducts of them).
   std::array<BitShares<P>, 64> bits;
-  std::vector<BitShares<P>> prods;  // edabit::kProducts
+  std::vector<BitShares<P>> prods;
+  // Malicious: item-major rows (bits and prods stay empty).
+  EdaRows rows;
+  std::size_t size() const { return r.size(); }
 };
 
 template <typename P>

@@ -92,7 +92,8 @@ Poly Times(const Poly& a, const Poly& b, std::size_t n) {
   return out;
 }
 
-// sum_S coef_S [m_S] with [m_{}] = 1, [m_{t}] = [r_{base+t}], larger S from the products.
+// sum_S coef_S [m_S] with [m_{}] = 1, [m_{t}] = [r_{base+t}], larger S from the products
+// (semi-honest: bitsliced over the elements; the malicious path is GroupNodesFromRows).
 template <typename P>
 BitShares<P> Evaluate(const BitKey& key, const Poly& p, const EdaBits<P>& eda, int g,
                       std::size_t n) {
@@ -106,15 +107,7 @@ BitShares<P> Evaluate(const BitKey& key, const Poly& p, const EdaBits<P>& eda, i
                                     : eda.prods[static_cast<std::size_t>(edabit::GroupOffset(g)) +
                                                 static_cast<std::size_t>(idx)];
     const auto& c = p.coef[s].w;
-    if constexpr (P::kMalicious) {
-      for (std::size_t i = 0; i < n; ++i) {
-        const std::uint64_t mask = 0 - ((c[i / 64] >> (i % 64)) & 1);
-        acc.v[i] ^= m.v[i] & mask;
-        acc.m[i] ^= m.m[i] & mask;
-      }
-    } else {
-      for (std::size_t w = 0; w < acc.v.size(); ++w) acc.v[w] ^= m.v[w] & c[w];
-    }
+    for (std::size_t w = 0; w < acc.v.size(); ++w) acc.v[w] ^= m.v[w] & c[w];
   }
   if (p.nz[0]) XorPublicInPlace(key, acc, p.coef[0]);
   return acc;
@@ -157,14 +150,123 @@ Node<P> GroupNode(const BitKey& key, const EdaBits<P>& eda, const std::vector<Pu
   return node;
 }
 
+// The group polynomials as sets of monomials (bit S of a PolySet: the monomial
+// prod_{t in S} r_{base+t} is present; S = 0 is the constant 1), for a group of `size`
+// positions whose public c bits are `c` (bit t = position base + t). The same recurrence as
+// GroupNode's, for the malicious path, which evaluates them item by item.
+using PolySet = std::uint32_t;
+
+constexpr PolySet PolyTimes(PolySet a, PolySet b) {
+  PolySet out = 0;
+  for (unsigned s = 0; s < 16; ++s) {
+    if (((a >> s) & 1) == 0) continue;
+    for (unsigned t = 0; t < 16; ++t) {
+      if (((b >> t) & 1) != 0) out ^= PolySet{1} << (s | t);
+    }
+  }
+  return out;
+}
+
+struct GroupPolys {
+  PolySet lt = 0, eq = 0;
+};
+
+constexpr GroupPolys GroupPolysFor(int size, unsigned c) {
+  GroupPolys p;
+  for (int t = 0; t < size; ++t) {
+    const bool ct = ((c >> t) & 1) != 0;
+    const PolySet rt = PolySet{1} << (1u << t);
+    const PolySet lt_t = ct ? 0 : rt;                 // r_t & ~c_t
+    const PolySet eq_t = rt ^ (ct ? 0 : PolySet{1});  // r_t ^ ~c_t
+    if (t == 0) {
+      p = {lt_t, eq_t};
+      continue;
+    }
+    p.lt = lt_t ^ PolyTimes(eq_t, p.lt);  // position t is above the range so far
+    p.eq = PolyTimes(eq_t, p.eq);
+  }
+  return p;
+}
+
+struct GroupTable {
+  GroupPolys at[5][16]{};  // [size][c]
+};
+constexpr GroupTable MakeGroupTable() {
+  GroupTable t;
+  for (int size = 1; size <= 4; ++size) {
+    for (unsigned c = 0; c < (1u << size); ++c) t.at[size][c] = GroupPolysFor(size, c);
+  }
+  return t;
+}
+inline constexpr GroupTable kGroupTable = MakeGroupTable();
+
+// Malicious: the group nodes item by item from the edaBits' rows (value words hold the
+// share in bit 0; MAC words are GF(2^64) shares): lt = XOR of the monomials' words that the
+// group's polynomial for this item's c bits contains, and the constant term (1) adds the
+// public 1 (party 0's value, every party's beta).
+template <typename P>
+std::vector<Node<P>> GroupNodesFromRows(const BitKey& key, const EdaRows& rows,
+                                        const std::vector<std::uint64_t>& c, int low) {
+  const std::size_t n = c.size();
+  const int groups = (low + edabit::kGroupBits - 1) / edabit::kGroupBits;
+  std::vector<Node<P>> nodes(static_cast<std::size_t>(groups));
+  // Row word of each monomial S of each group (S with one bit: r's bit; more: a product).
+  std::vector<std::array<std::size_t, 16>> word(static_cast<std::size_t>(groups));
+  std::vector<int> size(static_cast<std::size_t>(groups));
+  for (int g = 0; g < groups; ++g) {
+    const int base = edabit::GroupBase(g);
+    size[static_cast<std::size_t>(g)] = std::min(edabit::GroupSize(g), low - base);
+    for (unsigned s = 1; s < 16; ++s) {
+      const int idx = edabit::MaskIndex(s);
+      word[static_cast<std::size_t>(g)][s] =
+          idx < 0 ? edabit::BitWord(base + std::countr_zero(s))
+                  : edabit::ProductWord(edabit::GroupOffset(g) + idx);
+    }
+    Node<P>& node = nodes[static_cast<std::size_t>(g)];
+    node.lt = BitShares<P>(n);
+    if (g > 0) {
+      node.eq = BitShares<P>(n);
+      node.has_eq = true;
+    }
+  }
+  const bool p0 = key.party == 0;
+  const std::uint64_t beta = key.beta;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint64_t* row = rows.rows[i];
+    for (int g = 0; g < groups; ++g) {
+      const auto gi = static_cast<std::size_t>(g);
+      const unsigned cg =
+          static_cast<unsigned>(c[i] >> edabit::GroupBase(g)) & ((1u << size[gi]) - 1);
+      const GroupPolys& poly = kGroupTable.at[size[gi]][cg];
+      auto eval = [&](PolySet set, BitShares<P>& out) {
+        std::uint64_t v = 0, m = 0;
+        for (PolySet rest = set & ~PolySet{1}; rest != 0; rest &= rest - 1) {
+          const std::size_t w = word[gi][static_cast<unsigned>(std::countr_zero(rest))];
+          v ^= row[w];
+          m ^= row[edabit::MacOf(w)];
+        }
+        if ((set & 1) != 0) {
+          if (p0) v ^= 1;
+          m ^= beta;
+        }
+        out.v[i] = v & 1;
+        out.m[i] = m;
+      };
+      eval(poly.lt, nodes[gi].lt);
+      if (g > 0) eval(poly.eq, nodes[gi].eq);
+    }
+  }
+  return nodes;
+}
+
 // Open c = x + r (its low `bits` bits matter) and build the group nodes of the low
 // bits - 1 positions (round 1, then local work).
 template <typename P>
 struct Prepared {
-  EdaBits<P> eda;              // released once the group nodes are built
-  BitShares<P> r_top;          // bit bits - 1 of r
-  std::vector<PublicBits> cb;  // bit j of c, for every element
+  BitShares<P> r_top;            // bit bits - 1 of r
+  std::vector<std::uint64_t> c;  // the opened c (mod 2^bits)
   std::vector<Node<P>> level;
+  bool CTop(std::size_t i, int bits) const { return ((c[i] >> (bits - 1)) & 1) != 0; }
 };
 
 template <typename P>
@@ -172,29 +274,46 @@ Result<Prepared<P>> Prepare(BinaryContext<P>& ctx, const Shares<P>& x, int bits)
   MPCACHE_RETURN_IF_ERROR(CheckCompareBits(bits));
   const std::size_t n = x.size();
   Prepared<P> out;
-  MPCACHE_ASSIGN_OR_RETURN(out.eda, ctx.prep().GetEdaBits(n));
-  Shares<P> masked = Add(x, out.eda.r);
-  MPCACHE_ASSIGN_OR_RETURN(std::vector<std::uint64_t> c,
+  MPCACHE_ASSIGN_OR_RETURN(EdaBits<P> eda, ctx.prep().GetEdaBits(n));
+  Shares<P> masked = Add(x, eda.r);
+  MPCACHE_ASSIGN_OR_RETURN(out.c,
                            ctx.arith().OpenOwned(std::move(masked), OpenMode::kAllToAll, 0, bits));
-  out.cb.assign(64, PublicBits(n));
-  std::array<std::uint64_t, 64> block{};
-  for (std::size_t b = 0; b < WordsFor(n); ++b) {
-    const std::size_t len = std::min<std::size_t>(64, n - 64 * b);
-    std::copy(c.begin() + static_cast<std::ptrdiff_t>(64 * b),
-              c.begin() + static_cast<std::ptrdiff_t>(64 * b + len), block.begin());
-    std::fill(block.begin() + static_cast<std::ptrdiff_t>(len), block.end(), 0);
-    Transpose64(block.data());
-    for (std::size_t j = 0; j < 64; ++j) out.cb[j].w[b] = block[j];
+  const int top = bits - 1;
+  if constexpr (P::kMalicious) {
+    if (eda.rows.size() != n) return Internal("edaBits without rows in malicious mode");
+    out.level = GroupNodesFromRows<P>(ctx.key(), eda.rows, out.c, top);
+    out.r_top = BitShares<P>(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint64_t* row = eda.rows.rows[i];
+      out.r_top.v[i] = row[edabit::BitWord(top)] & 1;
+      out.r_top.m[i] = row[edabit::MacOf(edabit::BitWord(top))];
+    }
+  } else {
+    std::vector<PublicBits> cb(64, PublicBits(n));  // bit j of c, bitsliced
+    std::array<std::uint64_t, 64> block{};
+    for (std::size_t b = 0; b < WordsFor(n); ++b) {
+      const std::size_t len = std::min<std::size_t>(64, n - 64 * b);
+      std::copy(out.c.begin() + static_cast<std::ptrdiff_t>(64 * b),
+                out.c.begin() + static_cast<std::ptrdiff_t>(64 * b + len), block.begin());
+      std::fill(block.begin() + static_cast<std::ptrdiff_t>(len), block.end(), 0);
+      Transpose64(block.data());
+      for (std::size_t j = 0; j < 64; ++j) cb[j].w[b] = block[j];
+    }
+    const int groups = LtzShapeFor(bits).groups;
+    out.level.reserve(static_cast<std::size_t>(groups));
+    for (int g = 0; g < groups; ++g) {
+      out.level.push_back(GroupNode(ctx.key(), eda, cb, g, top, n));
+    }
+    out.r_top = std::move(eda.bits[static_cast<std::size_t>(top)]);
   }
-  const int groups = LtzShapeFor(bits).groups;
-  out.level.reserve(static_cast<std::size_t>(groups));
-  for (int g = 0; g < groups; ++g) {
-    out.level.push_back(GroupNode(ctx.key(), out.eda, out.cb, g, bits - 1, n));
-  }
-  // Only r's top bit is needed from here on: release the rest of the edaBits (most of the
-  // memory of a large batch) before the AND levels take their triples.
-  out.r_top = std::move(out.eda.bits[static_cast<std::size_t>(bits - 1)]);
-  out.eda = EdaBits<P>();
+  return out;
+}
+
+// c's top bit as public bits.
+template <typename P>
+PublicBits TopBits(const Prepared<P>& pre, int bits) {
+  PublicBits out(pre.c.size());
+  for (std::size_t i = 0; i < pre.c.size(); ++i) out.Set(i, pre.CTop(i, bits));
   return out;
 }
 
@@ -237,7 +356,7 @@ Result<BitShares<P>> MsbBits(BinaryContext<P>& ctx, const Shares<P>& x, int bits
   MPCACHE_RETURN_IF_ERROR(Reduce(ctx, pre.level, 1));
   BitShares<P> msb = std::move(pre.level[0].lt);
   XorInPlace(msb, pre.r_top);
-  XorPublicInPlace(ctx.key(), msb, pre.cb[static_cast<std::size_t>(bits - 1)]);
+  XorPublicInPlace(ctx.key(), msb, TopBits(pre, bits));
   return msb;
 }
 
@@ -295,7 +414,7 @@ Result<Shares<P>> LessThanZero(BinaryContext<P>& ctx, const Shares<P>& x, int bi
     coef[R::kUW] = delta * kw;
     coef[R::kUVW] = delta * kvw;
     std::uint64_t k = au + gamma * k0;
-    if (pre.cb[static_cast<std::size_t>(bits - 1)].Get(i)) {
+    if (pre.CTop(i, bits)) {
       for (auto& cf : coef) cf = 0 - cf;
       k = 1 - k;
     }

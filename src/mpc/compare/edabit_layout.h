@@ -42,4 +42,22 @@ constexpr int GroupOffset(int g) {
 inline constexpr int kProducts = GroupOffset(kGroups);  // 169
 static_assert(kProducts == 169);
 
+// A malicious edaBit as one row of 64-bit words (the dealer's unit, preproc/bit_batch.h, and
+// EdaBits<Spdz2k>::rows): the binary values — bits 0..63, then the products — each in bit 0
+// of its word; their GF(2^64) MAC shares in the same order; then [r] (lo, hi) and its MAC
+// (lo, hi).
+inline constexpr std::size_t kBinaryWords = 64 + kProducts;  // 233
+inline constexpr std::size_t kRowWords = 2 * kBinaryWords + 4;
+constexpr std::size_t BitWord(int j) {
+  return static_cast<std::size_t>(j);
+}
+constexpr std::size_t ProductWord(int k) {
+  return 64 + static_cast<std::size_t>(k);
+}
+constexpr std::size_t MacOf(std::size_t value_word) {
+  return kBinaryWords + value_word;
+}
+inline constexpr std::size_t kRWord = 2 * kBinaryWords;         // [r] lo, hi
+inline constexpr std::size_t kRMacWord = 2 * kBinaryWords + 2;  // its MAC lo, hi
+
 }  // namespace mpcache::mpc::edabit

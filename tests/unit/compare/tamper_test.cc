@@ -1,11 +1,12 @@
 // Malicious mode: one flipped bit in one party's comparison material (bit triple, edaBit
-// bits or arithmetic half, daBit either half, their MACs) or in an opened bit on the wire
-// makes the next CheckAllMacs() fail at every party, and nothing is opened after.
+// bits, products or arithmetic half, daBit either half, root tuple either half, their MACs)
+// or in an opened bit on the wire makes the next CheckAllMacs() fail at every party, and
+// nothing is opened after. (A consistent lie — the same to both peers — is attack_test.cc.)
 //
-// Positions: a binary value share is a lift in Z_2^64 whose bit 0 is the value, so value
-// flips are at bit 0 (a flip above changes no value: no attack). MAC shares: bits 0..31 (a
-// flip at bit j escapes only if 2^(64-j) divides the check coefficient: prob <= 2^-33).
-// Arithmetic halves (Z_2^128 lifts): value bits 0..63, MAC bits 0..63 (as in mpc/tamper).
+// Positions: a binary value share is a word whose bit 0 is the share, so value flips are at
+// bit 0 (a flip above changes no value: no attack). MAC shares (GF(2^64)): any of bits
+// 0..63 (a flip escapes with probability 2^-64). Arithmetic halves (Z_2^128 lifts): value
+// bits 0..63, MAC bits 0..63 (as in mpc/tamper).
 // The edaBit's binary bits and group products enter the comparison with coefficients that
 // depend on the opened c, so for some inputs a flip of one of them changes nothing anyone
 // computes: then the check passes and the result is right (harmless, correctly not an
@@ -56,8 +57,10 @@ class TamperBitPrep final : public BitPreprocessing<P> {
   }
   Result<EdaBits<P>> GetEdaBits(std::size_t n) override {
     MPCACHE_ASSIGN_OR_RETURN(EdaBits<P> e, inner_.GetEdaBits(n));
-    if (!done_ && f_ == Field::kEdaBit) Flip(e.bits[bitpos_ % 64]);
-    if (!done_ && f_ == Field::kEdaProd) Flip(e.prods[bitpos_ % e.prods.size()]);
+    if (!done_ && f_ == Field::kEdaBit) FlipRow(e.rows, edabit::BitWord(bitpos_ % 64));
+    if (!done_ && f_ == Field::kEdaProd) {
+      FlipRow(e.rows, edabit::ProductWord(static_cast<int>(bitpos_ % edabit::kProducts)));
+    }
     if (!done_ && f_ == Field::kEdaR) Flip128(e.r);
     return e;
   }
@@ -80,6 +83,12 @@ class TamperBitPrep final : public BitPreprocessing<P> {
   void Flip(BitShares<P>& s) {
     const std::size_t i = index_ % s.n;
     (mac_ ? s.m[i] : s.v[i]) ^= std::uint64_t{1} << bit_;
+    done_ = true;
+  }
+  // An edaBit row's value word (bit 0 is the share) or its MAC word.
+  void FlipRow(EdaRows& rows, std::size_t value_word) {
+    const std::size_t i = index_ % rows.size();
+    rows.rows[i][mac_ ? edabit::MacOf(value_word) : value_word] ^= std::uint64_t{1} << bit_;
     done_ = true;
   }
   void Flip128(Shares<P>& s) {
@@ -211,20 +220,21 @@ TEST(CompareTamper, BinaryFailureInCombinedCheckStopsBothDomains) {
 
 TEST(CompareTamper, FlippedComparisonMaterialIsDetected) {
   Prg prg(TestSeed(41));
-  const Field fields[] = {Field::kTripleA, Field::kTripleB, Field::kTripleC, Field::kEdaBit,
-                          Field::kEdaProd, Field::kEdaR,    Field::kDaBin,   Field::kDaArith};
+  const Field fields[] = {Field::kTripleA, Field::kTripleB,  Field::kTripleC, Field::kEdaBit,
+                          Field::kEdaProd, Field::kEdaR,     Field::kDaBin,   Field::kDaArith,
+                          Field::kRootBin, Field::kRootArith};
   for (Field f : fields) {
-    // The edaBit's binary bits and products enter the comparison with coefficients that
-    // depend on the opened c: for some inputs a flip changes nothing (harmless). Every
-    // other item always matters.
-    const bool may_vanish = f == Field::kEdaBit || f == Field::kEdaProd;
+    // The edaBit's binary bits and products, and the root tuple's arithmetic monomials,
+    // enter the comparison with coefficients that depend on opened values: for some inputs
+    // a flip changes nothing (harmless). Every other item always matters.
+    const bool may_vanish = f == Field::kEdaBit || f == Field::kEdaProd || f == Field::kRootArith;
     int detected = 0;
     for (int t = 0; t < kTrials; ++t) {
       const bool mac = t % 2 == 1;
       const bool arith = f == Field::kEdaR || f == Field::kDaArith || f == Field::kRootArith;
-      const int bit = mac ? static_cast<int>(prg.Uniform(arith ? 64 : 32))
-                          : (arith ? static_cast<int>(prg.Uniform(64)) : 0);
+      const int bit = mac || arith ? static_cast<int>(prg.Uniform(64)) : 0;
       const std::size_t index = prg.Uniform(1000);
+      // Bits and products that a 64-bit comparison uses.
       const std::size_t bitpos =
           f == Field::kEdaProd ? prg.Uniform(edabit::kProducts) : prg.Uniform(64);
       const auto party = static_cast<std::size_t>(prg.Uniform(3));

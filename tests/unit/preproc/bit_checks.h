@@ -50,14 +50,38 @@ struct BitChecker {
     }
     return ones;
   }
+  // Malicious edaBits are item-major rows: bit 0 of a row's value word is the share (the
+  // rest of the word is ignored), its MAC word a GF(2^64) share.
+  static mpc::BitShares<P> RowBit(const mpc::EdaBits<P>& e, std::size_t i, std::size_t word) {
+    mpc::BitShares<P> out(1);
+    out.v[0] = e.rows.rows[i][word] & 1;
+    out.m[0] = e.rows.rows[i][mpc::edabit::MacOf(word)];
+    return out;
+  }
   std::size_t Check(const std::array<mpc::EdaBits<P>, 3>& x, std::size_t n) const {
     std::size_t ones = 0;
     std::uint64_t high_or = 0;
+    for (int p = 0; p < 3; ++p) {
+      if constexpr (P::kMalicious) {
+        EXPECT_EQ(x[static_cast<std::size_t>(p)].rows.size(), n) << "edaBit rows of party " << p;
+      }
+    }
+    // A binary value of item i: bit j (word < 64) or product k (word 64 + k).
+    auto value = [&](std::size_t i, std::size_t word) -> std::uint64_t {
+      if constexpr (P::kMalicious) {
+        return Bit(RowBit(x[0], i, word), RowBit(x[1], i, word), RowBit(x[2], i, word), 0);
+      } else {
+        const auto& s = [&](int p) -> const mpc::BitShares<P>& {
+          const auto& e = x[static_cast<std::size_t>(p)];
+          return word < 64 ? e.bits[word] : e.prods[word - 64];
+        };
+        return Bit(s(0), s(1), s(2), i);
+      }
+    };
     for (std::size_t i = 0; i < n; ++i) {
       std::uint64_t bits = 0;
-      for (std::size_t j = 0; j < 64; ++j) {
-        bits |= Bit(x[0].bits[j], x[1].bits[j], x[2].bits[j], i) << j;
-      }
+      for (std::size_t j = 0; j < 64; ++j)
+        bits |= value(i, mpc::edabit::BitWord(static_cast<int>(j))) << j;
       EXPECT_EQ(Arith(x[0].r, x[1].r, x[2].r, i), bits) << "edaBit " << i;
       if constexpr (P::kMalicious) {
         // r's upper half is uniform (c = x + r is opened at full width): not all zero.
@@ -69,7 +93,7 @@ struct BitChecker {
           if (idx < 0) continue;
           const auto k = static_cast<std::size_t>(mpc::edabit::GroupOffset(g) + idx);
           const std::uint64_t sub = (bits >> mpc::edabit::GroupBase(g)) & mask;
-          EXPECT_EQ(Bit(x[0].prods[k], x[1].prods[k], x[2].prods[k], i), sub == mask ? 1u : 0u)
+          EXPECT_EQ(value(i, mpc::edabit::ProductWord(static_cast<int>(k))), sub == mask ? 1u : 0u)
               << "edaBit " << i << " product " << k;
         }
       }
