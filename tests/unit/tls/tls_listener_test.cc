@@ -158,6 +158,12 @@ int LowestFreeFd() {
 }
 
 TEST_F(Listener, OutOfFileDescriptorsRetriesInsteadOfSpinning) {
+#if defined(__SANITIZE_ADDRESS__)
+  // The sanitizer runtime opens a pipe to probe memory for its vptr checks; with no
+  // descriptor left it reports a false "invalid vptr" inside Boost's error_code. The
+  // release build runs this test.
+  GTEST_SKIP() << "needs spare file descriptors under ASan/UBSan";
+#endif
   Start(std::chrono::milliseconds(2000));
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);  // made before the limit is lowered
   ASSERT_GE(fd, 0);
