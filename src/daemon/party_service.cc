@@ -253,8 +253,9 @@ Result<std::unique_ptr<PartyService>> PartyService::Create(config::PartyConfig c
   if (impl->adversary_for_testing) {
     impl->log->warn("TEST ONLY: this party deviates from the protocol on purpose (liar mode)");
   }
-  // The identity first: a bad or world-readable key, or a bad certificate, is refused at once, before the model is
-  // loaded (and before anything is logged: the refusal is the one line the operator sees).
+  // The identity first: a bad or world-readable key, or a bad certificate, is refused at once,
+  // before the model is loaded (and before anything is logged: the refusal is the one line the
+  // operator sees).
   MPCACHE_ASSIGN_OR_RETURN(impl->tls, net::MakeTlsContext(net::TlsFilesFromConfig(impl->cfg.tls)));
   MPCACHE_RETURN_IF_ERROR(impl->LoadModel());
   impl->DescribeMetrics();
