@@ -136,6 +136,35 @@ inline std::string Where(const RunRecord& r, std::size_t o, std::size_t e) {
   return r.openings[o].Name() + " element " + std::to_string(e);
 }
 
+// The one-hot check of the client's prompt rows (infer/input_check.cc) opens, with its first
+// round, a coin of two dealer randoms (fresh, checked like any mask), and with its second the
+// check values, which are 0 for an honest client and masked by nothing: a simulator outputs
+// 0 for them. Such a zero test is an arithmetic opening with no dealer item requested since
+// the opening just before it, which opened randoms; it must open exactly 0 in every run,
+// and anything else there is a leak.
+inline bool IsZeroTest(const RunRecord& r, std::size_t o) {
+  const Opening& op = r.openings[o];
+  if (o == 0 || op.kind != Kind::kArith || op.sources != 0) return false;
+  const Opening& before = r.openings[o - 1];
+  return before.kind == Kind::kArith && (before.sources & Bit(Item::kRandom)) != 0;
+}
+// Findings for a zero test's elements that are not 0 in some run; adds the elements checked.
+inline void CheckZeroTest(const std::vector<RunRecord>& runs, std::size_t o, Report& rep,
+                          std::size_t& n_zero) {
+  const Opening& op = runs[0].openings[o];
+  for (std::size_t e = 0; e < op.n; ++e, ++n_zero) {
+    for (std::size_t k = 0; k < runs.size(); ++k) {
+      if (Low(runs[k].openings[o].values[e], Bits(op)) != 0) {
+        rep.findings.push_back({o, e, kNone, 0,
+                                Where(runs[0], o, e) + ": a zero test opened " +
+                                    Hex(Low(runs[k].openings[o].values[e], 64)) + " in run " +
+                                    std::to_string(k) + ": an unmasked value"});
+        break;
+      }
+    }
+  }
+}
+
 // Largest t with P(Bin(n, 1/2) <= t) <= p (-1 if none).
 inline int BinomialLowTail(int n, double p) {
   double cdf = 0;
@@ -164,7 +193,7 @@ inline Report CheckExact(const std::vector<RunRecord>& runs, double alpha = 1e-6
   auto diff = [&](std::size_t k, std::size_t o, std::size_t e) {
     return Low(runs[k].openings[o].values[e] - r0.openings[o].values[e], 64);
   };
-  std::size_t n_fixed = 0, n_arith = 0, n_bits = 0;
+  std::size_t n_fixed = 0, n_arith = 0, n_bits = 0, n_zero = 0;
   // Arithmetic and client values: key = (d run 1, d run 2); -key for a mask used with the
   // other sign.
   std::map<std::pair<std::uint64_t, std::uint64_t>, std::pair<std::size_t, std::size_t>> seen;
@@ -207,6 +236,10 @@ inline Report CheckExact(const std::vector<RunRecord>& runs, double alpha = 1e-6
                                       ": their XOR is the same in all runs: one mask used twice"});
         }
       }
+      continue;
+    }
+    if (IsZeroTest(r0, o)) {
+      CheckZeroTest(runs, o, rep, n_zero);
       continue;
     }
     if (MaskedByFixedItems(op)) {  // the control: same secret, same mask, same value
@@ -253,7 +286,7 @@ inline Report CheckExact(const std::vector<RunRecord>& runs, double alpha = 1e-6
       " masked values (false positives <= " + Sci(0.5 * n_arith * n_arith * std::ldexp(1.0, -127)) +
       "), " + std::to_string(n_bits) + " opened bits (unmasked / reused: <= " + Sci(bits_fp) +
       (t_lo >= 0 ? ", biased: <= " + Sci(alpha) : std::string()) + "), " + std::to_string(n_fixed) +
-      " control values";
+      " control values, " + std::to_string(n_zero) + " zero-test values";
   return rep;
 }
 
@@ -289,10 +322,15 @@ inline Report CheckNoisy(const std::vector<RunRecord>& runs, int slack = 16) {
   };
   std::vector<Elem> masked;
   std::set<int> widths;
-  std::size_t n = 0;  // values checked
+  std::size_t n = 0, n_zero = 0;  // values checked; of them in zero tests
   for (std::size_t o = 0; o < r0.openings.size(); ++o) {
     const Opening& op = r0.openings[o];
     if (op.kind == Kind::kBinary) continue;
+    if (IsZeroTest(r0, o)) {
+      CheckZeroTest(runs, o, rep, n_zero);
+      n += op.n;
+      continue;
+    }
     const int w = Bits(op);
     for (std::size_t e = 0; e < op.n; ++e, ++n) {
       bool all_small = true;
@@ -356,7 +394,8 @@ inline Report CheckNoisy(const std::vector<RunRecord>& runs, int slack = 16) {
   rep.stats = "noisy check over " + std::to_string(K) + " runs: " + std::to_string(n) +
               " values, slack 2^" + std::to_string(slack) + ", " + std::to_string(widths.size()) +
               " widths (false positives <= " +
-              Sci(nn * fp_one + 0.5 * nn * nn * static_cast<double>(widths.size()) * fp_pair) + ")";
+              Sci(nn * fp_one + 0.5 * nn * nn * static_cast<double>(widths.size()) * fp_pair) +
+              "), " + std::to_string(n_zero) + " of them in zero tests";
   return rep;
 }
 

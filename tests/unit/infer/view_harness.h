@@ -167,8 +167,9 @@ class TestPrep final : public mpc::Preprocessing<P>, public mpc::BitPreprocessin
   template <typename T>
   Result<T> Pass(Item item, std::size_t n, Result<T> r, int frac_bits = 0) {
     if (!r.ok()) return r;
-    // The MAC checks' randoms mask no opening: not listed as a source.
-    if (item != Item::kRandom && item != Item::kBitRandom) log_.Source(item, n, frac_bits);
+    // Arithmetic randoms are the one-hot input check's coin (opened: a source like any
+    // mask); bit randoms mask no opening.
+    if (item != Item::kBitRandom) log_.Source(item, n, frac_bits);
     mut_.Apply(item, *r);
     return r;
   }
@@ -281,6 +282,7 @@ Status Burn(preproc::InProcessDealer<P>& d, preproc::InProcessBitDealer<P>& b, i
       if (items & Bit(Item::kSquare)) MPCACHE_RETURN_IF_ERROR(s.GetSquares(1));
       if (items & Bit(Item::kTrunc)) MPCACHE_RETURN_IF_ERROR(s.GetTruncPairs(1, 18));
       if (items & Bit(Item::kBit)) MPCACHE_RETURN_IF_ERROR(s.GetBits(1));
+      if (items & Bit(Item::kRandom)) MPCACHE_RETURN_IF_ERROR(s.GetRandoms(1));
       if (items & Bit(Item::kClientMask)) {
         MPCACHE_RETURN_IF_ERROR(s.GetInputMasks(1, mpc::kClient));
       }

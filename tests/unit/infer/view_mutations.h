@@ -6,6 +6,7 @@
 // stay right and the run completes; only the masking changes.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <functional>
@@ -15,6 +16,7 @@
 
 #include "common/result.h"
 #include "mpc/compare/bit_preprocessing.h"
+#include "mpc/compare/edabit_layout.h"
 #include "mpc/preprocessing.h"
 
 namespace mpcache::infer::viewtest {
@@ -70,6 +72,7 @@ template <typename P>
 struct Fields {
   std::vector<mpc::Shares<P>*> arith;
   std::vector<mpc::BitShares<P>*> bits;
+  mpc::EdaRows* rows = nullptr;  // malicious edaBits: one row of words per item
 };
 
 template <typename P>
@@ -109,6 +112,7 @@ template <typename P>
 struct Saved {
   std::vector<std::vector<std::pair<typename P::Word, u128>>> arith;
   std::vector<std::vector<std::pair<bool, std::uint64_t>>> bits;
+  std::vector<std::vector<std::uint64_t>> rows;
 };
 
 template <typename P>
@@ -122,10 +126,18 @@ Saved<P> Save(Fields<P> f, std::size_t e) {
   }
   for (auto* s : f.bits) {
     auto& out = c.bits.emplace_back();
-    for (std::size_t i = e == kAll ? 0 : e; i < (e == kAll ? Size(*s) : e + 1); ++i) {
+    for (std::size_t i = e == kAll ? 0 : e; i < (e == kAll ? Size(*s) : e + 1) && i < Size(*s);
+         ++i) {
       std::uint64_t mac = 0;
       const bool v = GetBitElem(*s, i, &mac);
       out.push_back({v, mac});
+    }
+  }
+  if (f.rows != nullptr) {
+    const std::size_t n = f.rows->size();
+    for (std::size_t i = e == kAll ? 0 : e; i < (e == kAll ? n : e + 1) && i < n; ++i) {
+      const std::uint64_t* row = f.rows->rows[i];
+      c.rows.emplace_back(row, row + mpc::edabit::kRowWords);
     }
   }
   return c;
@@ -149,6 +161,19 @@ void Restore(Fields<P> f, std::size_t e, const Saved<P>* c) {
     for (std::size_t i = lo; i < hi && i < Size(*s); ++i) {
       const auto w = c ? c->bits[k].at(i - lo) : std::pair<bool, std::uint64_t>{false, 0};
       SetBitElem(*s, i, w.first, w.second);
+    }
+  }
+  if (f.rows != nullptr) {
+    const std::size_t n = f.rows->size();
+    const std::size_t lo = e == kAll ? 0 : e, hi = e == kAll ? n : e + 1;
+    for (std::size_t i = lo; i < hi && i < n; ++i) {
+      std::uint64_t* row = f.rows->rows[i];
+      if (c != nullptr) {
+        const auto& src = c->rows.at(i - lo);
+        std::copy(src.begin(), src.end(), row);
+      } else {
+        std::fill(row, row + mpc::edabit::kRowWords, std::uint64_t{0});
+      }
     }
   }
 }
@@ -195,7 +220,7 @@ Fields<P> FieldsOf(mpc::DaBits<P>& t) {
 }
 template <typename P>
 Fields<P> FieldsOf(mpc::EdaBits<P>& t) {
-  Fields<P> f{{&t.r}, {}};
+  Fields<P> f{{&t.r}, {}, P::kMalicious ? &t.rows : nullptr};
   for (auto& b : t.bits) f.bits.push_back(&b);
   for (auto& b : t.prods) f.bits.push_back(&b);
   return f;

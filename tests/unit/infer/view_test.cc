@@ -52,10 +52,10 @@ const std::vector<int> kPromptA{1, 5};
 const std::vector<int> kPromptB{1, 33};
 
 // Items whose masks never change a secret: the exact family varies only these.
-constexpr std::uint32_t kFreeMasks = Bit(Item::kTriple) | Bit(Item::kSquare) | Bit(Item::kBit) |
-                                     Bit(Item::kClientMask) | Bit(Item::kMatrixMask) |
-                                     Bit(Item::kMatrixTriple) | Bit(Item::kBitTriple) |
-                                     Bit(Item::kDaBit) | Bit(Item::kRootTuple);
+constexpr std::uint32_t kFreeMasks =
+    Bit(Item::kTriple) | Bit(Item::kSquare) | Bit(Item::kBit) | Bit(Item::kRandom) |
+    Bit(Item::kClientMask) | Bit(Item::kMatrixMask) | Bit(Item::kMatrixTriple) |
+    Bit(Item::kBitTriple) | Bit(Item::kDaBit) | Bit(Item::kRootTuple);
 
 std::shared_ptr<const RingModel> SmallModel() {
   static const std::shared_ptr<const RingModel> model = []() -> std::shared_ptr<const RingModel> {
@@ -376,6 +376,40 @@ void ExpectNoisyChecksCatchLeaks() {
   EXPECT_TRUE(to_client) << "the clear token sent to the client was not flagged";
   EXPECT_TRUE(from_client) << "the raw client broadcast was not flagged";
   ExpectOnly(views, touched);
+}
+
+// The one-hot input check's zero test (a coin opened, then values masked by nothing that
+// must be 0): both checkers accept zeros there and flag anything else at its element.
+TEST(SecureView, ZeroTestsMustOpenZero) {
+  auto runs_with = [](std::uint64_t leaked) {
+    std::vector<RunRecord> runs;
+    for (int k = 0; k < 40; ++k) {
+      RunRecord r;
+      Opening coin;
+      coin.n = 2;
+      coin.width = 16;
+      coin.sources = Bit(Item::kSquare) | Bit(Item::kRandom);
+      coin.values = {u128{0x9e3779b97f4a7c15ull} * static_cast<unsigned>(k + 1),
+                     u128{0xc2b2ae3d27d4eb4full} * static_cast<unsigned>(k + 7)};
+      Opening zero;
+      zero.index = 1;
+      zero.n = 3;
+      zero.width = 16;
+      zero.values = {0, 0, k == 5 ? leaked : 0};
+      r.openings = {coin, zero};
+      runs.push_back(std::move(r));
+    }
+    return runs;
+  };
+  const auto honest = runs_with(0);
+  EXPECT_TRUE(CheckExact(honest).findings.empty()) << CheckExact(honest).findings[0].what;
+  EXPECT_TRUE(CheckNoisy(honest).findings.empty());
+  const auto leaky = runs_with(1);  // one run opens a 1 where the test expects 0
+  const Report exact = CheckExact(leaky), noisy = CheckNoisy(leaky);
+  ASSERT_EQ(exact.findings.size(), 1u);
+  EXPECT_TRUE(exact.Has(1, 2)) << exact.findings[0].what;
+  ASSERT_EQ(noisy.findings.size(), 1u);
+  EXPECT_TRUE(noisy.Has(1, 2)) << noisy.findings[0].what;
 }
 
 TEST(SecureView, ExactCheckCatchesLeaksSemiHonest) {
