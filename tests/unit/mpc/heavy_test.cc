@@ -42,7 +42,8 @@ TYPED_TEST(HeavyTest, MillionProductsOneRound) {
     ctx.stats().Reset();
     MPCACHE_ASSIGN_OR_RETURN(Shares<P> z, Mul(ctx, a, b));
     const auto c = ctx.stats().Total();
-    if (c.rounds != 1 || c.bytes_sent != 2 * 2 * 8 * n) return Internal("mul cost");
+    // Two openings (x - a, y - b) to each of 2 peers, OpenBytes<P>() bytes each.
+    if (c.rounds != 1 || c.bytes_sent != 2 * 2 * OpenBytes<P>() * n) return Internal("mul cost");
     MPCACHE_ASSIGN_OR_RETURN(Vec v, ctx.Open(z));
     MPCACHE_RETURN_IF_ERROR(ctx.CheckMacs());
     return v;
@@ -66,7 +67,7 @@ TYPED_TEST(HeavyTest, FixedMaskVectorTimesMatrix) {
     ctx.stats().Reset();
     MPCACHE_ASSIGN_OR_RETURN(Shares<P> z, MatMul(ctx, sx, 1, fw));
     const auto c = ctx.stats().Total();
-    if (c.rounds != 1 || c.bytes_sent != 2 * 8 * k) return Internal("matmul cost");
+    if (c.rounds != 1 || c.bytes_sent != 2 * OpenBytes<P>() * k) return Internal("matmul cost");
     MPCACHE_ASSIGN_OR_RETURN(Vec v, ctx.Open(z));
     MPCACHE_RETURN_IF_ERROR(ctx.CheckMacs());
     return v;
