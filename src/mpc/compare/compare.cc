@@ -204,9 +204,12 @@ inline constexpr GroupTable kGroupTable = MakeGroupTable();
 // share in bit 0; MAC words are GF(2^64) shares): lt = XOR of the monomials' words that the
 // group's polynomial for this item's c bits contains, and the constant term (1) adds the
 // public 1 (party 0's value, every party's beta).
+// Also fills r_top (bit `low` of r, the comparison's top bit) in the same pass over the
+// rows. (Software prefetching of the next rows' ~30 cache lines was tried: slower.)
 template <typename P>
 std::vector<Node<P>> GroupNodesFromRows(const BitKey& key, const EdaRows& rows,
-                                        const std::vector<std::uint64_t>& c, int low) {
+                                        const std::vector<std::uint64_t>& c, int low,
+                                        BitShares<P>& r_top) {
   const std::size_t n = c.size();
   const int groups = (low + edabit::kGroupBits - 1) / edabit::kGroupBits;
   std::vector<Node<P>> nodes(static_cast<std::size_t>(groups));
@@ -231,8 +234,11 @@ std::vector<Node<P>> GroupNodesFromRows(const BitKey& key, const EdaRows& rows,
   }
   const bool p0 = key.party == 0;
   const std::uint64_t beta = key.beta;
+  r_top = BitShares<P>(n);
   for (std::size_t i = 0; i < n; ++i) {
     const std::uint64_t* row = rows.rows[i];
+    r_top.v[i] = row[edabit::BitWord(low)] & 1;
+    r_top.m[i] = row[edabit::MacOf(edabit::BitWord(low))];
     for (int g = 0; g < groups; ++g) {
       const auto gi = static_cast<std::size_t>(g);
       const unsigned cg =
@@ -281,13 +287,7 @@ Result<Prepared<P>> Prepare(BinaryContext<P>& ctx, const Shares<P>& x, int bits)
   const int top = bits - 1;
   if constexpr (P::kMalicious) {
     if (eda.rows.size() != n) return Internal("edaBits without rows in malicious mode");
-    out.level = GroupNodesFromRows<P>(ctx.key(), eda.rows, out.c, top);
-    out.r_top = BitShares<P>(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::uint64_t* row = eda.rows.rows[i];
-      out.r_top.v[i] = row[edabit::BitWord(top)] & 1;
-      out.r_top.m[i] = row[edabit::MacOf(edabit::BitWord(top))];
-    }
+    out.level = GroupNodesFromRows<P>(ctx.key(), eda.rows, out.c, top, out.r_top);
   } else {
     std::vector<PublicBits> cb(64, PublicBits(n));  // bit j of c, bitsliced
     std::array<std::uint64_t, 64> block{};
