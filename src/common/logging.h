@@ -1,11 +1,11 @@
 // Logging setup: spdlog to stderr (stdout is reserved for command output / --json).
 #pragma once
 
+#include <spdlog/spdlog.h>
+
 #include <memory>
 #include <string>
 #include <string_view>
-
-#include <spdlog/spdlog.h>
 
 #include "common/result.h"
 

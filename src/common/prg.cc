@@ -70,7 +70,8 @@ void Prg::Fill(std::span<std::uint8_t> out) {
   done = first;
   while (out.size() - done >= kBufferBytes) {
     int len = 0;
-    EVP_EncryptUpdate(s.ctx, out.data() + done, &len, s.zeros.data(), static_cast<int>(kBufferBytes));
+    EVP_EncryptUpdate(s.ctx, out.data() + done, &len, s.zeros.data(),
+                      static_cast<int>(kBufferBytes));
     done += kBufferBytes;
   }
   if (done < out.size()) {
@@ -104,7 +105,9 @@ std::uint64_t Prg::Uniform(std::uint64_t bound) {
   }
 }
 
-double Prg::NextDouble() { return static_cast<double>(NextU64() >> 11) * 0x1.0p-53; }
+double Prg::NextDouble() {
+  return static_cast<double>(NextU64() >> 11) * 0x1.0p-53;
+}
 
 Seed DeriveSeed(const Seed& parent, std::uint64_t label) {
   EVP_CIPHER_CTX* ctx = EVP_CIPHER_CTX_new();

@@ -174,7 +174,8 @@ TEST(OneHotCheck, RefusesTheTwoToThe63Attack) {
 // 1 row x 41 values x 16 bytes to each peer) makes an honest client's input look bad: the
 // parties must not blame the client — the MAC check catches the party first.
 TEST(OneHotCheck, TamperedCheckIsAMacFailureNotTheClients) {
-  const auto r = Check<mpc::Spdz2k>({OneHot(5)}, 3, (1 + kOneHotChecks) * mpc::OpenBytes<mpc::Spdz2k>());
+  const auto r =
+      Check<mpc::Spdz2k>({OneHot(5)}, 3, (1 + kOneHotChecks) * mpc::OpenBytes<mpc::Spdz2k>());
   for (int p = 0; p < 3; ++p) {
     const Status& s = r[static_cast<std::size_t>(p)];
     ASSERT_FALSE(s.ok()) << "party " << p;

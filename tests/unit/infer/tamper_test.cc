@@ -73,15 +73,15 @@ TEST(SecureTamper, ConsistentLieMidGenerationFailsTheMacCheckBeforeRelease) {
   auto honest = RunInProcess<mpc::Spdz2k>(*model, prompt, 1, 6, InProcessOptions{});
   ASSERT_TRUE(honest.ok()) << honest.error().ToString();  // the same run without the lie passes
   const std::vector<Case> cases = {
-      {mpc::Domain::kArith, 0, 0, 63},   {mpc::Domain::kArith, 1, 3, 62},
-      {mpc::Domain::kArith, 2, 17, 0},   {mpc::Domain::kArith, 3, 40, 63},
-      {mpc::Domain::kArith, 3, 90, 31},  {mpc::Domain::kBinary, 1, 0, 0},
-      {mpc::Domain::kBinary, 2, 7, 0},   {mpc::Domain::kBinary, 3, 30, 0},
+      {mpc::Domain::kArith, 0, 0, 63},  {mpc::Domain::kArith, 1, 3, 62},
+      {mpc::Domain::kArith, 2, 17, 0},  {mpc::Domain::kArith, 3, 40, 63},
+      {mpc::Domain::kArith, 3, 90, 31}, {mpc::Domain::kBinary, 1, 0, 0},
+      {mpc::Domain::kBinary, 2, 7, 0},  {mpc::Domain::kBinary, 3, 30, 0},
   };
   for (const Case& c : cases) {
-    SCOPED_TRACE(std::string(c.domain == mpc::Domain::kArith ? "arith" : "binary") +
-                 " opening " + std::to_string(c.nth) + " after position " +
-                 std::to_string(c.after_position) + ", bit " + std::to_string(c.bit));
+    SCOPED_TRACE(std::string(c.domain == mpc::Domain::kArith ? "arith" : "binary") + " opening " +
+                 std::to_string(c.nth) + " after position " + std::to_string(c.after_position) +
+                 ", bit " + std::to_string(c.bit));
     ArmedLiar liar(c.domain, c.nth, 0x9E3779B97F4A7C15ull * (c.nth + 1), c.bit);
     InProcessHook<mpc::Spdz2k> hook = [&](int party, int pos,
                                           SecureLlama<mpc::Spdz2k>& e) -> Status {

@@ -88,12 +88,11 @@ TEST(CheckDeviation, ArithmeticCheckRejectsEveryDeviation) {
       Harness<P> h(600 + static_cast<std::uint64_t>(liar));
       CheckLiar adv(Domain::kArith, dv.round, dv.offset);
       auto res = h.Run([&](Context<P>& ctx) -> Status {
-        MPCACHE_ASSIGN_OR_RETURN(
-            Shares<P> s,
-            Input<P>(ctx, 0,
-                     ctx.self() == 0 ? std::span<const std::uint64_t>(x)
-                                     : std::span<const std::uint64_t>(),
-                     x.size()));
+        MPCACHE_ASSIGN_OR_RETURN(Shares<P> s,
+                                 Input<P>(ctx, 0,
+                                          ctx.self() == 0 ? std::span<const std::uint64_t>(x)
+                                                          : std::span<const std::uint64_t>(),
+                                          x.size()));
         MPCACHE_ASSIGN_OR_RETURN(Shares<P> z, Mul(ctx, s, s));
         MPCACHE_ASSIGN_OR_RETURN(Vec v, ctx.Open(z));
         (void)v;
@@ -113,20 +112,21 @@ TEST(CheckDeviation, BinaryCheckRejectsEveryDeviation) {
     for (int liar = 0; liar < 3; ++liar) {
       SCOPED_TRACE(std::string(dv.what) + " by party " + std::to_string(liar));
       Harness<P> h(700 + static_cast<std::uint64_t>(liar));
-      auto bits = preproc::InProcessBitDealer<P>::Create(TestSeed(701), h.dealer->dealer().mac_key())
-                      .value();
+      auto bits =
+          preproc::InProcessBitDealer<P>::Create(TestSeed(701), h.dealer->dealer().mac_key())
+              .value();
       CheckLiar adv(Domain::kBinary, dv.round, dv.offset);
       auto res = h.Run([&](Context<P>& ctx) -> Status {
-        MPCACHE_ASSIGN_OR_RETURN(auto bctx, BinaryContext<P>::Create(
-                                                ctx, bits->store(ctx.self()),
-                                                TestSeed(710 + static_cast<std::uint64_t>(ctx.self()))));
-        const Vec x = {5, 0 - 7ull, 9};
         MPCACHE_ASSIGN_OR_RETURN(
-            Shares<P> s,
-            Input<P>(ctx, 0,
-                     ctx.self() == 0 ? std::span<const std::uint64_t>(x)
-                                     : std::span<const std::uint64_t>(),
-                     x.size()));
+            auto bctx,
+            BinaryContext<P>::Create(ctx, bits->store(ctx.self()),
+                                     TestSeed(710 + static_cast<std::uint64_t>(ctx.self()))));
+        const Vec x = {5, 0 - 7ull, 9};
+        MPCACHE_ASSIGN_OR_RETURN(Shares<P> s,
+                                 Input<P>(ctx, 0,
+                                          ctx.self() == 0 ? std::span<const std::uint64_t>(x)
+                                                          : std::span<const std::uint64_t>(),
+                                          x.size()));
         MPCACHE_ASSIGN_OR_RETURN(BitShares<P> msb, MsbBits(*bctx, s));
         MPCACHE_ASSIGN_OR_RETURN(PublicBits open, bctx->Open(std::move(msb)));
         (void)open;
