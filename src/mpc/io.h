@@ -8,7 +8,7 @@
 // InputFromClient: same, with masks whose clear value the dealer gave to the client; the
 //   parties receive d from the client out of band and call this with it.
 // OutputTo(receiver): Spdz2k: open x + r with r an input mask owned by the receiver
-//   (1 round), then CheckMacs() over everything opened so far (4 rounds): nothing leaves
+//   (1 round), then CheckMacs() over everything opened so far (3 rounds): nothing leaves
 //   before every earlier opening passed; the receiver gets x, the others an empty vector.
 //   Semi-honest: the others send their shares to the receiver (1 round, 8n bytes each).
 // OutputToClient: Spdz2k and semi-honest: open x + r with a client-owned mask, check MACs,

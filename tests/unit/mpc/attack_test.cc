@@ -86,9 +86,15 @@ Result<Shares<P>> Share(Context<P>& ctx, const Vec& x) {
       x.size());
 }
 
-enum class Kind { kBeaver, kTrunc, kOutput };
+// kClientInput: the client broadcast d = x - r to every party; corrupt party 0 (alone or
+// with a second liar) computes with d + 2^bit instead — the value becomes x + 2^bit for
+// everyone — while it reports the d it received in the check's transcript hash, so the
+// hash agrees and only the MACs can tell.
+enum class Kind { kBeaver, kTrunc, kOutput, kClientInput };
 const char* Name(Kind k) {
   switch (k) {
+    case Kind::kClientInput:
+      return "client input";
     case Kind::kBeaver:
       return "Beaver opening";
     case Kind::kTrunc:
@@ -117,6 +123,38 @@ Tally RunTrials(Kind kind, int bit, int trials, std::uint64_t seed) {
     const int first = static_cast<int>(prg.Uniform(3));
     const bool two = trial % 3 == 2;
     const int second = (first + 1 + static_cast<int>(prg.Uniform(2))) % 3;
+    if (kind == Kind::kClientInput) {
+      // Only party 0 adds the public d to its value share: the value lie needs party 0.
+      std::array<bool, 3> corrupt{true, false, false};
+      if (two) corrupt[static_cast<std::size_t>(1 + prg.Uniform(2))] = true;
+      const std::size_t elem = prg.Uniform(kN);
+      const Vec d = Random(kN, seed + 4 + static_cast<std::uint64_t>(trial));
+      Vec delta(kN, 0);
+      delta[elem] = std::uint64_t{1} << bit;
+      auto res = h.Run([&](Context<P>& ctx) -> Status {
+        MPCACHE_ASSIGN_OR_RETURN(InputMasks<P> masks, ctx.prep().GetInputMasks(kN, kClient));
+        MPCACHE_ASSIGN_OR_RETURN(Shares<P> s, InputFromClient(ctx, std::move(masks), d));
+        // As if this party had used d + delta: value share (party 0) and MAC share move.
+        if (corrupt[static_cast<std::size_t>(ctx.self())]) AddPublicInPlace(ctx.key(), s, delta);
+        MPCACHE_ASSIGN_OR_RETURN(Vec v, ctx.Open(s));
+        (void)v;
+        return ctx.CheckMacs();
+      });
+      ++t.trials;
+      bool some_honest_passed = false, all_honest_passed = true;
+      for (std::size_t p = 0; p < 3; ++p) {
+        if (corrupt[p]) continue;
+        if (res[p].ok()) {
+          some_honest_passed = true;
+        } else {
+          all_honest_passed = false;
+          EXPECT_EQ(res[p].error().code(), ErrorCode::kMacCheckFailed) << res[p].error().ToString();
+        }
+      }
+      if (some_honest_passed) ++t.accepted;
+      if (some_honest_passed && !all_honest_passed) ++t.undetected_by_some;
+      continue;
+    }
     const std::size_t elem = prg.Uniform(kind == Kind::kBeaver ? 2 * kN : kN);
     // Openings before the target: inputs open nothing, so the operation's own opening
     // is number 0.
@@ -144,6 +182,7 @@ Tally RunTrials(Kind kind, int bit, int trials, std::uint64_t seed) {
           break;
         }
         case Kind::kOutput:
+        case Kind::kClientInput:  // handled above
           out = Add(a, b);
           break;
       }
@@ -193,7 +232,8 @@ TEST_P(ArithAttack, ConsistentLieAtEveryBitIsRejected) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllOpenings, ArithAttack,
-                         ::testing::Values(Kind::kBeaver, Kind::kTrunc, Kind::kOutput),
+                         ::testing::Values(Kind::kBeaver, Kind::kTrunc, Kind::kOutput,
+                                           Kind::kClientInput),
                          [](const ::testing::TestParamInfo<Kind>& i) {
                            switch (i.param) {
                              case Kind::kBeaver:
@@ -202,6 +242,8 @@ INSTANTIATE_TEST_SUITE_P(AllOpenings, ArithAttack,
                                return std::string("Trunc");
                              case Kind::kOutput:
                                return std::string("Output");
+                             case Kind::kClientInput:
+                               return std::string("ClientInput");
                            }
                            return std::string("x");
                          });
