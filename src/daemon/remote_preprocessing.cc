@@ -395,11 +395,11 @@ Status RemotePreprocessing<P>::OnTake(const BatchRequest& taken) {
 template <typename P>
 Result<std::unique_ptr<RemotePreprocessing<P>>> RemotePreprocessing<P>::Open(
     std::unique_ptr<MessageLink> link, const dealer_proto::Join& join,
-    std::chrono::milliseconds timeout, MatrixShapeLimits shapes) {
+    std::chrono::milliseconds timeout, const MatrixShapeLimits& shapes) {
   std::unique_ptr<RemotePreprocessing> r(new RemotePreprocessing());
   r->link_ = std::move(link);
   r->timeout_ = timeout;
-  r->shapes_ = std::move(shapes);
+  r->shapes_ = shapes;
   MPCACHE_RETURN_IF_ERROR(r->link_->Send(dealer_proto::Encode(join)));
   MPCACHE_ASSIGN_OR_RETURN(auto answer, r->link_->Recv(timeout));
   MPCACHE_ASSIGN_OR_RETURN(r->setup_, dealer_proto::DecodeSetup(answer));

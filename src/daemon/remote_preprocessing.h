@@ -66,7 +66,7 @@ class RemotePreprocessing {
   static Result<std::unique_ptr<RemotePreprocessing>> Open(std::unique_ptr<MessageLink> link,
                                                            const dealer_proto::Join& join,
                                                            std::chrono::milliseconds timeout,
-                                                           MatrixShapeLimits shapes = {});
+                                                           const MatrixShapeLimits& shapes = {});
   ~RemotePreprocessing();
 
   preproc::PartyStore<P>& store() { return *store_; }

@@ -37,7 +37,7 @@ class BinaryCheckSteps;
 
 // Bytes one binary CheckMacs() with something pending sends per party (80 + 32 + 40 to each
 // of 2 peers); rounds: kMacCheckRounds.
-inline constexpr std::uint64_t kBinaryCheckBytes = 2 * (80 + 32 + 40);
+inline constexpr std::uint64_t kBinaryCheckBytes = std::uint64_t{2} * (80 + 32 + 40);
 
 template <typename P>
 class BinaryContext {

@@ -319,7 +319,7 @@ void TlsListener::Close() {
   *alive_ = false;
   boost::system::error_code ignored;
   acceptor_.close(ignored);
-  retry_timer_.cancel();
+  retry_timer_.cancel(ignored);  // the error_code overload: a destructor calls this
 }
 
 }  // namespace mpcache::net
