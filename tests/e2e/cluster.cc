@@ -11,6 +11,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <random>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -73,17 +76,34 @@ std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
+// A port below the kernel's ephemeral range (net.ipv4.ip_local_port_range, 32768..60999
+// here), so that no outgoing connection of a concurrently running test can be given it
+// between this check and the daemon's bind (that race failed CI-like runs with "Address
+// already in use" and "connection refused"). Random in [12000, 32000), bindable now, and
+// never handed out twice by this process.
 int FreePort() {
-  const int s = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-  close(s);
-  return ntohs(a.sin_port);
+  static std::mutex mu;
+  static std::set<int> given;
+  static std::mt19937 gen(std::random_device{}());
+  std::lock_guard lock(mu);
+  std::uniform_int_distribution<int> pick(12000, 31999);
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    const int port = pick(gen);
+    if (given.count(port) != 0) continue;
+    const int s = socket(AF_INET, SOCK_STREAM, 0);
+    if (s < 0) break;
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<std::uint16_t>(port));
+    const bool ok = bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+    close(s);
+    if (ok) {
+      given.insert(port);
+      return port;
+    }
+  }
+  return 0;  // the daemon then fails to start, naming the address
 }
 
 double MetricValue(const std::string& page, const std::string& name) {
