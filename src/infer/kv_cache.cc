@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "infer/fixed_batch.h"
+#include "mpc/fixed_batch.h"
 
 namespace mpcache::infer {
 
@@ -33,10 +33,10 @@ Status SecureKvCache<P>::Append(mpc::Context<P>& ctx, int layer, Shares<P> k, Sh
       if constexpr (P::kMalicious) kt.m[i * n_kv_ + j] = k.m[j * hs_ + i];
     }
   }
-  std::vector<FixedRequest<P>> req;
+  std::vector<mpc::FixedRequest<P>> req;
   req.push_back({std::move(kt), hs_, n_kv_});
   req.push_back({std::move(v), n_kv_, hs_});
-  MPCACHE_ASSIGN_OR_RETURN(auto fixed, MaskFixedMany<P>(ctx, std::move(req)));
+  MPCACHE_ASSIGN_OR_RETURN(auto fixed, mpc::MaskFixedMany<P>(ctx, std::move(req)));
   keys_[layer].push_back(std::move(fixed[0]));
   values_[layer].push_back(std::move(fixed[1]));
   return Status::Ok();
@@ -47,7 +47,7 @@ Result<Shares<P>> SecureKvCache<P>::Scores(mpc::Context<P>& ctx, int layer, cons
   const auto& keys = keys_[layer];
   const std::size_t len = keys.size();
   if (q.size() != n_heads_ * hs_) return InvalidArgument("query must have dim values");
-  FixedProductBatch<P> batch(ctx);
+  mpc::FixedProductBatch<P> batch(ctx);
   for (const auto& kt : keys) batch.PrepareRight(q, n_heads_, kt);
   MPCACHE_RETURN_IF_ERROR(batch.Exchange());
   Shares<P> scores(n_heads_ * len);
@@ -75,7 +75,7 @@ Result<Shares<P>> SecureKvCache<P>::Mix(mpc::Context<P>& ctx, int layer, const S
       if constexpr (P::kMalicious) weights[t].m[dst] = probs.m[src];
     }
   }
-  FixedProductBatch<P> batch(ctx);
+  mpc::FixedProductBatch<P> batch(ctx);
   for (std::size_t t = 0; t < len; ++t) batch.PrepareRight(weights[t], n_heads_, values[t]);
   MPCACHE_RETURN_IF_ERROR(batch.Exchange());
   Shares<P> out(n_heads_ * hs_);

@@ -2,9 +2,9 @@
 
 #include <cmath>
 
-#include "infer/fixed_batch.h"
 #include "model/float_ops.h"
 #include "mpc/compare/select.h"
+#include "mpc/fixed_batch.h"
 #include "net/comm_stats.h"
 
 namespace mpcache::infer {
@@ -46,7 +46,7 @@ template <typename P>
 Result<std::vector<Shares<P>>> SecureLlama<P>::Linears(
     const std::vector<const SecureLinear<P>*>& ws, const std::vector<const Vec*>& xs) {
   std::vector<Vec> raw(ws.size());
-  FixedProductBatch<P> batch(arith());
+  mpc::FixedProductBatch<P> batch(arith());
   std::vector<std::size_t> handle(ws.size());
   for (std::size_t i = 0; i < ws.size(); ++i) {
     const SecureLinear<P>& w = *ws[i];
@@ -81,7 +81,7 @@ Result<Shares<P>> SecureLlama<P>::Embed(const Vec& one_hot) {
   const SecureLinear<P>& e = w_.embedding;
   if (one_hot.size() != e.rows) return InvalidArgument("one-hot must have vocab entries");
   if (!e.is_private()) return mpc::MatMulPublicRight<P>(arith(), one_hot, 1, e.rows, e.pub, e.cols);
-  FixedProductBatch<P> batch(arith());
+  mpc::FixedProductBatch<P> batch(arith());
   batch.PrepareRight(one_hot, 1, e.fixed);
   MPCACHE_RETURN_IF_ERROR(batch.Exchange());
   return batch.Take(0);

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "infer/fixed_batch.h"
+#include "mpc/fixed_batch.h"
 #include "mpc/io.h"
 
 namespace mpcache::infer {
@@ -75,7 +75,7 @@ Result<SecureWeights<P>> PrivateWeights(mpc::Context<P>& ctx, RingModel my_share
     off += count;
     return s;
   };
-  std::vector<FixedRequest<P>> requests;
+  std::vector<mpc::FixedRequest<P>> requests;
   const auto matrix = [&](std::size_t rows, std::size_t cols) {
     requests.push_back({take(rows * cols), rows, cols});
   };
@@ -100,7 +100,7 @@ Result<SecureWeights<P>> PrivateWeights(mpc::Context<P>& ctx, RingModel my_share
   sum = Shares<P>();
 
   MPCACHE_ASSIGN_OR_RETURN(std::vector<mpc::FixedOperand<P>> fixed,
-                           MaskFixedMany<P>(ctx, std::move(requests)));
+                           mpc::MaskFixedMany<P>(ctx, std::move(requests)));
   std::size_t next = 0;
   const auto linear = [&](SecureLinear<P>& lin) {
     lin.fixed = std::move(fixed[next++]);

@@ -8,7 +8,7 @@
 //   (mpc::Input, 1 round per party), so [W] = [w_0] + [w_1] + [w_2] is MAC-authenticated
 //   in malicious mode; then every matrix is masked ONCE (MaskFixedMany: D = W - A opened in
 //   one round) and each later product opens only the fresh activation (fixed-mask matrix
-//   triples, infer/fixed_batch.h). docs/secure-llama.md argues the security.
+//   triples, mpc/fixed_batch.h). docs/secure-llama.md argues the security.
 #pragma once
 
 #include <memory>

@@ -2,58 +2,15 @@
 
 #include <string>
 
-#include "mpc/parallel.h"
+#include "mpc/fixed_batch.h"
+#include "mpc/matmul_kernels.h"
 
 namespace mpcache::mpc {
 namespace {
 
-// out (m x n) += L (m x k) * R (k x n), for element types where L[i] * R[j] accumulates
-// into Out (u64 x u64 -> u64, u64 x u128 -> u128, u128 x u64 -> u128). Columns are split
-// over threads when n is wide (the 1 x k . k x n case), rows otherwise.
-template <typename Out, typename L, typename R>
-void AccumulateProduct(int threads, Out* out, const L* l, const R* r, std::size_t m, std::size_t k,
-                       std::size_t n) {
-  auto cols = [&](std::size_t j0, std::size_t j1) {
-    for (std::size_t i = 0; i < m; ++i) {
-      Out* o = out + i * n;
-      for (std::size_t t = 0; t < k; ++t) {
-        const L a = l[i * k + t];
-        const R* row = r + t * n;
-        for (std::size_t j = j0; j < j1; ++j) o[j] += a * row[j];
-      }
-    }
-  };
-  if (n >= 256 || m == 1) {
-    ParallelFor(threads, n, cols);
-  } else {
-    ParallelFor(threads, m, [&](std::size_t i0, std::size_t i1) {
-      for (std::size_t i = i0; i < i1; ++i) {
-        Out* o = out + i * n;
-        for (std::size_t t = 0; t < k; ++t) {
-          const L a = l[i * k + t];
-          const R* row = r + t * n;
-          for (std::size_t j = 0; j < n; ++j) o[j] += a * row[j];
-        }
-      }
-    });
-  }
-}
-
-// out += public (m x k) * shares (k x n)
-template <typename P>
-void AddPublicTimesShares(int threads, Shares<P>& out, const std::uint64_t* w, const Shares<P>& x,
-                          std::size_t m, std::size_t k, std::size_t n) {
-  AccumulateProduct(threads, out.v.data(), w, x.v.data(), m, k, n);
-  if constexpr (P::kMalicious) AccumulateProduct(threads, out.m.data(), w, x.m.data(), m, k, n);
-}
-
-// out += shares (m x k) * public (k x n)
-template <typename P>
-void AddSharesTimesPublic(int threads, Shares<P>& out, const Shares<P>& x, const std::uint64_t* w,
-                          std::size_t m, std::size_t k, std::size_t n) {
-  AccumulateProduct(threads, out.v.data(), x.v.data(), w, m, k, n);
-  if constexpr (P::kMalicious) AccumulateProduct(threads, out.m.data(), x.m.data(), w, m, k, n);
-}
+using kernels::AccumulateProduct;
+using kernels::AddPublicTimesShares;
+using kernels::AddSharesTimesPublic;
 
 // out += public D (m x k) * public E (k x n), added as a public constant.
 template <typename P>
@@ -95,52 +52,30 @@ template <typename P>
 Result<FixedOperand<P>> MaskFixed(Context<P>& ctx, Shares<P> x, std::size_t rows,
                                   std::size_t cols) {
   MPCACHE_RETURN_IF_ERROR(CheckSize(x.size(), rows * cols, "the fixed operand"));
-  MPCACHE_ASSIGN_OR_RETURN(MatrixMask<P> mask, ctx.prep().GetMatrixMask(rows, cols));
-  // masked = X - A, computed in A's buffer (the mask itself is not needed afterwards:
-  // [X] and D suffice), so a big operand is not copied.
-  Shares<P> masked = std::move(mask.a);
-  for (std::size_t i = 0; i < masked.size(); ++i) masked.v[i] = x.v[i] - masked.v[i];
-  if constexpr (P::kMalicious) {
-    for (std::size_t i = 0; i < masked.size(); ++i) masked.m[i] = x.m[i] - masked.m[i];
-  }
-  MPCACHE_ASSIGN_OR_RETURN(std::vector<std::uint64_t> d, ctx.OpenOwned(std::move(masked)));
-  FixedOperand<P> f;
-  f.mask_id = mask.id;
-  f.rows = rows;
-  f.cols = cols;
-  f.d = std::move(d);
-  f.x = std::move(x);
-  return f;
+  std::vector<FixedRequest<P>> one;
+  one.push_back({std::move(x), rows, cols});
+  MPCACHE_ASSIGN_OR_RETURN(std::vector<FixedOperand<P>> f, MaskFixedMany(ctx, std::move(one)));
+  return std::move(f[0]);
 }
 
 template <typename P>
 Result<Shares<P>> MatMul(Context<P>& ctx, const Shares<P>& x, std::size_t m,
                          const FixedOperand<P>& w) {
-  const std::size_t k = w.rows, n = w.cols;
-  MPCACHE_RETURN_IF_ERROR(CheckSize(x.size(), m * k, "the left operand"));
-  MPCACHE_ASSIGN_OR_RETURN(MatrixTriple<P> t,
-                           ctx.prep().GetMatrixTriple(w.mask_id, MaskSide::kRight, m));
-  MPCACHE_ASSIGN_OR_RETURN(std::vector<std::uint64_t> e, ctx.OpenOwned(Sub(x, t.b)));
-  const int th = ctx.options().threads;
-  Shares<P> z = std::move(t.c);                           // [BA]
-  AddPublicTimesShares(th, z, e.data(), w.x, m, k, n);    // + E[W]
-  AddSharesTimesPublic(th, z, t.b, w.d.data(), m, k, n);  // + [B]D
-  return z;
+  MPCACHE_RETURN_IF_ERROR(CheckSize(x.size(), m * w.rows, "the left operand"));
+  FixedProductBatch<P> batch(ctx);
+  const std::size_t h = batch.PrepareRight(x, m, w);
+  MPCACHE_RETURN_IF_ERROR(batch.Exchange());
+  return batch.Take(h);
 }
 
 template <typename P>
 Result<Shares<P>> MatMul(Context<P>& ctx, const FixedOperand<P>& x, const Shares<P>& y,
                          std::size_t n) {
-  const std::size_t m = x.rows, k = x.cols;
-  MPCACHE_RETURN_IF_ERROR(CheckSize(y.size(), k * n, "the right operand"));
-  MPCACHE_ASSIGN_OR_RETURN(MatrixTriple<P> t,
-                           ctx.prep().GetMatrixTriple(x.mask_id, MaskSide::kLeft, n));
-  MPCACHE_ASSIGN_OR_RETURN(std::vector<std::uint64_t> e, ctx.OpenOwned(Sub(y, t.b)));
-  const int th = ctx.options().threads;
-  Shares<P> z = std::move(t.c);                           // [AB]
-  AddSharesTimesPublic(th, z, x.x, e.data(), m, k, n);    // + [X]E
-  AddPublicTimesShares(th, z, x.d.data(), t.b, m, k, n);  // + D[B]
-  return z;
+  MPCACHE_RETURN_IF_ERROR(CheckSize(y.size(), x.cols * n, "the right operand"));
+  FixedProductBatch<P> batch(ctx);
+  const std::size_t h = batch.PrepareLeft(x, y, n);
+  MPCACHE_RETURN_IF_ERROR(batch.Exchange());
+  return batch.Take(h);
 }
 
 template <typename P>

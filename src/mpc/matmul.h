@@ -8,9 +8,10 @@
 // E = Y - B:
 //   fixed right (x: m x k, W: k x n):  xW = E[W] + [B]D + [BA]   (opens m*k values)
 //   fixed left  (X: m x k, y: k x n):  Xy = [X]E + D[B] + [AB]   (opens k*n values)
-// Cost per product: 1 round, 8 bytes x (fresh operand size) to each of the 2 peers — for
-// 1x4096 . 4096x4096 that is 2 x 32 KiB per party. A one-off MatMul(x, y) opens both
-// masked operands in the same single round.
+// Cost per product: 1 round, OpenBytes<P>() bytes x (fresh operand size) to each of the 2
+// peers — for 1x4096 . 4096x4096 that is 2 x 64 KiB per party in malicious mode. A one-off
+// MatMul(x, y) opens both masked operands in the same single round. Many maskings or
+// products in one round: mpc/fixed_batch.h (these are its one-element cases).
 // Local work is split over ContextOptions::threads workers.
 #pragma once
 

@@ -1,15 +1,13 @@
-#include "infer/fixed_batch.h"
+#include "mpc/fixed_batch.h"
 
 #include <string>
 
-namespace mpcache::infer {
+#include "mpc/matmul_kernels.h"
 
-using mpc::FixedOperand;
-using mpc::MaskSide;
-using mpc::Shares;
+namespace mpcache::mpc {
 
 template <typename P>
-Result<std::vector<FixedOperand<P>>> MaskFixedMany(mpc::Context<P>& ctx,
+Result<std::vector<FixedOperand<P>>> MaskFixedMany(Context<P>& ctx,
                                                    std::vector<FixedRequest<P>> requests) {
   std::vector<FixedOperand<P>> out(requests.size());
   Shares<P> masked;
@@ -20,8 +18,19 @@ Result<std::vector<FixedOperand<P>>> MaskFixedMany(mpc::Context<P>& ctx,
                              std::to_string(r.x.size()) + " elements for a " +
                              std::to_string(r.rows) + " x " + std::to_string(r.cols) + " shape");
     }
-    MPCACHE_ASSIGN_OR_RETURN(mpc::MatrixMask<P> mask, ctx.prep().GetMatrixMask(r.rows, r.cols));
-    masked.Append(mpc::Sub(r.x, mask.a));
+    MPCACHE_ASSIGN_OR_RETURN(MatrixMask<P> mask, ctx.prep().GetMatrixMask(r.rows, r.cols));
+    // X - A computed in A's buffer (the mask is not needed afterwards: [X] and D suffice);
+    // a single operand is opened from that buffer without a copy.
+    Shares<P> d = std::move(mask.a);
+    for (std::size_t e = 0; e < d.size(); ++e) d.v[e] = r.x.v[e] - d.v[e];
+    if constexpr (P::kMalicious) {
+      for (std::size_t e = 0; e < d.size(); ++e) d.m[e] = r.x.m[e] - d.m[e];
+    }
+    if (requests.size() == 1) {
+      masked = std::move(d);
+    } else {
+      masked.Append(d);
+    }
     out[i].mask_id = mask.id;
     out[i].rows = r.rows;
     out[i].cols = r.cols;
@@ -29,6 +38,10 @@ Result<std::vector<FixedOperand<P>>> MaskFixedMany(mpc::Context<P>& ctx,
   }
   if (out.empty()) return out;
   MPCACHE_ASSIGN_OR_RETURN(std::vector<std::uint64_t> d, ctx.OpenOwned(std::move(masked)));
+  if (out.size() == 1) {
+    out[0].d = std::move(d);
+    return out;
+  }
   std::size_t off = 0;
   for (FixedOperand<P>& f : out) {
     const std::size_t n = f.rows * f.cols;
@@ -56,7 +69,7 @@ std::size_t FixedProductBatch<P>::PrepareLeft(const FixedOperand<P>& x, const Sh
 template <typename P>
 Status FixedProductBatch<P>::Exchange() {
   if (jobs_.empty()) return Status::Ok();
-  std::vector<mpc::MatrixTriple<P>> triples;
+  std::vector<MatrixTriple<P>> triples;
   triples.reserve(jobs_.size());
   Shares<P> masked;
   for (std::size_t i = 0; i < jobs_.size(); ++i) {
@@ -64,45 +77,46 @@ Status FixedProductBatch<P>::Exchange() {
     const std::size_t want =
         j.side == MaskSide::kRight ? j.other * j.fixed->rows : j.fixed->cols * j.other;
     if (j.fresh->size() != want) {
-      return InvalidArgument("fixed product " + std::to_string(i) + ": fresh operand has " +
+      return InvalidArgument("fixed product " + std::to_string(i) + ": the fresh operand has " +
                              std::to_string(j.fresh->size()) + " elements, the shape needs " +
                              std::to_string(want));
     }
-    MPCACHE_ASSIGN_OR_RETURN(mpc::MatrixTriple<P> t,
+    MPCACHE_ASSIGN_OR_RETURN(MatrixTriple<P> t,
                              ctx_.prep().GetMatrixTriple(j.fixed->mask_id, j.side, j.other));
-    masked.Append(mpc::Sub(*j.fresh, t.b));
+    masked.Append(Sub(*j.fresh, t.b));
     triples.push_back(std::move(t));
   }
   MPCACHE_ASSIGN_OR_RETURN(std::vector<std::uint64_t> e, ctx_.OpenOwned(std::move(masked)));
+  const int th = ctx_.options().threads;
   std::size_t off = 0;
   for (std::size_t i = 0; i < jobs_.size(); ++i) {
     Job& j = jobs_[i];
-    mpc::MatrixTriple<P>& t = triples[i];
+    MatrixTriple<P>& t = triples[i];
     const FixedOperand<P>& f = *j.fixed;
-    const std::span<const std::uint64_t> ei(e.data() + off, j.fresh->size());
+    const std::uint64_t* ei = e.data() + off;
     off += j.fresh->size();
     Shares<P> z = std::move(t.c);
     if (j.side == MaskSide::kRight) {
       // x (m x k) W (k x n) = E[W] + [B]D + [BA]
       const std::size_t m = j.other, k = f.rows, n = f.cols;
-      mpc::AddInPlace(z, mpc::MatMulPublicLeft<P>(ctx_, ei, m, k, f.x, n));
-      mpc::AddInPlace(z, mpc::MatMulPublicRight<P>(ctx_, t.b, m, k, f.d, n));
+      kernels::AddPublicTimesShares(th, z, ei, f.x, m, k, n);
+      kernels::AddSharesTimesPublic(th, z, t.b, f.d.data(), m, k, n);
     } else {
       // X (m x k) y (k x n) = [X]E + D[B] + [AB]
       const std::size_t m = f.rows, k = f.cols, n = j.other;
-      mpc::AddInPlace(z, mpc::MatMulPublicRight<P>(ctx_, f.x, m, k, ei, n));
-      mpc::AddInPlace(z, mpc::MatMulPublicLeft<P>(ctx_, f.d, m, k, t.b, n));
+      kernels::AddSharesTimesPublic(th, z, f.x, ei, m, k, n);
+      kernels::AddPublicTimesShares(th, z, f.d.data(), t.b, m, k, n);
     }
     j.out = std::move(z);
   }
   return Status::Ok();
 }
 
-template Result<std::vector<FixedOperand<mpc::SemiHonest>>> MaskFixedMany(
-    mpc::Context<mpc::SemiHonest>&, std::vector<FixedRequest<mpc::SemiHonest>>);
-template Result<std::vector<FixedOperand<mpc::Spdz2k>>> MaskFixedMany(
-    mpc::Context<mpc::Spdz2k>&, std::vector<FixedRequest<mpc::Spdz2k>>);
-template class FixedProductBatch<mpc::SemiHonest>;
-template class FixedProductBatch<mpc::Spdz2k>;
+template Result<std::vector<FixedOperand<SemiHonest>>> MaskFixedMany(
+    Context<SemiHonest>&, std::vector<FixedRequest<SemiHonest>>);
+template Result<std::vector<FixedOperand<Spdz2k>>> MaskFixedMany(Context<Spdz2k>&,
+                                                                 std::vector<FixedRequest<Spdz2k>>);
+template class FixedProductBatch<SemiHonest>;
+template class FixedProductBatch<Spdz2k>;
 
-}  // namespace mpcache::infer
+}  // namespace mpcache::mpc
