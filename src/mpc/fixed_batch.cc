@@ -21,15 +21,17 @@ Result<std::vector<FixedOperand<P>>> MaskFixedMany(Context<P>& ctx,
     MPCACHE_ASSIGN_OR_RETURN(MatrixMask<P> mask, ctx.prep().GetMatrixMask(r.rows, r.cols));
     // X - A computed in A's buffer (the mask is not needed afterwards: [X] and D suffice);
     // a single operand is opened from that buffer without a copy.
-    Shares<P> d = std::move(mask.a);
-    for (std::size_t e = 0; e < d.size(); ++e) d.v[e] = r.x.v[e] - d.v[e];
+    Shares<P> x_minus_a = std::move(mask.a);
+    for (std::size_t e = 0; e < x_minus_a.size(); ++e) x_minus_a.v[e] = r.x.v[e] - x_minus_a.v[e];
     if constexpr (P::kMalicious) {
-      for (std::size_t e = 0; e < d.size(); ++e) d.m[e] = r.x.m[e] - d.m[e];
+      for (std::size_t e = 0; e < x_minus_a.size(); ++e) {
+        x_minus_a.m[e] = r.x.m[e] - x_minus_a.m[e];
+      }
     }
     if (requests.size() == 1) {
-      masked = std::move(d);
+      masked = std::move(x_minus_a);
     } else {
-      masked.Append(d);
+      masked.Append(x_minus_a);
     }
     out[i].mask_id = mask.id;
     out[i].rows = r.rows;

@@ -22,6 +22,7 @@
 #include "daemon/daemon_main.h"
 #include "daemon/party_service.h"
 #include "mpc/adversary.h"
+#include "unit/mpc/lie.h"
 
 namespace {
 
@@ -54,15 +55,7 @@ class Liar final : public mpcache::mpc::Adversary {
     } else {
       // Add 2^bit to value e's little-endian share (width bytes), with carry.
       const std::size_t width = out.size() / n;
-      const int bit = std::min(lie_.bit, static_cast<int>(8 * width) - 1);
-      unsigned carry = 0;
-      for (std::size_t i = 0; i < width; ++i) {
-        unsigned add = carry;
-        if (i == static_cast<std::size_t>(bit / 8)) add += 1u << (bit % 8);
-        const unsigned s = out[e * width + i] + add;
-        out[e * width + i] = static_cast<std::uint8_t>(s);
-        carry = s >> 8;
-      }
+      const int bit = mpcache::mpc::AddPowerOfTwo(out.subspan(e * width, width), lie_.bit);
       std::fprintf(stderr,
                    "TEST LIAR: lied in arithmetic opening %llu of the request (%zu values of %zu "
                    "bytes): added 2^%d to value %zu\n",

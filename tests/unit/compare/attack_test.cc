@@ -18,6 +18,7 @@
 #include "common/prg.h"
 #include "mpc/adversary.h"
 #include "mpc/compare/compare.h"
+#include "unit/mpc/lie.h"
 
 namespace mpcache::mpc {
 namespace {
@@ -51,15 +52,7 @@ class ConsistentLiar final : public Adversary {
       return;
     }
     const std::size_t width = out.size() / n;
-    std::uint8_t* v = out.data() + elem_ * width;
-    unsigned carry = 0;
-    for (std::size_t i = 0; i < width; ++i) {
-      unsigned add = carry;
-      if (i == static_cast<std::size_t>(bit_ / 8)) add += 1u << (bit_ % 8);
-      const unsigned s = v[i] + add;
-      v[i] = static_cast<std::uint8_t>(s);
-      carry = s >> 8;
-    }
+    AddPowerOfTwo(out.subspan(elem_ * width, width), bit_);
   }
 
  private:

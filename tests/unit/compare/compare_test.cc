@@ -54,22 +54,29 @@ struct Costed {
   net::PhaseCounters cost;
 };
 
+// LessThanZero(x, bits) at three parties: the revealed bits and what the comparison alone
+// cost each party (the input and the reveal excluded).
+template <typename P>
+auto RunCostedLtz(std::uint64_t seed, const Vec& x, int bits) {
+  CmpHarness<P> h(seed);
+  return h.Run([&](BinaryContext<P>& ctx) -> Result<Costed> {
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> xs, ShareVec(ctx.arith(), x));
+    const auto before = ctx.arith().stats().Total();
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> lt, LessThanZero(ctx, xs, bits));
+    Costed out;
+    out.cost = ctx.arith().stats().Total();
+    out.cost.bytes_sent -= before.bytes_sent;
+    out.cost.rounds -= before.rounds;
+    MPCACHE_ASSIGN_OR_RETURN(out.values, RevealChecked(ctx, lt));
+    return out;
+  });
+}
+
 TYPED_TEST(CompareTest, LessThanZeroMatchesPlaintextWithExactCost) {
   using P = TypeParam;
   for (std::size_t n_random : {0, 1, 51, 52, 500}) {
     const Vec x = EdgeAndRandom(n_random, 11 + n_random);
-    CmpHarness<P> h(3);
-    auto res = h.Run([&](BinaryContext<P>& ctx) -> Result<Costed> {
-      MPCACHE_ASSIGN_OR_RETURN(Shares<P> xs, ShareVec(ctx.arith(), x));
-      const auto before = ctx.arith().stats().Total();
-      MPCACHE_ASSIGN_OR_RETURN(Shares<P> lt, LessThanZero(ctx, xs));
-      Costed out;
-      out.cost = ctx.arith().stats().Total();
-      out.cost.bytes_sent -= before.bytes_sent;
-      out.cost.rounds -= before.rounds;
-      MPCACHE_ASSIGN_OR_RETURN(out.values, RevealChecked(ctx, lt));
-      return out;
-    });
+    auto res = RunCostedLtz<P>(3, x, 64);
     ExpectAllOk(res);
     for (std::size_t i = 0; i < x.size(); ++i) {
       const std::uint64_t want = static_cast<std::int64_t>(x[i]) < 0 ? 1 : 0;
@@ -97,18 +104,7 @@ TYPED_TEST(CompareTest, NarrowComparisonsMatchTheirTwinWithExactCost) {
       x.push_back(
           i % 8 == 7 ? r : static_cast<std::uint64_t>(static_cast<std::int64_t>(r) >> (64 - bits)));
     }
-    CmpHarness<P> h(30 + static_cast<std::uint64_t>(bits));
-    auto res = h.Run([&](BinaryContext<P>& ctx) -> Result<Costed> {
-      MPCACHE_ASSIGN_OR_RETURN(Shares<P> xs, ShareVec(ctx.arith(), x));
-      const auto before = ctx.arith().stats().Total();
-      MPCACHE_ASSIGN_OR_RETURN(Shares<P> lt, LessThanZero(ctx, xs, bits));
-      Costed out;
-      out.cost = ctx.arith().stats().Total();
-      out.cost.bytes_sent -= before.bytes_sent;
-      out.cost.rounds -= before.rounds;
-      MPCACHE_ASSIGN_OR_RETURN(out.values, RevealChecked(ctx, lt));
-      return out;
-    });
+    auto res = RunCostedLtz<P>(30 + static_cast<std::uint64_t>(bits), x, bits);
     ExpectAllOk(res);
     PlainBackend plain;
     const Vec twin = plain.IsNegative(x, bits);

@@ -13,6 +13,7 @@
 #include "infer/in_process.h"
 #include "model/synth.h"
 #include "mpc/adversary.h"
+#include "unit/mpc/lie.h"
 
 namespace mpcache::infer {
 namespace {
@@ -34,15 +35,7 @@ class ArmedLiar final : public mpc::Adversary {
       out[e / 8] ^= static_cast<std::uint8_t>(1u << (e % 8));
     } else {
       const std::size_t width = out.size() / n;
-      const int bit = std::min(bit_, static_cast<int>(8 * width) - 1);
-      unsigned carry = 0;
-      for (std::size_t i = 0; i < width; ++i) {
-        unsigned add = carry;
-        if (i == static_cast<std::size_t>(bit / 8)) add += 1u << (bit % 8);
-        const unsigned s = out[e * width + i] + add;
-        out[e * width + i] = static_cast<std::uint8_t>(s);
-        carry = s >> 8;
-      }
+      mpc::AddPowerOfTwo(out.subspan(e * width, width), bit_);
     }
     lied = true;
   }

@@ -100,6 +100,18 @@ inline std::string OpeningShapeDiff(const RunRecord& a, const RunRecord& b) {
   return "";
 }
 
+// Every run's openings have run 0's shape; otherwise a finding naming the first run that
+// differs, and false.
+inline bool OpeningShapesAgree(const std::vector<RunRecord>& runs, Report& rep) {
+  for (std::size_t k = 1; k < runs.size(); ++k) {
+    if (std::string d = OpeningShapeDiff(runs[0], runs[k]); !d.empty()) {
+      rep.findings.push_back({kNone, 0, kNone, 0, "run " + std::to_string(k) + " shape: " + d});
+      return false;
+    }
+  }
+  return true;
+}
+
 // Message shapes of every party: who sent, how many bytes, in which order; rounds.
 inline std::string MessageShapeDiff(const RunRecord& a, const RunRecord& b) {
   for (std::size_t p = 0; p < 3; ++p) {
@@ -184,12 +196,7 @@ inline Report CheckExact(const std::vector<RunRecord>& runs, double alpha = 1e-6
     return rep;
   }
   const RunRecord& r0 = runs[0];
-  for (std::size_t k = 1; k < K; ++k) {
-    if (std::string d = OpeningShapeDiff(r0, runs[k]); !d.empty()) {
-      rep.findings.push_back({kNone, 0, kNone, 0, "run " + std::to_string(k) + " shape: " + d});
-      return rep;
-    }
-  }
+  if (!OpeningShapesAgree(runs, rep)) return rep;
   auto diff = [&](std::size_t k, std::size_t o, std::size_t e) {
     return Low(runs[k].openings[o].values[e] - r0.openings[o].values[e], 64);
   };
@@ -298,12 +305,7 @@ inline Report CheckNoisy(const std::vector<RunRecord>& runs, int slack = 16) {
     return rep;
   }
   const RunRecord& r0 = runs[0];
-  for (std::size_t k = 1; k < K; ++k) {
-    if (std::string d = OpeningShapeDiff(r0, runs[k]); !d.empty()) {
-      rep.findings.push_back({kNone, 0, kNone, 0, "run " + std::to_string(k) + " shape: " + d});
-      return rep;
-    }
-  }
+  if (!OpeningShapesAgree(runs, rep)) return rep;
   auto diff = [&](std::size_t k, std::size_t o, std::size_t e, int w) {
     return Low(runs[k].openings[o].values[e] - r0.openings[o].values[e], w);
   };

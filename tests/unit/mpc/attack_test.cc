@@ -21,12 +21,14 @@
 #include "mpc/beaver.h"
 #include "mpc/io.h"
 #include "mpc/trunc.h"
+#include "unit/mpc/lie.h"
 
 namespace mpcache::mpc {
 namespace {
 
 using P = Spdz2k;
 using testing::Harness;
+using testing::Share;
 using Vec = std::vector<std::uint64_t>;
 
 #ifdef MPCACHE_ATTACK_FULL
@@ -52,16 +54,7 @@ class ConsistentLiar final : public Adversary {
   void OnOpen(Domain d, std::uint64_t index, std::size_t n, std::span<std::uint8_t> out) override {
     if (d != Domain::kArith || index != target_ || elem_ >= n) return;
     const std::size_t width = out.size() / n;
-    std::uint8_t* v = out.data() + elem_ * width;
-    // v += 2^bit over `width` little-endian bytes.
-    unsigned carry = 0;
-    for (std::size_t i = 0; i < width; ++i) {
-      unsigned add = carry;
-      if (i == static_cast<std::size_t>(bit_ / 8)) add += 1u << (bit_ % 8);
-      const unsigned s = v[i] + add;
-      v[i] = static_cast<std::uint8_t>(s);
-      carry = s >> 8;
-    }
+    AddPowerOfTwo(out.subspan(elem_ * width, width), bit_);
     ++lies;
   }
   int lies = 0;
@@ -77,13 +70,6 @@ Vec Random(std::size_t n, std::uint64_t seed) {
   Vec v(n);
   for (auto& e : v) e = prg.NextU64() >> 8;
   return v;
-}
-
-Result<Shares<P>> Share(Context<P>& ctx, const Vec& x) {
-  return Input<P>(
-      ctx, 0,
-      ctx.self() == 0 ? std::span<const std::uint64_t>(x) : std::span<const std::uint64_t>(),
-      x.size());
 }
 
 // kClientInput: the client broadcast d = x - r to every party; corrupt party 0 (alone or

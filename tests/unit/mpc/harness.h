@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "mpc/context.h"
+#include "mpc/io.h"
 #include "net/mem_mesh.h"
 #include "net/run_parties.h"
 #include "preproc/in_process_dealer.h"
@@ -38,6 +39,16 @@ struct Harness {
         });
   }
 };
+
+// x entered by party 0 (its clear values; the others pass nothing): shares of x at every
+// party, 1 round.
+template <typename P>
+Result<Shares<P>> Share(Context<P>& ctx, const std::vector<std::uint64_t>& x) {
+  return Input<P>(
+      ctx, 0,
+      ctx.self() == 0 ? std::span<const std::uint64_t>(x) : std::span<const std::uint64_t>(),
+      x.size());
+}
 
 template <typename R>
 void ExpectAllOk(const std::vector<R>& results) {

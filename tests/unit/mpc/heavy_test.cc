@@ -13,20 +13,13 @@ namespace {
 
 using testing::ExpectAllOk;
 using testing::Harness;
+using testing::Share;
 using Vec = std::vector<std::uint64_t>;
 
 template <typename P>
 class HeavyTest : public ::testing::Test {};
 using Modes = ::testing::Types<SemiHonest, Spdz2k>;
 TYPED_TEST_SUITE(HeavyTest, Modes);
-
-template <typename P>
-Result<Shares<P>> Share(Context<P>& ctx, const Vec& x) {
-  return Input<P>(
-      ctx, 0,
-      ctx.self() == 0 ? std::span<const std::uint64_t>(x) : std::span<const std::uint64_t>(),
-      x.size());
-}
 
 TYPED_TEST(HeavyTest, MillionProductsOneRound) {
   using P = TypeParam;

@@ -16,6 +16,7 @@ namespace {
 
 using testing::ExpectAllOk;
 using testing::Harness;
+using testing::Share;
 using Vec = std::vector<std::uint64_t>;
 
 struct Measured {
@@ -45,14 +46,6 @@ Vec EdgeAndRandom(std::size_t n_random, std::uint64_t seed) {
 }
 
 // Party 0 inputs x; returns shares.
-template <typename P>
-Result<Shares<P>> Share(Context<P>& ctx, const Vec& x) {
-  return Input<P>(
-      ctx, 0,
-      ctx.self() == 0 ? std::span<const std::uint64_t>(x) : std::span<const std::uint64_t>(),
-      x.size());
-}
-
 // Open then MAC-check: the value is only trusted after the check.
 template <typename P>
 Result<Vec> Reveal(Context<P>& ctx, const Shares<P>& x) {

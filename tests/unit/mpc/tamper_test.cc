@@ -26,6 +26,7 @@ namespace {
 
 using P = Spdz2k;
 using testing::Harness;
+using testing::Share;
 using Vec = std::vector<std::uint64_t>;
 constexpr int kTrials = 40;
 
@@ -152,13 +153,6 @@ Vec Random(std::size_t n, std::uint64_t seed) {
   Vec v(n);
   for (auto& e : v) e = prg.NextU64() >> 2;
   return v;
-}
-
-Result<Shares<P>> Share(Context<P>& ctx, const Vec& x) {
-  return Input<P>(
-      ctx, 0,
-      ctx.self() == 0 ? std::span<const std::uint64_t>(x) : std::span<const std::uint64_t>(),
-      x.size());
 }
 
 // After a failed check every release path refuses.
