@@ -49,6 +49,8 @@ std::vector<std::uint8_t> Encode(const BatchRequest& m) {
       .U64(q.cols)
       .U64(q.other)
       .U64(m.seq)
+      .Vec(q.masks)
+      .Vec(q.lens)
       .Take();
 }
 
@@ -126,6 +128,14 @@ Result<BatchRequest> DecodeBatchRequest(const std::vector<std::uint8_t>& p) {
   MPCACHE_ASSIGN_OR_RETURN(q.cols, r.U64());
   MPCACHE_ASSIGN_OR_RETURN(q.other, r.U64());
   MPCACHE_ASSIGN_OR_RETURN(m.seq, r.U64());
+  MPCACHE_ASSIGN_OR_RETURN(q.masks, r.Vec<std::uint64_t>());
+  MPCACHE_ASSIGN_OR_RETURN(q.lens, r.Vec<std::uint64_t>());
+  if (q.masks.size() > preproc::kMaxAttentionBlocks || q.lens.size() != q.masks.size()) {
+    return ProtocolError("BatchRequest lists " + std::to_string(q.masks.size()) +
+                         " attention blocks and " + std::to_string(q.lens.size()) +
+                         " lengths (at most " + std::to_string(preproc::kMaxAttentionBlocks) +
+                         ", one length per block)");
+  }
   MPCACHE_RETURN_IF_ERROR(r.End());
   return m;
 }

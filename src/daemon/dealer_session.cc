@@ -105,7 +105,7 @@ class DealerSessionImpl final : public DealerSession {
     }
     Pending& pend = it->second;
     preproc::BatchRequest canonical = req;
-    if (req.type != preproc::ItemType::kMatrixMask) {
+    if (req.type == preproc::ItemType::kMatrixTriple) {  // the dealer filled in the shape
       canonical.rows = pend.request.rows;
       canonical.cols = pend.request.cols;
     }

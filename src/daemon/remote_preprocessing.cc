@@ -37,6 +37,11 @@ std::string Describe(const BatchRequest& r) {
       return s + " (mask #" + std::to_string(r.mask_id) + " of " + std::to_string(r.rows) + " x " +
              std::to_string(r.cols) + ", " + (r.side == mpc::MaskSide::kLeft ? "left" : "right") +
              ", other " + std::to_string(r.other) + ")";
+    case ItemType::kAttention:
+      return s + " (" + (r.side == mpc::MaskSide::kLeft ? "mix" : "scores") + ", " +
+             std::to_string(r.masks.size()) + " blocks from mask #" +
+             (r.masks.empty() ? std::string("-") : std::to_string(r.masks.front())) + ", " +
+             std::to_string(r.other) + " heads of " + std::to_string(r.rows) + ")";
     case ItemType::kTrunc:
       return s + " x " + std::to_string(r.count) + " (frac_bits " + std::to_string(r.frac_bits) +
              ")";
@@ -56,9 +61,10 @@ Result<MatrixShapeLimits> ShapeLimitsForModel(const model::ModelConfig& c) {
   const std::uint64_t kv = u(c.kv_dim()), hs = u(c.head_size()), nh = u(c.n_heads);
   const std::uint64_t nkv = u(c.n_kv_heads);
   // Masks (rows x cols): embedding / classifier (v x d), wqkv (d + 2kv x d), wo (d x d),
-  // w13 (2hd x d), w2 (d x hd), K^T rows (hs x nkv), V rows (nkv x hs).
-  const std::uint64_t rows[] = {v, d + 2 * kv, d, 2 * hd, d, hs, nkv};
-  const std::uint64_t cols[] = {d, d, d, d, hd, nkv, hs};
+  // w13 (2hd x d), w2 (d x hd), KV blocks (at most seq_len rows x kv).
+  const std::uint64_t seq = u(c.seq_len);
+  const std::uint64_t rows[] = {v, d + 2 * kv, d, 2 * hd, d, seq};
+  const std::uint64_t cols[] = {d, d, d, d, hd, kv};
   MatrixShapeLimits out;
   out.max_elements = 0;
   out.max_dim = 0;
@@ -67,11 +73,11 @@ Result<MatrixShapeLimits> ShapeLimitsForModel(const model::ModelConfig& c) {
     out.max_elements = std::max(out.max_elements, n);
     out.max_dim = std::max({out.max_dim, rows[i], cols[i]});
   }
-  // Triples: other = 1 (B and C are a row or column of a mask) or n_heads for the
-  // attention (B, C: nh x hs or nh x nkv).
+  // Matrix triples: other = 1 (B and C are a row or column of a mask). Attention triples:
+  // n_heads (other) x head size or x the attended rows (at most seq_len).
   out.max_other = std::max<std::uint64_t>(1, nh);
   MPCACHE_ASSIGN_OR_RETURN(std::uint64_t attention,
-                           MulSize(nh, std::max(hs, nkv), "model attention triple size"));
+                           MulSize(nh, std::max({hs, nkv, seq}), "model attention triple size"));
   out.max_elements = std::max({out.max_elements, attention, out.max_dim});
   out.source = "the model's shapes: " + c.Describe();
   return out;
@@ -195,6 +201,9 @@ typename RemotePreprocessing<P>::QueueKey RemotePreprocessing<P>::KeyOf(const Ba
       return {0, type, r.rows, r.cols, 0};
     case ItemType::kMatrixTriple:
       return {0, type, r.mask_id, static_cast<std::uint64_t>(r.side), r.other};
+    case ItemType::kAttention:  // one queue per (layer, product): its first block's mask
+      return {0, type, r.masks.empty() ? 0 : r.masks.front(), static_cast<std::uint64_t>(r.side),
+              0};
     default:
       return {0, type, 0, 0, 0};
   }
@@ -216,7 +225,8 @@ Status RemotePreprocessing<P>::CheckShape(const BatchRequest& r) const {
   if (r.type == ItemType::kMatrixMask) {
     if (r.rows > shapes_.max_dim) return refuse("rows", shapes_.max_dim);
     if (r.cols > shapes_.max_dim) return refuse("cols", shapes_.max_dim);
-  } else if (r.type == ItemType::kMatrixTriple && r.other > shapes_.max_other) {
+  } else if ((r.type == ItemType::kMatrixTriple || r.type == ItemType::kAttention) &&
+             r.other > shapes_.max_other) {
     return refuse("other", shapes_.max_other);
   }
   return Status::Ok();
@@ -353,12 +363,33 @@ Status RemotePreprocessing<P>::Refill(const BatchRequest& need) {
   } else if (need.type == ItemType::kMatrixTriple) {
     MPCACHE_RETURN_IF_ERROR(Drain(key));
     if (s.matrix_triples(need.mask_id, need.side, need.other) > 0) return Status::Ok();
+  } else if (need.type == ItemType::kAttention) {
+    const mpc::AttentionShape shape = preproc::AttentionShapeOf(need);
+    MPCACHE_RETURN_IF_ERROR(Drain(key));
+    if (s.attention_triples(shape) > 0) return Status::Ok();
   } else {
     return InvalidArgument(std::string("no refill for ") + preproc::ItemTypeName(need.type));
   }
   MPCACHE_RETURN_IF_ERROR(Issue(need, false));
   traffic_.waited += 1;
   return Drain(key);
+}
+
+template <typename P>
+Status RemotePreprocessing<P>::OnAnnounce(const std::vector<mpc::AttentionShape>& plan) {
+  // The step's attention triples, all asked for now (answered while the step runs). A shape
+  // already in the store or in flight is not asked for twice.
+  std::vector<mpc::AttentionShape> asked;
+  for (const mpc::AttentionShape& shape : plan) {
+    const BatchRequest r = preproc::AttentionRequest(shape);
+    if (in_flight_.size() >= kMaxInFlight) break;
+    bool in_flight = std::count(asked.begin(), asked.end(), shape) > 0;
+    for (const InFlight& f : in_flight_) in_flight = in_flight || (!f.bits && f.request == r);
+    if (in_flight || store_->attention_triples(shape) > 0) continue;
+    MPCACHE_RETURN_IF_ERROR(Issue(r, true));
+    asked.push_back(shape);
+  }
+  return Status::Ok();
 }
 
 template <typename P>
@@ -429,6 +460,8 @@ Result<std::unique_ptr<RemotePreprocessing<P>>> RemotePreprocessing<P>::Open(
   RemotePreprocessing* self = r.get();
   r->store_->set_refill([self](const BatchRequest& need) { return self->Refill(need); });
   r->store_->set_on_take([self](const BatchRequest& taken) { return self->OnTake(taken); });
+  r->store_->set_on_announce(
+      [self](const std::vector<mpc::AttentionShape>& plan) { return self->OnAnnounce(plan); });
   r->chunk_ = r->setup_.chunk_items;
   r->max_request_ = r->setup_.max_request_items / 64 * 64;  // whole semi-honest bit units
   r->bits_ = std::make_unique<Bits>(*r, party, r->setup_.bit_key_share, r->setup_.bit_seed);

@@ -14,7 +14,10 @@
 //   small matrix masks (KV-cache rows), per shape: the next mask of the shape;
 //   matrix triples, per (mask, side, other): the next triple as soon as one is taken, and
 //     a prefetched mask's first triple with the (side, other) the previous mask of its
-//     shape was used with.
+//     shape was used with;
+//   attention triples: none guessed; a step announces its plan (mpc::Preprocessing::
+//     Announce, from the KV memory's public shapes) and every triple of it is asked for at
+//     once, before the step's first layer runs.
 // All of it depends only on the sequence of Get* calls, which is data-independent and the
 // same at the three parties, so their requests (and the dealer's batches) stay aligned.
 // In flight at most kMaxInFlight requests (the bound on the party's pool: backpressure is
@@ -111,6 +114,8 @@ class RemotePreprocessing {
   Status Refill(const preproc::BatchRequest& need);
   // The store's take hook: ask ahead for the queue the take drained.
   Status OnTake(const preproc::BatchRequest& taken);
+  // The store's announce hook: ask for a step's attention triples (its plan) at once.
+  Status OnAnnounce(const std::vector<mpc::AttentionShape>& plan);
   Status PrefetchMask(std::size_t rows, std::size_t cols);
   Status PrefetchTriple(std::uint64_t mask_id, mpc::MaskSide side, std::uint64_t other);
 

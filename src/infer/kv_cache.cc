@@ -1,86 +1,154 @@
 #include "infer/kv_cache.h"
 
+#include <memory>
 #include <string>
-
-#include "mpc/fixed_batch.h"
 
 namespace mpcache::infer {
 
 using mpc::Shares;
 
 template <typename P>
-SecureKvCache<P>::SecureKvCache(const model::ModelConfig& c, int max_seq_len)
-    : hs_(static_cast<std::size_t>(c.head_size())),
-      n_heads_(static_cast<std::size_t>(c.n_heads)),
-      n_kv_(static_cast<std::size_t>(c.n_kv_heads)),
-      group_(static_cast<std::size_t>(c.kv_group())),
-      max_seq_len_(max_seq_len),
-      keys_(static_cast<std::size_t>(c.n_layers)),
-      values_(static_cast<std::size_t>(c.n_layers)) {}
+Result<std::unique_ptr<SecureKvCache<P>>> SecureKvCache<P>::Create(const model::ModelConfig& c,
+                                                                   int max_seq_len,
+                                                                   int block_tokens) {
+  MPCACHE_ASSIGN_OR_RETURN(model::KvLayout layout,
+                           model::KvLayout::Create(c.n_layers, max_seq_len, block_tokens));
+  const mpc::HeadShape heads{static_cast<std::size_t>(c.n_heads),
+                             static_cast<std::size_t>(c.head_size()),
+                             static_cast<std::size_t>(c.kv_dim())};
+  return std::unique_ptr<SecureKvCache>(new SecureKvCache(std::move(layout), heads));
+}
 
 template <typename P>
-Status SecureKvCache<P>::Append(mpc::Context<P>& ctx, int layer, Shares<P> k, Shares<P> v) {
-  const std::size_t kv = hs_ * n_kv_;
-  if (k.size() != kv || v.size() != kv) return InvalidArgument("KV rows must have kv_dim values");
-  if (length(layer) >= max_seq_len_) {
-    return InvalidArgument("the KV cache is full (" + std::to_string(max_seq_len_) + " positions)");
-  }
-  // K row (g x hs, head-major) transposed to hs x g.
-  Shares<P> kt(kv);
-  for (std::size_t j = 0; j < n_kv_; ++j) {
-    for (std::size_t i = 0; i < hs_; ++i) {
-      kt.v[i * n_kv_ + j] = k.v[j * hs_ + i];
-      if constexpr (P::kMalicious) kt.m[i * n_kv_ + j] = k.m[j * hs_ + i];
+Status SecureKvCache<P>::EnsureBlocks(mpc::Context<P>& ctx, int layer, int blocks) {
+  const std::size_t rows = static_cast<std::size_t>(layout_.block_tokens()), kv = heads_.kv_dim;
+  auto& ks = keys_[static_cast<std::size_t>(layer)];
+  auto& vs = values_[static_cast<std::size_t>(layer)];
+  while (static_cast<int>(ks.size()) < blocks) {
+    for (auto* list : {&ks, &vs}) {
+      MPCACHE_ASSIGN_OR_RETURN(mpc::MatrixMask<P> mask, ctx.prep().GetMatrixMask(rows, kv));
+      mpc::FixedBlock<P> b;
+      b.mask_id = mask.id;
+      b.capacity = rows;
+      b.x = Shares<P>(rows * kv);
+      b.a = std::move(mask.a);
+      b.d.reserve(rows * kv);
+      list->push_back(std::move(b));
     }
   }
-  std::vector<mpc::FixedRequest<P>> req;
-  req.push_back({std::move(kt), hs_, n_kv_});
-  req.push_back({std::move(v), n_kv_, hs_});
-  MPCACHE_ASSIGN_OR_RETURN(auto fixed, mpc::MaskFixedMany<P>(ctx, std::move(req)));
-  keys_[layer].push_back(std::move(fixed[0]));
-  values_[layer].push_back(std::move(fixed[1]));
   return Status::Ok();
 }
 
 template <typename P>
-Result<Shares<P>> SecureKvCache<P>::Scores(mpc::Context<P>& ctx, int layer, const Shares<P>& q) {
-  const auto& keys = keys_[layer];
-  const std::size_t len = keys.size();
-  if (q.size() != n_heads_ * hs_) return InvalidArgument("query must have dim values");
-  mpc::FixedProductBatch<P> batch(ctx);
-  for (const auto& kt : keys) batch.PrepareRight(q, n_heads_, kt);
-  MPCACHE_RETURN_IF_ERROR(batch.Exchange());
-  Shares<P> scores(n_heads_ * len);
-  for (std::size_t t = 0; t < len; ++t) {
-    const Shares<P> all = batch.Take(t);  // n_heads x g
-    for (std::size_t h = 0; h < n_heads_; ++h) {
-      const std::size_t src = h * n_kv_ + h / group_, dst = h * len + t;
-      scores.v[dst] = all.v[src];
-      if constexpr (P::kMalicious) scores.m[dst] = all.m[src];
+Result<std::vector<mpc::BlockUse<P>>> SecureKvCache<P>::Uses(
+    const std::vector<mpc::FixedBlock<P>>& blocks, const model::KvPlan& plan) const {
+  std::vector<mpc::BlockUse<P>> out;
+  for (const model::KvBlockUse& u : plan.blocks) {
+    if (u.block < 0 || static_cast<std::size_t>(u.block) >= blocks.size() || u.rows < 0) {
+      return InvalidArgument("KV plan names block " + std::to_string(u.block) + " of " +
+                             std::to_string(blocks.size()));
     }
+    out.push_back({&blocks[static_cast<std::size_t>(u.block)], static_cast<std::size_t>(u.rows)});
   }
-  return scores;
+  return out;
 }
 
 template <typename P>
-Result<Shares<P>> SecureKvCache<P>::Mix(mpc::Context<P>& ctx, int layer, const Shares<P>& probs) {
-  const auto& values = values_[layer];
-  const std::size_t len = values.size();
-  if (probs.size() != n_heads_ * len) return InvalidArgument("weights must be n_heads x length");
-  std::vector<Shares<P>> weights(len, Shares<P>(n_heads_ * n_kv_));
-  for (std::size_t t = 0; t < len; ++t) {
-    for (std::size_t h = 0; h < n_heads_; ++h) {
-      const std::size_t src = h * len + t, dst = h * n_kv_ + h / group_;
-      weights[t].v[dst] = probs.v[src];
-      if constexpr (P::kMalicious) weights[t].m[dst] = probs.m[src];
+Result<std::vector<mpc::AttentionShape>> SecureKvCache<P>::Prepare(mpc::Context<P>& ctx) {
+  std::vector<mpc::AttentionShape> plan;
+  for (int l = 0; l < layout_.n_layers(); ++l) {
+    if (layout_.length(l) >= layout_.max_seq_len()) break;  // Append will refuse
+    const model::KvPlan next = layout_.PlanAt(l, layout_.length(l) + 1);
+    const int blocks = next.blocks.empty() ? 0 : next.blocks.back().block + 1;
+    MPCACHE_RETURN_IF_ERROR(EnsureBlocks(ctx, l, blocks));
+    mpc::AttentionShape scores{.side = mpc::MaskSide::kRight,
+                               .n_heads = heads_.n_heads,
+                               .head_size = heads_.head_size,
+                               .kv_dim = heads_.kv_dim};
+    mpc::AttentionShape mix = scores;
+    mix.side = mpc::MaskSide::kLeft;
+    for (const model::KvBlockUse& u : next.blocks) {
+      scores.masks.push_back(keys_[static_cast<std::size_t>(l)][u.block].mask_id);
+      scores.lens.push_back(static_cast<std::uint64_t>(u.rows));
+      mix.masks.push_back(values_[static_cast<std::size_t>(l)][u.block].mask_id);
+      mix.lens.push_back(static_cast<std::uint64_t>(u.rows));
     }
+    plan.push_back(std::move(scores));
+    plan.push_back(std::move(mix));
   }
-  mpc::FixedProductBatch<P> batch(ctx);
-  for (std::size_t t = 0; t < len; ++t) batch.PrepareRight(weights[t], n_heads_, values[t]);
-  MPCACHE_RETURN_IF_ERROR(batch.Exchange());
-  Shares<P> out(n_heads_ * hs_);
-  for (std::size_t t = 0; t < len; ++t) mpc::AddInPlace(out, batch.Take(t));
-  return out;
+  MPCACHE_RETURN_IF_ERROR(ctx.prep().Announce(plan));
+  return plan;
+}
+
+template <typename P>
+Status SecureKvCache<P>::Append(mpc::Context<P>& ctx, int layer, Shares<P> k, Shares<P> v) {
+  if (layer < 0 || layer >= layout_.n_layers()) return InvalidArgument("KV append: bad layer");
+  const std::size_t kv = heads_.kv_dim;
+  if (k.size() != kv || v.size() != kv) {
+    return InvalidArgument("KV rows must have kv_dim = " + std::to_string(kv) + " values");
+  }
+  MPCACHE_ASSIGN_OR_RETURN(model::KvLayout::Slot slot, layout_.Append(layer));
+  MPCACHE_RETURN_IF_ERROR(EnsureBlocks(ctx, layer, slot.block + 1));
+  const auto l = static_cast<std::size_t>(layer);
+  const auto b = static_cast<std::size_t>(slot.block);
+  std::vector<std::pair<mpc::FixedBlock<P>*, Shares<P>>> rows;
+  rows.emplace_back(&keys_[l][b], std::move(k));
+  rows.emplace_back(&values_[l][b], std::move(v));
+  return mpc::AppendRows<P>(ctx, std::move(rows));
+}
+
+template <typename P>
+Status SecureKvCache<P>::LoadPrefill(mpc::Context<P>& ctx, int layer, const Shares<P>& k,
+                                    const Shares<P>& v) {
+  const std::size_t kv = heads_.kv_dim;
+  if (layer < 0 || layer >= layout_.n_layers() || k.size() % kv != 0 || v.size() != k.size()) {
+    return InvalidArgument("KV prefill: layer " + std::to_string(layer) + " with " +
+                           std::to_string(k.size()) + " key and " + std::to_string(v.size()) +
+                           " value shares (whole rows of kv_dim " + std::to_string(kv) +
+                           " each, as many of both)");
+  }
+  const std::size_t n = k.size() / kv;
+  if (static_cast<std::size_t>(layout_.length(layer)) + n >
+      static_cast<std::size_t>(layout_.max_seq_len())) {
+    return InvalidArgument("KV prefill of " + std::to_string(n) + " rows into a layer holding " +
+                           std::to_string(layout_.length(layer)) + " of " +
+                           std::to_string(layout_.max_seq_len()) + ": raise max_seq_len");
+  }
+  const auto l = static_cast<std::size_t>(layer);
+  std::vector<std::pair<mpc::FixedBlock<P>*, Shares<P>>> rows;
+  std::vector<int> blocks;
+  for (std::size_t i = 0; i < n; ++i) {
+    MPCACHE_ASSIGN_OR_RETURN(model::KvLayout::Slot slot, layout_.Append(layer));
+    blocks.push_back(slot.block);
+    MPCACHE_RETURN_IF_ERROR(EnsureBlocks(ctx, layer, slot.block + 1));
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto b = static_cast<std::size_t>(blocks[i]);
+    rows.emplace_back(&keys_[l][b], k.Slice(i * kv, kv));
+    rows.emplace_back(&values_[l][b], v.Slice(i * kv, kv));
+  }
+  return mpc::AppendRows<P>(ctx, std::move(rows));
+}
+
+template <typename P>
+Result<Shares<P>> SecureKvCache<P>::Scores(mpc::Context<P>& ctx, int layer,
+                                           const model::KvPlan& plan, const Shares<P>& q) {
+  if (layer < 0 || layer >= layout_.n_layers()) return InvalidArgument("KV scores: bad layer");
+  MPCACHE_ASSIGN_OR_RETURN(auto uses, Uses(keys_[static_cast<std::size_t>(layer)], plan));
+  return mpc::AttentionScores<P>(ctx, heads_, q, uses);
+}
+
+template <typename P>
+Result<Shares<P>> SecureKvCache<P>::Mix(mpc::Context<P>& ctx, int layer, const model::KvPlan& plan,
+                                        const Shares<P>& probs) {
+  if (layer < 0 || layer >= layout_.n_layers()) return InvalidArgument("KV mix: bad layer");
+  MPCACHE_ASSIGN_OR_RETURN(auto uses, Uses(values_[static_cast<std::size_t>(layer)], plan));
+  return mpc::AttentionMix<P>(ctx, heads_, probs, uses);
+}
+
+template <typename P>
+Status SecureKvCache<P>::EndPrefill(mpc::Context<P>& /*ctx*/, int window) {
+  return layout_.EndPrefill(window);
 }
 
 template class SecureKvCache<mpc::SemiHonest>;

@@ -1,46 +1,59 @@
-// The secret-shared KV cache of the secure forward. Every appended K row and V row is
-// masked ONCE with its own dealer matrix mask (D = X - A opened when appended, both rows of
-// a layer in one round) and never re-opened: each later step's products with it open only
-// the fresh operand (the query, or the attention weights) under a fixed-mask matrix triple.
-//
-// Layout per cached position t of a layer (hs = head size, g = kv heads):
-//   K_t as an hs x g matrix (column j = head j's key), so Q (n_heads x hs) . K_t gives
-//     every (head, kv head) pair; head h keeps the entry of its own kv head h / group.
-//   V_t as a g x hs matrix; the weights of position t form an n_heads x g matrix with
-//     p[h, t] at (h, h / group) and zeros elsewhere, so the product is p[h, t] V_t[h/group].
-// Cost per layer and step with L cached positions: Scores 1 round opening L x dim values;
-// Mix 1 round opening L x n_heads x g values (each to both peers, 8 bytes per value).
+// The full KV cache under MPC: every cached position of a layer is attended at every step.
+// Shares live in blocks of model::KvLayout (block_tokens rows x kv_dim, the row of position t
+// = its key or value, head-major), each block masked ONCE with its own dealer matrix mask:
+// appending a row opens D = X - A for that row only (the key and value rows of a layer in one
+// round, 2 x kv_dim values), and the products of later steps open only the fresh operand,
+// once per layer and step, against all blocks (mpc/attention_product.h):
+//   scores: 1 round, dim values          (n_heads x head_size)
+//   mix:    1 round, n_heads x L values  (L = cached positions)
+// so per layer and step the attention's party-to-party bytes grow as O(L x n_heads) (the
+// softmax's comparisons dominate), not O(L x dim). Block metadata (positions, plans) is the
+// layout's; this class holds the shares and the mask ids.
 #pragma once
 
+#include <memory>
 #include <vector>
 
+#include "infer/kv_memory.h"
 #include "model/weights.h"
-#include "mpc/matmul.h"
+#include "mpc/attention_product.h"
 
 namespace mpcache::infer {
 
 template <typename P>
-class SecureKvCache {
+class SecureKvCache final : public KvMemory<P> {
  public:
-  SecureKvCache(const model::ModelConfig& config, int max_seq_len);
+  static Result<std::unique_ptr<SecureKvCache>> Create(const model::ModelConfig& config,
+                                                       int max_seq_len, int block_tokens);
 
-  int length(int layer) const { return static_cast<int>(keys_[layer].size()); }
-  int max_seq_len() const { return max_seq_len_; }
+  const model::KvLayout& layout() const override { return layout_; }
+  int length(int layer) const { return layout_.length(layer); }
 
-  // Appends the (roped) key row k and the value row v (kv_dim each) of `layer`, masking
-  // both once (1 round).
-  Status Append(mpc::Context<P>& ctx, int layer, mpc::Shares<P> k, mpc::Shares<P> v);
-  // Raw scores q . k_t (2f fractional bits) for every head and cached position, as an
-  // n_heads x length matrix (1 round). q: dim values (head-major).
-  Result<mpc::Shares<P>> Scores(mpc::Context<P>& ctx, int layer, const mpc::Shares<P>& q);
-  // Raw sum_t p[h, t] v_t (2f fractional bits) for every head: dim values (1 round).
-  // probs: n_heads x length.
-  Result<mpc::Shares<P>> Mix(mpc::Context<P>& ctx, int layer, const mpc::Shares<P>& probs);
+  Result<std::vector<mpc::AttentionShape>> Prepare(mpc::Context<P>& ctx) override;
+  Status Append(mpc::Context<P>& ctx, int layer, mpc::Shares<P> k, mpc::Shares<P> v) override;
+  Result<mpc::Shares<P>> Scores(mpc::Context<P>& ctx, int layer, const model::KvPlan& plan,
+                                const mpc::Shares<P>& q) override;
+  Result<mpc::Shares<P>> Mix(mpc::Context<P>& ctx, int layer, const model::KvPlan& plan,
+                             const mpc::Shares<P>& probs) override;
+  Status EndPrefill(mpc::Context<P>& ctx, int window) override;
+
+  // All D rows of the n rows opened in one round.
+  Status LoadPrefill(mpc::Context<P>& ctx, int layer, const mpc::Shares<P>& k,
+                     const mpc::Shares<P>& v) override;
 
  private:
-  std::size_t hs_, n_heads_, n_kv_, group_;
-  int max_seq_len_;
-  std::vector<std::vector<mpc::FixedOperand<P>>> keys_, values_;  // [layer][position]
+  SecureKvCache(model::KvLayout layout, const mpc::HeadShape& heads)
+      : layout_(std::move(layout)), heads_(heads),
+        keys_(static_cast<std::size_t>(layout_.n_layers())),
+        values_(static_cast<std::size_t>(layout_.n_layers())) {}
+  // Makes sure `layer` has `blocks` blocks (fetching each new block's two masks).
+  Status EnsureBlocks(mpc::Context<P>& ctx, int layer, int blocks);
+  Result<std::vector<mpc::BlockUse<P>>> Uses(const std::vector<mpc::FixedBlock<P>>& blocks,
+                                             const model::KvPlan& plan) const;
+
+  model::KvLayout layout_;
+  mpc::HeadShape heads_;
+  std::vector<std::vector<mpc::FixedBlock<P>>> keys_, values_;  // [layer][block]
 };
 
 }  // namespace mpcache::infer

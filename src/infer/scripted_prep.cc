@@ -27,6 +27,8 @@ Result<typename ScriptedPrep<P>::Item> ScriptedPrep<P>::Fetch(const PrepRequest&
       return wrap(arith_.GetMatrixMask(r.rows, r.cols));
     case PrepCall::kMatrixTriple:
       return wrap(arith_.GetMatrixTriple(static_cast<std::uint64_t>(r.param), r.side, r.n));
+    case PrepCall::kAttention:
+      return wrap(arith_.GetAttentionTriple(r.attention));
     case PrepCall::kBitTriples:
       return wrap(bits_.GetBitTriples(r.n));
     case PrepCall::kEdaBits:
@@ -104,6 +106,13 @@ Result<mpc::MatrixTriple<P>> ScriptedPrep<P>::GetMatrixTriple(std::uint64_t mask
                                                               std::size_t other) {
   return Serve<mpc::MatrixTriple<P>>(
       {PrepCall::kMatrixTriple, other, 0, 0, static_cast<std::int64_t>(mask_id), side});
+}
+template <typename P>
+Result<mpc::AttentionTriple<P>> ScriptedPrep<P>::GetAttentionTriple(
+    const mpc::AttentionShape& shape) {
+  PrepRequest r{PrepCall::kAttention};
+  r.attention = shape;
+  return Serve<mpc::AttentionTriple<P>>(r);
 }
 template <typename P>
 Result<mpc::BitTriples<P>> ScriptedPrep<P>::GetBitTriples(std::size_t n) {

@@ -24,6 +24,7 @@ enum class PrepCall : std::uint8_t {
   kInputMasks,
   kMatrixMask,
   kMatrixTriple,
+  kAttention,
   kBitTriples,
   kEdaBits,
   kDaBits,
@@ -36,6 +37,7 @@ struct PrepRequest {
   std::size_t n = 0, rows = 0, cols = 0;
   std::int64_t param = 0;  // frac bits, owner, mask id
   mpc::MaskSide side = mpc::MaskSide::kRight;
+  mpc::AttentionShape attention{};  // kAttention
   bool operator==(const PrepRequest&) const = default;
 };
 
@@ -65,6 +67,10 @@ class ScriptedPrep final : public mpc::Preprocessing<P>, public mpc::BitPreproce
   Result<mpc::MatrixMask<P>> GetMatrixMask(std::size_t rows, std::size_t cols) override;
   Result<mpc::MatrixTriple<P>> GetMatrixTriple(std::uint64_t mask_id, mpc::MaskSide side,
                                                std::size_t other) override;
+  Result<mpc::AttentionTriple<P>> GetAttentionTriple(const mpc::AttentionShape& shape) override;
+  Status Announce(const std::vector<mpc::AttentionShape>& plan) override {
+    return replay_ ? Status::Ok() : arith_.Announce(plan);
+  }
   Result<mpc::BitTriples<P>> GetBitTriples(std::size_t n) override;
   Result<mpc::EdaBits<P>> GetEdaBits(std::size_t n) override;
   Result<mpc::DaBits<P>> GetDaBits(std::size_t n) override;
@@ -74,7 +80,8 @@ class ScriptedPrep final : public mpc::Preprocessing<P>, public mpc::BitPreproce
  private:
   using Item =
       std::variant<mpc::Triples<P>, mpc::SquarePairs<P>, mpc::TruncPairs<P>, mpc::Shares<P>,
-                   mpc::InputMasks<P>, mpc::MatrixMask<P>, mpc::MatrixTriple<P>, mpc::BitTriples<P>,
+                   mpc::InputMasks<P>, mpc::MatrixMask<P>, mpc::MatrixTriple<P>, mpc::AttentionTriple<P>,
+                   mpc::BitTriples<P>,
                    mpc::EdaBits<P>, mpc::DaBits<P>, mpc::RootTuples<P>, mpc::BitShares<P>>;
   Result<Item> Fetch(const PrepRequest& r);
   template <typename T>

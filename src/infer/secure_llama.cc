@@ -25,8 +25,8 @@ Status SessionOptions::Validate() const {
 
 template <typename P>
 SecureLlama<P>::SecureLlama(mpc::BinaryContext<P>& ctx, const SecureWeights<P>& weights,
-                            SessionOptions options, int max_seq_len)
-    : ctx_(ctx), w_(weights), options_(options), be_(ctx), cache_(weights.config, max_seq_len) {}
+                            SessionOptions options, std::unique_ptr<KvMemory<P>> cache)
+    : ctx_(ctx), w_(weights), options_(options), be_(ctx), cache_(std::move(cache)) {}
 
 template <typename P>
 Result<std::unique_ptr<SecureLlama<P>>> SecureLlama<P>::Create(mpc::BinaryContext<P>& ctx,
@@ -39,7 +39,9 @@ Result<std::unique_ptr<SecureLlama<P>>> SecureLlama<P>::Create(mpc::BinaryContex
                            std::to_string(options.math.frac_bits));
   }
   const int seq = options.max_seq_len == 0 ? weights.config.seq_len : options.max_seq_len;
-  return std::unique_ptr<SecureLlama>(new SecureLlama(ctx, weights, options, seq));
+  MPCACHE_ASSIGN_OR_RETURN(std::unique_ptr<SecureKvCache<P>> cache,
+                           SecureKvCache<P>::Create(weights.config, seq, options.kv_block_tokens));
+  return std::unique_ptr<SecureLlama>(new SecureLlama(ctx, weights, options, std::move(cache)));
 }
 
 template <typename P>
@@ -133,13 +135,17 @@ Status SecureLlama<P>::Forward(const Vec& one_hot, int pos) {
   const int f = mp.frac_bits;
   const std::size_t d = c.dim, hd = c.hidden_dim, kv = c.kv_dim(), nh = c.n_heads;
   const std::size_t hs = c.head_size();
-  if (pos < 0 || pos >= cache_.max_seq_len() || cache_.length(0) != pos) {
+  if (pos < 0 || pos >= cache_->max_seq_len() || cache_->position() != pos) {
     return InvalidArgument("position " + std::to_string(pos) + " is not the next position " +
-                           std::to_string(cache_.length(0)) + " of a context of " +
-                           std::to_string(cache_.max_seq_len()));
+                           std::to_string(cache_->position()) + " of a context of " +
+                           std::to_string(cache_->max_seq_len()));
   }
   net::CommStats& stats = arith().stats();
-  const std::size_t cols = static_cast<std::size_t>(pos) + 1;
+  {
+    // The step's whole attention preprocessing, from public shapes, before any layer runs.
+    PhaseScope phase(stats, "kv_append");
+    MPCACHE_ASSIGN_OR_RETURN(step_plan_, cache_->Prepare(arith()));
+  }
   const Ring64 inv_sqrt_hs = FixedPoint{f}.Encode(1.0 / std::sqrt(static_cast<double>(hs)));
 
   Vec x;  // residual stream (dim)
@@ -177,23 +183,35 @@ Status SecureLlama<P>::Forward(const Vec& one_hot, int pos) {
       MPCACHE_RETURN_IF_ERROR(Check());
       q = qk.Slice(0, d);
       k = qk.Slice(d, kv);
-      // key_cache[l][pos] = k, value_cache[l][pos] = v: masked once, here
-      MPCACHE_RETURN_IF_ERROR(cache_.Append(arith(), l, std::move(k), std::move(v)));
-      // s[h, t] = Trunc(Trunc(q_h . k_t) * 1/sqrt(head_size)) for t <= pos
-      MPCACHE_ASSIGN_OR_RETURN(raw_scores, cache_.Scores(arith(), l, q));
+    }
+    {
+      // key and value rows of position pos: masked once, here
+      PhaseScope phase(stats, "kv_append");
+      MPCACHE_RETURN_IF_ERROR(cache_->Append(arith(), l, std::move(k), std::move(v)));
+    }
+    const model::KvPlan plan = cache_->Plan(l);
+    const auto cols = static_cast<std::size_t>(plan.length());
+    {
+      // s[h, t] = Trunc(Trunc(q_h . k_t) * 1/sqrt(head_size)) for the planned rows t
+      PhaseScope phase(stats, "scores");
+      MPCACHE_ASSIGN_OR_RETURN(raw_scores, cache_->Scores(arith(), l, plan, q));
     }
     Vec probs;
     {
       PhaseScope phase(stats, "softmax");
       Vec scores = be_.Trunc(be_.MulConst(be_.Trunc(raw_scores, f), inv_sqrt_hs), f);
-      probs = Softmax(be_, mp, scores, nh, cols);  // (n_heads, pos + 1)
+      probs = Softmax(be_, mp, scores, nh, cols);  // (n_heads, planned rows)
       MPCACHE_RETURN_IF_ERROR(Check());
+    }
+    Vec att_raw;
+    {
+      // att_h = sum_t p[h, t] v_t
+      PhaseScope phase(stats, "mix");
+      MPCACHE_ASSIGN_OR_RETURN(att_raw, cache_->Mix(arith(), l, plan, probs));
     }
     Vec att;
     {
       PhaseScope phase(stats, "attention");
-      // att_h = sum_t p[h, t] v_t
-      MPCACHE_ASSIGN_OR_RETURN(Vec att_raw, cache_.Mix(arith(), l, probs));
       att = be_.Trunc(att_raw, f);
       MPCACHE_RETURN_IF_ERROR(Check());
     }

@@ -6,8 +6,9 @@
 // Input: the secret one-hot of the token (never opened). Output: secret logits, and the
 // secret one-hot of their argmax (the next token, never opened to any party).
 // Every communication is counted under a named phase of the context's CommStats:
-//   embedding, norms, projections, attention (RoPE, KV masking, scores, weighted values),
-//   softmax, ffn, classifier_argmax.
+//   embedding, norms, projections, attention (RoPE, truncations around the products),
+//   kv_append (masking the new K/V rows), scores (q . k_t), softmax, mix (sum_t p_t v_t),
+//   ffn, classifier_argmax.
 // Debug: with SessionOptions::debug and reveal_intermediates, the named intermediates of
 // FixedEngine's Trace() ("layerL.attn_out", "layerL.ffn_out", "layerL.out", "final_norm",
 // "logits") are opened to every party and decoded (refused otherwise; never in production).
@@ -28,6 +29,7 @@ namespace mpcache::infer {
 struct SessionOptions {
   FixedMathParams math;  // frac_bits must match the weights' encoding
   int max_seq_len = 0;   // KV cache length; 0 = the model's seq_len
+  int kv_block_tokens = model::KvLayout::kDefaultBlockTokens;  // KV rows per block
   // Debug builds/configs only: allows reveal_intermediates.
   bool debug = false;
   // Open every named intermediate to all parties (destroys privacy; refused without debug).
@@ -59,14 +61,18 @@ class SecureLlama {
 
   const model::ModelConfig& config() const { return w_.config; }
   const SessionOptions& options() const { return options_; }
-  int max_seq_len() const { return cache_.max_seq_len(); }
+  int max_seq_len() const { return cache_->max_seq_len(); }
+  // The KV memory (position, layout; the bench loads a long prefill through it).
+  KvMemory<P>& kv() { return *cache_; }
+  // The attention triples the last Forward announced before it ran (its plan), in order.
+  const std::vector<mpc::AttentionShape>& step_plan() const { return step_plan_; }
   mpc::SecureBackend<P>& backend() { return be_; }
   mpc::BinaryContext<P>& context() { return ctx_; }
 
  private:
   using Vec = mpc::Shares<P>;
   SecureLlama(mpc::BinaryContext<P>& ctx, const SecureWeights<P>& weights, SessionOptions options,
-              int max_seq_len);
+              std::unique_ptr<KvMemory<P>> cache);
   mpc::Context<P>& arith() { return ctx_.arith(); }
   // Products W x of several linear layers with their inputs, one round (private weights)
   // or local (public), then one batched truncation by f. Returns the outputs in order.
@@ -81,7 +87,8 @@ class SecureLlama {
   const SecureWeights<P>& w_;
   SessionOptions options_;
   mpc::SecureBackend<P> be_;
-  SecureKvCache<P> cache_;
+  std::unique_ptr<KvMemory<P>> cache_;
+  std::vector<mpc::AttentionShape> step_plan_;
   Vec x_;  // residual stream after the last Forward
   DebugTrace trace_;
 };

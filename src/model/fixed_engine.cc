@@ -59,9 +59,9 @@ Result<FixedEngine> FixedEngine::Create(const ModelWeights& weights, FixedEngine
                          EncodeAll(fp, lw.wv), EncodeAll(fp, lw.wo), EncodeAll(fp, lw.rms_ffn),
                          EncodeAll(fp, lw.w1), EncodeAll(fp, lw.w2), EncodeAll(fp, lw.w3)});
   }
-  const std::size_t cache = static_cast<std::size_t>(c.n_layers) * e.max_seq_len_ * c.kv_dim();
-  e.key_cache_.assign(cache, 0);
-  e.value_cache_.assign(cache, 0);
+  MPCACHE_ASSIGN_OR_RETURN(KvLayout layout,
+                           KvLayout::Create(c.n_layers, e.max_seq_len_, options.kv_block_tokens));
+  e.kv_.emplace(std::move(layout), static_cast<std::size_t>(c.kv_dim()));
   return e;
 }
 
@@ -106,11 +106,15 @@ Result<std::span<const double>> FixedEngine::Forward(int token, int pos) {
     return InvalidArgument("position " + std::to_string(pos) +
                            " is outside the context window 0.." + std::to_string(max_seq_len_ - 1));
   }
+  if (pos != kv_->layout().position()) {
+    return InvalidArgument("position " + std::to_string(pos) + " out of order: the KV memory holds " +
+                           std::to_string(kv_->layout().position()) +
+                           " positions (feed positions 0, 1, ... in order)");
+  }
   PlainBackend& be = math_.backend();
   const int f = fp_.frac_bits;
   const std::size_t d = c.dim, hd = c.hidden_dim, kv = c.kv_dim(), hs = c.head_size(),
-                    nh = c.n_heads, S = max_seq_len_, kv_mul = c.kv_group(), p = pos;
-  const std::size_t cols = p + 1;
+                    nh = c.n_heads, kv_mul = c.kv_group();
   Vec x(embedding_.begin() + token * d, embedding_.begin() + (token + 1) * d);
 
   std::vector<float> cos_f(hs / 2), sin_f(hs / 2);
@@ -134,19 +138,23 @@ Result<std::span<const double>> FixedEngine::Forward(int token, int pos) {
     Vec q = rope(MatVec(lw.wq, xb, d, d));
     Vec k = rope(MatVec(lw.wk, xb, kv, d));
     Vec v = MatVec(lw.wv, xb, kv, d);
-    const std::size_t loff = l * S * kv;
-    std::copy(k.begin(), k.end(), key_cache_.begin() + loff + p * kv);
-    std::copy(v.begin(), v.end(), value_cache_.begin() + loff + p * kv);
+    const int layer = static_cast<int>(l);
+    MPCACHE_RETURN_IF_ERROR(kv_->Append(layer, k, v));
+    const KvPlan plan = kv_->layout().Plan(layer);
+    const std::size_t cols = static_cast<std::size_t>(plan.length());
 
-    // Scores for all heads at once: rows = heads, cols = positions 0..pos.
+    // Scores for all heads at once: rows = heads, cols = the planned rows in cache order.
     Vec raw(nh * cols);
     for (std::size_t h = 0; h < nh; ++h) {
       const std::size_t kv_off = (h / kv_mul) * hs;
-      for (std::size_t t = 0; t < cols; ++t) {
-        const Ring64* kt = key_cache_.data() + loff + t * kv + kv_off;
-        Ring64 acc = 0;
-        for (std::size_t i = 0; i < hs; ++i) acc += q[h * hs + i] * kt[i];
-        raw[h * cols + t] = acc;
+      std::size_t t = 0;
+      for (const KvBlockUse& b : plan.blocks) {
+        for (int r = 0; r < b.rows; ++r, ++t) {
+          const Ring64* kt = kv_->Key(layer, b.block, r) + kv_off;
+          Ring64 acc = 0;
+          for (std::size_t i = 0; i < hs; ++i) acc += q[h * hs + i] * kt[i];
+          raw[h * cols + t] = acc;
+        }
       }
     }
     Vec scores = be.Trunc(be.MulConst(be.Trunc(raw, f), inv_sqrt_hs), f);
@@ -170,10 +178,13 @@ Result<std::span<const double>> FixedEngine::Forward(int token, int pos) {
     Vec att_raw(d, 0);
     for (std::size_t h = 0; h < nh; ++h) {
       const std::size_t kv_off = (h / kv_mul) * hs;
-      for (std::size_t t = 0; t < cols; ++t) {
-        const Ring64 a = probs[h * cols + t];
-        const Ring64* vt = value_cache_.data() + loff + t * kv + kv_off;
-        for (std::size_t i = 0; i < hs; ++i) att_raw[h * hs + i] += a * vt[i];
+      std::size_t t = 0;
+      for (const KvBlockUse& b : plan.blocks) {
+        for (int r = 0; r < b.rows; ++r, ++t) {
+          const Ring64 a = probs[h * cols + t];
+          const Ring64* vt = kv_->Value(layer, b.block, r) + kv_off;
+          for (std::size_t i = 0; i < hs; ++i) att_raw[h * hs + i] += a * vt[i];
+        }
       }
     }
     Vec att = be.Trunc(att_raw, f);

@@ -24,6 +24,7 @@
 
 #include "common/fixed_math.h"
 #include "common/result.h"
+#include "model/kv_layout.h"
 #include "model/weights.h"
 
 namespace mpcache::model {
@@ -37,6 +38,7 @@ struct FixedEngineOptions {
   bool collect_ranges = false;
   // Add a pseudo-random 0/1 LSB after every truncation, as the secure truncation may.
   std::optional<std::uint64_t> noisy_trunc_seed;
+  int kv_block_tokens = KvLayout::kDefaultBlockTokens;  // KV rows per block (kv_layout.h)
 };
 
 // Min/max of a quantity over all positions seen.
@@ -62,8 +64,8 @@ class FixedEngine {
   // Encodes the weights (they need not outlive the engine) and allocates the KV cache.
   static Result<FixedEngine> Create(const ModelWeights& weights, FixedEngineOptions options = {});
 
-  // Runs `token` at `pos` (positions fed in order 0, 1, ...); returns the decoded logits,
-  // valid until the next call.
+  // Runs `token` at `pos` (positions fed in order 0, 1, ...: pos must be the KV memory's
+  // position()); returns the decoded logits, valid until the next call.
   Result<std::span<const double>> Forward(int token, int pos);
   // Ring logits of the last Forward and their greedy argmax.
   std::span<const Ring64> RingLogits() const { return logits_ring_; }
@@ -75,6 +77,11 @@ class FixedEngine {
   const ActivationRanges& Ranges() const { return ranges_; }
   // Operations of the nonlinear kernels and truncations so far (see fixed_math.h).
   const FixedOpCounts& Counts() const { return math_.backend().counts(); }
+  const KvLayout& kv_layout() const { return kv_->layout(); }
+  // The cached (roped) keys and values, in the layout's blocks.
+  const PlainKvCache<Ring64>& kv_cache() const { return *kv_; }
+  // End of the prefill (the KV policy's hook; see kv_layout.h).
+  Status EndPrefill(int window) { return kv_->layout().EndPrefill(window); }
 
  private:
   FixedEngine(const ModelConfig& config, FixedEngineOptions options);
@@ -94,7 +101,7 @@ class FixedEngine {
   int max_seq_len_ = 0;
   Vec embedding_, rms_final_, wcls_;  // wcls_ empty when shared
   std::vector<EncodedLayer> layers_;
-  Vec key_cache_, value_cache_;  // (layer, max_seq_len, kv_dim)
+  std::optional<PlainKvCache<Ring64>> kv_;
   Vec logits_ring_;
   std::vector<double> logits_;
   std::map<std::string, std::vector<double>> trace_;

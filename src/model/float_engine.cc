@@ -36,8 +36,11 @@ Result<FloatEngine> FloatEngine::Create(const ModelWeights& weights, FloatEngine
   e.logits_.resize(c.vocab_size);
   e.rope_cos_.resize(hs / 2);
   e.rope_sin_.resize(hs / 2);
-  e.key_cache_.resize(L * S * kv);
-  e.value_cache_.resize(L * S * kv);
+  e.k_.resize(kv);
+  e.v_.resize(kv);
+  MPCACHE_ASSIGN_OR_RETURN(KvLayout layout,
+                           KvLayout::Create(c.n_layers, e.max_seq_len_, options.kv_block_tokens));
+  e.kv_.emplace(std::move(layout), kv);
   if (options.record_layer_outputs) e.layer_outputs_.resize(L * d);
   return e;
 }
@@ -70,10 +73,14 @@ Result<std::span<const float>> FloatEngine::Forward(int token, int pos) {
                            " is outside the context window 0.." + std::to_string(max_seq_len_ - 1) +
                            " (seq_len " + std::to_string(max_seq_len_) + ")");
   }
+  if (pos != kv_->layout().position()) {
+    return InvalidArgument("position " + std::to_string(pos) + " out of order: the KV memory holds " +
+                           std::to_string(kv_->layout().position()) +
+                           " positions (feed positions 0, 1, ... in order)");
+  }
   const ModelWeights& w = *weights_;
   const std::size_t d = c.dim, hd = c.hidden_dim, kv = c.kv_dim(), hs = c.head_size(),
                     S = max_seq_len_, kv_mul = c.kv_group();
-  const std::size_t p = static_cast<std::size_t>(pos);
   float* x = x_.data();
   std::memcpy(x, w.token_embedding.data() + static_cast<std::size_t>(token) * d, d * sizeof(float));
   RopeTables(pos, c.head_size(), c.rope_theta, rope_cos_.data(), rope_sin_.data());
@@ -82,32 +89,41 @@ Result<std::span<const float>> FloatEngine::Forward(int token, int pos) {
   for (std::size_t l = 0; l < static_cast<std::size_t>(c.n_layers); ++l) {
     const LayerWeights& lw = w.layers[l];
     RmsNorm(xb_.data(), x, lw.rms_att.data(), d, c.norm_eps);
-    const std::size_t loff = l * S * kv;
-    float* k = key_cache_.data() + loff + p * kv;
-    float* v = value_cache_.data() + loff + p * kv;
+    float* k = k_.data();
+    float* v = v_.data();
     Mat(q_.data(), xb_.data(), lw.wq.data(), d, d);
     Mat(k, xb_.data(), lw.wk.data(), d, kv);
     Mat(v, xb_.data(), lw.wv.data(), d, kv);
     ApplyRope(q_.data(), d, c.head_size(), rope_cos_.data(), rope_sin_.data());
     ApplyRope(k, kv, c.head_size(), rope_cos_.data(), rope_sin_.data());
+    const int layer = static_cast<int>(l);
+    MPCACHE_RETURN_IF_ERROR(kv_->Append(layer, k_, v_));
+    const KvPlan plan = kv_->layout().Plan(layer);
+    const std::size_t len = static_cast<std::size_t>(plan.length());
 
     for (std::size_t head = 0; head < static_cast<std::size_t>(c.n_heads); ++head) {
       const float* q = q_.data() + head * hs;
       float* att = att_.data() + head * S;
       const std::size_t kv_off = (head / kv_mul) * hs;
-      for (std::size_t t = 0; t <= p; ++t) {
-        const float* kt = key_cache_.data() + loff + t * kv + kv_off;
-        float score = 0.0f;
-        for (std::size_t i = 0; i < hs; ++i) score += q[i] * kt[i];
-        att[t] = score / sqrt_hs;
+      std::size_t t = 0;
+      for (const KvBlockUse& b : plan.blocks) {
+        for (int r = 0; r < b.rows; ++r, ++t) {
+          const float* kt = kv_->Key(layer, b.block, r) + kv_off;
+          float score = 0.0f;
+          for (std::size_t i = 0; i < hs; ++i) score += q[i] * kt[i];
+          att[t] = score / sqrt_hs;
+        }
       }
-      Softmax(att, p + 1);
+      Softmax(att, len);
       float* xb = xb_.data() + head * hs;
       std::memset(xb, 0, hs * sizeof(float));
-      for (std::size_t t = 0; t <= p; ++t) {
-        const float* vt = value_cache_.data() + loff + t * kv + kv_off;
-        const float a = att[t];
-        for (std::size_t i = 0; i < hs; ++i) xb[i] += a * vt[i];
+      t = 0;
+      for (const KvBlockUse& b : plan.blocks) {
+        for (int r = 0; r < b.rows; ++r, ++t) {
+          const float* vt = kv_->Value(layer, b.block, r) + kv_off;
+          const float a = att[t];
+          for (std::size_t i = 0; i < hs; ++i) xb[i] += a * vt[i];
+        }
       }
     }
     Mat(xb2_.data(), xb_.data(), lw.wo.data(), d, d);

@@ -5,10 +5,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
 #include "common/result.h"
+#include "model/kv_layout.h"
 #include "model/parallel.h"
 #include "model/weights.h"
 
@@ -22,6 +24,7 @@ struct FloatEngineOptions {
   // Threads for the matrix-vector products (1 = the calling thread only). Logits are
   // bit-identical for any thread count.
   int threads = 1;
+  int kv_block_tokens = KvLayout::kDefaultBlockTokens;  // KV rows per block (kv_layout.h)
 };
 
 class FloatEngine {
@@ -30,7 +33,7 @@ class FloatEngine {
   static Result<FloatEngine> Create(const ModelWeights& weights, FloatEngineOptions options = {});
 
   // Runs token `token` at position `pos` (0-based; positions must be fed in order
-  // 0, 1, 2, ... as the cache for earlier positions is read). Returns the vocab_size logits,
+  // 0, 1, 2, ...: pos must be the KV memory's position()). Returns the vocab_size logits,
   // valid until the next call. Errors: token out of range, pos >= max_seq_len.
   Result<std::span<const float>> Forward(int token, int pos);
 
@@ -40,6 +43,9 @@ class FloatEngine {
   // values), and the final-normed x fed to the classifier.
   std::span<const float> LayerOutput(int layer) const;
   std::span<const float> FinalNormed() const { return xb_final_; }
+  const KvLayout& kv_layout() const { return kv_->layout(); }
+  // End of the prefill (the KV policy's hook; see kv_layout.h).
+  Status EndPrefill(int window) { return kv_->layout().EndPrefill(window); }
 
  private:
   FloatEngine(const ModelWeights& weights, FloatEngineOptions options);
@@ -49,11 +55,11 @@ class FloatEngine {
   const ModelWeights* weights_;
   FloatEngineOptions options_;
   int max_seq_len_ = 0;
-  std::vector<float> x_, xb_, xb2_, hb_, hb2_, q_, att_, logits_, xb_final_;
+  std::vector<float> x_, xb_, xb2_, hb_, hb2_, q_, k_, v_, att_, logits_, xb_final_;
   std::vector<float> rope_cos_, rope_sin_;
-  std::vector<float> key_cache_, value_cache_;  // (layer, max_seq_len, kv_dim)
-  std::vector<float> layer_outputs_;            // (layer, dim) if recorded
-  std::unique_ptr<ParallelFor> pool_;           // null when single-threaded
+  std::optional<PlainKvCache<float>> kv_;
+  std::vector<float> layer_outputs_;   // (layer, dim) if recorded
+  std::unique_ptr<ParallelFor> pool_;  // null when single-threaded
 };
 
 }  // namespace mpcache::model

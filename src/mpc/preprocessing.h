@@ -15,6 +15,13 @@
 //   MatrixTriple [B], [C] bound to a MatrixMask A: side kRight (A is the right operand,
 //                B is m x rows, C = B*A) or kLeft (A is the left operand, B is cols x n,
 //                C = A*B)
+//   AttentionTriple [B], [C] bound to the fixed masks A_1..A_n of a layer's KV blocks (each
+//                block_rows x kv_dim, lens[i] rows of block i used; L = sum of lens; kv(h)
+//                = h / (n_heads / n_kv) is head h's kv head; rows of all blocks in order):
+//                kRight ("scores", q K^T): B is n_heads x hs (ONE mask of the query against
+//                every block), C[h, t] = sum_i B[h, i] A(t)[kv(h) hs + i], n_heads x L;
+//                kLeft ("mix", p V): B is n_heads x L, C[h, i] = sum_t B[h, t] A(t)[kv(h)
+//                hs + i], n_heads x hs.
 #pragma once
 
 #include <cstddef>
@@ -77,6 +84,27 @@ struct MatrixTriple : MoveOnly {
   Shares<P> b, c;
 };
 
+// The public shape of an attention triple (see above).
+struct AttentionShape {
+  MaskSide side = MaskSide::kRight;  // kRight: scores (q K^T); kLeft: mix (p V)
+  std::size_t n_heads = 0, head_size = 0, kv_dim = 0;
+  std::vector<std::uint64_t> masks{};  // the blocks' fixed-mask ids, in cache order
+  std::vector<std::uint64_t> lens{};   // rows used of each block (1..block rows)
+
+  std::size_t length() const {
+    std::size_t n = 0;
+    for (std::uint64_t l : lens) n += static_cast<std::size_t>(l);
+    return n;
+  }
+  bool operator==(const AttentionShape&) const = default;
+};
+
+template <typename P>
+struct AttentionTriple : MoveOnly {
+  AttentionShape shape;
+  Shares<P> b, c;
+};
+
 template <typename P>
 class Preprocessing {
  public:
@@ -95,6 +123,10 @@ class Preprocessing {
   virtual Result<MatrixMask<P>> GetMatrixMask(std::size_t rows, std::size_t cols) = 0;
   virtual Result<MatrixTriple<P>> GetMatrixTriple(std::uint64_t mask_id, MaskSide side,
                                                   std::size_t other) = 0;
+  virtual Result<AttentionTriple<P>> GetAttentionTriple(const AttentionShape& shape) = 0;
+  // A step's plan: the attention triples it is about to take, in order, so that a remote
+  // source can ask for all of them at once (a hint: Get* still works without it).
+  virtual Status Announce(const std::vector<AttentionShape>& /*plan*/) { return Status::Ok(); }
 };
 
 }  // namespace mpcache::mpc

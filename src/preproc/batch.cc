@@ -9,8 +9,9 @@ namespace mpcache::preproc {
 namespace {
 
 constexpr std::uint8_t kMagic[4] = {'M', 'P', 'C', 'B'};
-constexpr std::uint8_t kVersion = 1;
-constexpr std::size_t kHeaderBytes = 4 + 4 + 3 * 4 + 7 * 8;
+constexpr std::uint8_t kVersion = 2;
+// Fixed header, then (kAttention) the block list: masks, then lens, 8 bytes each.
+constexpr std::size_t kHeaderBytes = 4 + 4 + 3 * 4 + 7 * 8 + 4;
 
 template <typename T>
 void Put(std::vector<std::uint8_t>& out, std::size_t& off, T v) {
@@ -46,6 +47,8 @@ const char* ItemTypeName(ItemType t) {
       return "matrix-mask";
     case ItemType::kMatrixTriple:
       return "matrix-triple";
+    case ItemType::kAttention:
+      return "attention-triple";
   }
   return "unknown";
 }
@@ -85,11 +88,34 @@ Result<std::uint64_t> MatrixElements(const BatchRequest& r, const char* field, s
 
 }  // namespace
 
+BatchRequest AttentionRequest(const mpc::AttentionShape& s) {
+  return BatchRequest{.type = ItemType::kAttention,
+                      .side = s.side,
+                      .rows = s.head_size,
+                      .cols = s.kv_dim,
+                      .other = s.n_heads,
+                      .masks = s.masks,
+                      .lens = s.lens};
+}
+
+mpc::AttentionShape AttentionShapeOf(const BatchRequest& r) {
+  return mpc::AttentionShape{.side = r.side,
+                             .n_heads = static_cast<std::size_t>(r.other),
+                             .head_size = static_cast<std::size_t>(r.rows),
+                             .kv_dim = static_cast<std::size_t>(r.cols),
+                             .masks = r.masks,
+                             .lens = r.lens};
+}
+
 Result<std::vector<Component>> Components(Security security, const BatchRequest& r,
                                           const BatchLimits& limits) {
   std::vector<Component> v;
   auto val = [&](bool det, std::uint64_t n) { v.push_back({false, det, n}); };
-  const bool matrix = r.type == ItemType::kMatrixMask || r.type == ItemType::kMatrixTriple;
+  const bool matrix = r.type == ItemType::kMatrixMask || r.type == ItemType::kMatrixTriple ||
+                      r.type == ItemType::kAttention;
+  if (r.type != ItemType::kAttention && (!r.masks.empty() || !r.lens.empty())) {
+    return InvalidArgument(Field(r, "masks/lens") + " are only for attention triples");
+  }
   if (!matrix) {
     MPCACHE_RETURN_IF_ERROR(
         CheckLimit(r, "count", r.count, limits.max_items, limits.items_setting));
@@ -147,6 +173,38 @@ Result<std::vector<Component>> Components(Security security, const BatchRequest&
       val(false, nb), val(true, nc);
       break;
     }
+    case ItemType::kAttention: {
+      // rows = head size, cols = kv_dim, other = n_heads; B and C: see mpc::AttentionShape.
+      MPCACHE_RETURN_IF_ERROR(CheckDim(r, "rows (head size)", r.rows));
+      MPCACHE_RETURN_IF_ERROR(CheckDim(r, "cols (kv_dim)", r.cols));
+      MPCACHE_RETURN_IF_ERROR(CheckDim(r, "other (n_heads)", r.other));
+      if (r.cols % r.rows != 0 || r.other % (r.cols / r.rows) != 0) {
+        return InvalidArgument(Field(r, "shape") + ": kv_dim " + std::to_string(r.cols) +
+                               " must be a multiple of the head size " + std::to_string(r.rows) +
+                               " and n_heads " + std::to_string(r.other) +
+                               " a multiple of the kv heads");
+      }
+      if (r.masks.empty() || r.masks.size() != r.lens.size()) {
+        return InvalidArgument(Field(r, "masks") + ": " + std::to_string(r.masks.size()) +
+                               " block masks and " + std::to_string(r.lens.size()) +
+                               " lengths; an attention triple needs one length per block and at "
+                               "least one block");
+      }
+      MPCACHE_RETURN_IF_ERROR(
+          CheckLimit(r, "blocks", r.masks.size(), kMaxAttentionBlocks, "kMaxAttentionBlocks"));
+      std::uint64_t length = 0;
+      for (std::uint64_t l : r.lens) {
+        if (l == 0) return InvalidArgument(Field(r, "lens") + ": a block with no rows");
+        MPCACHE_ASSIGN_OR_RETURN(length, AddSize(length, l, Field(r, "sum of lens")));
+      }
+      MPCACHE_ASSIGN_OR_RETURN(
+          std::uint64_t nq, MatrixElements(r, "n_heads x head size", r.other, r.rows, limits));
+      MPCACHE_ASSIGN_OR_RETURN(std::uint64_t nl,
+                               MatrixElements(r, "n_heads x sum of lens", r.other, length, limits));
+      const bool scores = r.side == MaskSide::kRight;
+      val(false, scores ? nq : nl), val(true, scores ? nl : nq);
+      break;
+    }
     default:
       return CorruptData("unknown preprocessing item type " +
                          std::to_string(static_cast<int>(r.type)));
@@ -193,7 +251,7 @@ Seed ComponentSeed(const Seed& party_seed, ItemType type, std::uint64_t seq, std
 }
 
 std::size_t Batch::WireSize() const {
-  return kHeaderBytes + payload.size();
+  return kHeaderBytes + 8 * (request.masks.size() + request.lens.size()) + payload.size();
 }
 
 std::vector<std::uint8_t> Batch::Serialize() const {
@@ -215,6 +273,9 @@ std::vector<std::uint8_t> Batch::Serialize() const {
   Put<std::uint64_t>(out, off, request.cols);
   Put<std::uint64_t>(out, off, request.other);
   Put<std::uint64_t>(out, off, static_cast<std::uint64_t>(payload.size()));
+  Put<std::uint32_t>(out, off, static_cast<std::uint32_t>(request.masks.size()));
+  for (std::uint64_t m : request.masks) Put<std::uint64_t>(out, off, m);
+  for (std::uint64_t l : request.lens) Put<std::uint64_t>(out, off, l);
   if (!payload.empty()) std::memcpy(out.data() + off, payload.data(), payload.size());
   return out;
 }
@@ -247,12 +308,23 @@ Result<Batch> Batch::Parse(std::span<const std::uint8_t> bytes) {
   b.request.cols = Take<std::uint64_t>(bytes, off);
   b.request.other = Take<std::uint64_t>(bytes, off);
   const auto len = Take<std::uint64_t>(bytes, off);
-  if (len != bytes.size() - kHeaderBytes) {
+  const auto blocks = Take<std::uint32_t>(bytes, off);
+  if (blocks > kMaxAttentionBlocks ||
+      (blocks > 0) != (b.request.type == ItemType::kAttention) ||
+      bytes.size() - kHeaderBytes < std::size_t{16} * blocks) {
+    return CorruptData("preprocessing batch header lists " + std::to_string(blocks) +
+                       " attention blocks, which its type and size do not allow");
+  }
+  b.request.masks.resize(blocks);
+  b.request.lens.resize(blocks);
+  for (auto& m : b.request.masks) m = Take<std::uint64_t>(bytes, off);
+  for (auto& l : b.request.lens) l = Take<std::uint64_t>(bytes, off);
+  if (len != bytes.size() - off) {
     return CorruptData("preprocessing batch payload length " + std::to_string(len) +
-                       " does not match the " + std::to_string(bytes.size() - kHeaderBytes) +
+                       " does not match the " + std::to_string(bytes.size() - off) +
                        " bytes received");
   }
-  b.payload.assign(bytes.begin() + static_cast<std::ptrdiff_t>(kHeaderBytes), bytes.end());
+  b.payload.assign(bytes.begin() + static_cast<std::ptrdiff_t>(off), bytes.end());
   return b;
 }
 

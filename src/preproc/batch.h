@@ -36,13 +36,16 @@ enum class ItemType : std::uint8_t {
   kInputMask = 6,
   kMatrixMask = 7,
   kMatrixTriple = 8,
+  kAttention = 9,
 };
-inline constexpr int kNumItemTypes = 9;
+inline constexpr int kNumItemTypes = 10;
 
 const char* ItemTypeName(ItemType t);
 
 // What to make. count = number of elements (elementwise types); for kMatrixMask rows x
-// cols; for kMatrixTriple mask_id, side and other (m for kRight, n for kLeft).
+// cols; for kMatrixTriple mask_id, side and other (m for kRight, n for kLeft); for
+// kAttention (mpc::AttentionShape) side, other = n_heads, rows = head size, cols = kv_dim,
+// masks and lens (at most kMaxAttentionBlocks blocks).
 struct BatchRequest {
   ItemType type = ItemType::kTriple;
   std::uint64_t count = 0;
@@ -52,9 +55,16 @@ struct BatchRequest {
   MaskSide side = MaskSide::kRight;  // kMatrixTriple
   std::uint64_t rows = 0, cols = 0;  // kMatrixMask; kMatrixTriple: the mask's shape
   std::uint64_t other = 0;           // kMatrixTriple
+  std::vector<std::uint64_t> masks{};  // kAttention: block mask ids
+  std::vector<std::uint64_t> lens{};   // kAttention: rows used of each block
 
   bool operator==(const BatchRequest&) const = default;
 };
+
+inline constexpr std::uint64_t kMaxAttentionBlocks = std::uint64_t{1} << 16;
+
+BatchRequest AttentionRequest(const mpc::AttentionShape& s);
+mpc::AttentionShape AttentionShapeOf(const BatchRequest& r);
 
 struct Batch {
   Security security = Security::kMalicious;

@@ -49,6 +49,25 @@ Result<Dealer::Output> Dealer::Make(BatchRequest req) {
     req.rows = it->second.rows;
     req.cols = it->second.cols;
   }
+  if (req.type == ItemType::kAttention) {
+    for (std::size_t i = 0; i < req.masks.size(); ++i) {
+      auto it = masks_.find(req.masks[i]);
+      const std::string which = "attention-triple request: block " + std::to_string(i) +
+                                " (mask_id " + std::to_string(req.masks[i]) + ")";
+      if (it == masks_.end()) {
+        return NotFound(which + " names no matrix mask made in this session: ask for the "
+                                "block's matrix mask first");
+      }
+      if (it->second.cols != req.cols) {
+        return InvalidArgument(which + " has " + std::to_string(it->second.cols) +
+                               " columns, the request's kv_dim is " + std::to_string(req.cols));
+      }
+      if (i < req.lens.size() && req.lens[i] > it->second.rows) {
+        return InvalidArgument(which + ": uses " + std::to_string(req.lens[i]) +
+                               " rows of a block of " + std::to_string(it->second.rows));
+      }
+    }
+  }
   if (req.type == ItemType::kInputMask &&
       !(req.owner == mpc::kClient || (req.owner >= 0 && req.owner < num_parties()))) {
     return InvalidArgument("input-mask request: owner " + std::to_string(req.owner) +
@@ -82,6 +101,37 @@ Result<Dealer::Output> Dealer::Make(BatchRequest req) {
     out.client = std::move(c);
   }
   return out;
+}
+
+std::vector<std::uint64_t> Dealer::AttentionProduct(const BatchRequest& req,
+                                                    const std::vector<std::uint64_t>& b) const {
+  const std::size_t nh = req.other, hs = req.rows, kv = req.cols;
+  const std::size_t group = nh / (kv / hs);
+  std::size_t length = 0;
+  for (std::uint64_t l : req.lens) length += l;
+  const bool scores = req.side == MaskSide::kRight;
+  std::vector<std::uint64_t> c(scores ? nh * length : nh * hs, 0);
+  std::size_t t0 = 0;  // first row of the block in the cache order
+  for (std::size_t blk = 0; blk < req.masks.size(); ++blk) {
+    const Mask& a = masks_.at(req.masks[blk]);
+    for (std::size_t t = 0; t < req.lens[blk]; ++t) {
+      for (std::size_t h = 0; h < nh; ++h) {
+        const std::uint64_t* arow = a.a.data() + t * kv + (h / group) * hs;
+        if (scores) {  // C[h, t] = B[h, :] . A(t)[kv(h)]
+          const std::uint64_t* bh = b.data() + h * hs;
+          std::uint64_t acc = 0;
+          for (std::size_t i = 0; i < hs; ++i) acc += bh[i] * arow[i];
+          c[h * length + t0 + t] = acc;
+        } else {  // C[h, :] += B[h, t] A(t)[kv(h)]
+          const std::uint64_t x = b[h * length + t0 + t];
+          std::uint64_t* ch = c.data() + h * hs;
+          for (std::size_t i = 0; i < hs; ++i) ch[i] += x * arow[i];
+        }
+      }
+    }
+    t0 += req.lens[blk];
+  }
+  return c;
 }
 
 template <typename P>
@@ -120,7 +170,7 @@ Status Dealer::Generate(const BatchRequest& req, std::uint64_t seq,
 
   // Elementwise types are processed in chunks (bounded memory); a matrix triple in one go
   // (its components differ in length and C depends on all of B).
-  const bool whole = req.type == ItemType::kMatrixTriple;
+  const bool whole = req.type == ItemType::kMatrixTriple || req.type == ItemType::kAttention;
   const std::uint64_t total = comps[0].n;
   const std::uint64_t chunk = whole ? total : std::uint64_t{1} << 15;
   std::vector<std::vector<W>> vals(nv), sums(nv);
@@ -209,6 +259,13 @@ Status Dealer::Generate(const BatchRequest& req, std::uint64_t seq,
             for (std::size_t j = 0; j < n; ++j) o[j] += x * row[j];
           }
         }
+        for (std::size_t t = 0; t < c.size(); ++t) vals[1][t] = static_cast<W>(c[t]);
+        break;
+      }
+      case ItemType::kAttention: {
+        std::vector<std::uint64_t> b(vals[0].size());
+        for (std::size_t t = 0; t < b.size(); ++t) b[t] = mpc::Low64(vals[0][t]);
+        const std::vector<std::uint64_t> c = AttentionProduct(req, b);
         for (std::size_t t = 0; t < c.size(); ++t) vals[1][t] = static_cast<W>(c[t]);
         break;
       }

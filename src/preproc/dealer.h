@@ -40,7 +40,8 @@ class Dealer {
     std::optional<Batch> client;  // input masks owned by the client
   };
   // Makes the next batch of req.type (sequence numbers are per type, from 0). For
-  // kMatrixTriple, req.mask_id must name a mask made earlier; rows/cols are filled in.
+  // kMatrixTriple, req.mask_id must name a mask made earlier; rows/cols are filled in. For
+  // kAttention every listed mask must exist, have kv_dim columns and at least lens[i] rows.
   // A malformed or oversized request (batch.h: Components) is refused, naming the field,
   // and uses up no sequence number.
   Result<Output> Make(BatchRequest req);
@@ -48,6 +49,9 @@ class Dealer {
 
  private:
   Dealer(Security security, const Seed& master, int num_parties, BatchLimits limits);
+  // C of an attention triple (mpc::AttentionShape) from its B, mod 2^64.
+  std::vector<std::uint64_t> AttentionProduct(const BatchRequest& req,
+                                              const std::vector<std::uint64_t>& b) const;
   template <typename P>
   Status Generate(const BatchRequest& req, std::uint64_t seq, std::vector<std::uint8_t>& payload);
 

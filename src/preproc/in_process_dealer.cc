@@ -105,9 +105,10 @@ Result<Batch> InProcessDealer<P>::Fetch(PartyId p, const BatchRequest& req, std:
   }
   Pending& pend = it->second;
   BatchRequest canonical = req;
-  canonical.rows = pend.request.rows;
-  canonical.cols = pend.request.cols;
-  if (req.type == ItemType::kMatrixMask) canonical = req;
+  if (req.type == ItemType::kMatrixTriple) {  // the dealer filled in the mask's shape
+    canonical.rows = pend.request.rows;
+    canonical.cols = pend.request.cols;
+  }
   if (!(canonical == pend.request)) {
     return ProtocolError(std::string("parties asked for different preprocessing under ") +
                          ItemTypeName(req.type) + " #" + std::to_string(seq));

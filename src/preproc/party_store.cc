@@ -1,5 +1,6 @@
 #include "preproc/party_store.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <string>
@@ -120,6 +121,14 @@ Status PartyStore<P>::Accept(const Batch& batch) {
       t.b = std::move(chunk.fields[0]);
       t.c = std::move(chunk.fields[1]);
       matrix_triples_[{t.mask_id, t.side, t.other}].push_back(std::move(t));
+      return Status::Ok();
+    }
+    case ItemType::kAttention: {
+      mpc::AttentionTriple<P> t;
+      t.shape = AttentionShapeOf(req);
+      t.b = std::move(chunk.fields[0]);
+      t.c = std::move(chunk.fields[1]);
+      attention_.push_back(std::move(t));
       return Status::Ok();
     }
     default:
@@ -328,6 +337,46 @@ Result<mpc::MatrixTriple<P>> PartyStore<P>::GetMatrixTriple(std::uint64_t mask_i
         .type = ItemType::kMatrixTriple, .mask_id = mask_id, .side = side, .other = other}));
   }
   return out;
+}
+
+template <typename P>
+std::size_t PartyStore<P>::attention_triples(const mpc::AttentionShape& shape) const {
+  std::size_t n = 0;
+  for (const auto& t : attention_) n += t.shape == shape ? 1 : 0;
+  return n;
+}
+
+template <typename P>
+Result<mpc::AttentionTriple<P>> PartyStore<P>::GetAttentionTriple(const mpc::AttentionShape& shape) {
+  const BatchRequest req = AttentionRequest(shape);
+  if (auto ok = Components(security_, req, limits_); !ok.ok()) return ok.error();
+  auto find = [&] {
+    return std::find_if(attention_.begin(), attention_.end(),
+                        [&](const mpc::AttentionTriple<P>& t) { return t.shape == shape; });
+  };
+  auto it = find();
+  if (it == attention_.end()) {
+    MPCACHE_RETURN_IF_ERROR(RequestMore(req));
+    it = find();
+    if (it == attention_.end()) {
+      return Exhausted("no attention triple of the asked shape (" +
+                       std::to_string(shape.masks.size()) + " blocks, " +
+                       std::to_string(shape.length()) + " rows) arrived at party " +
+                       std::to_string(party_));
+    }
+  }
+  mpc::AttentionTriple<P> out = std::move(*it);
+  attention_.erase(it);
+  consumed_[static_cast<std::size_t>(ItemType::kAttention)]++;
+  return out;
+}
+
+template <typename P>
+Status PartyStore<P>::Announce(const std::vector<mpc::AttentionShape>& plan) {
+  for (const auto& s : plan) {
+    if (auto ok = Components(security_, AttentionRequest(s), limits_); !ok.ok()) return ok.error();
+  }
+  return on_announce_ ? on_announce_(plan) : Status::Ok();
 }
 
 template class PartyStore<mpc::SemiHonest>;

@@ -9,7 +9,8 @@
 // (each item is handed out once). When the pool is short, the optional refill source is
 // asked to deliver (Accept) at least the missing amount; without one, kExhausted.
 // Matrix masks are pooled per shape and handed out in sequence order (a mask's id is its
-// batch's sequence number); matrix triples per (mask, side, other).
+// batch's sequence number); matrix triples per (mask, side, other); attention triples by
+// their whole shape (block list included).
 #pragma once
 
 #include <array>
@@ -60,6 +61,13 @@ class PartyStore final : public mpc::Preprocessing<P> {
   Result<mpc::MatrixMask<P>> GetMatrixMask(std::size_t rows, std::size_t cols) override;
   Result<mpc::MatrixTriple<P>> GetMatrixTriple(std::uint64_t mask_id, mpc::MaskSide side,
                                                std::size_t other) override;
+  Result<mpc::AttentionTriple<P>> GetAttentionTriple(const mpc::AttentionShape& shape) override;
+  // Passed to the announce hook (a prefetching source asks for the plan's items ahead).
+  Status Announce(const std::vector<mpc::AttentionShape>& plan) override;
+  using AnnounceHook = std::function<Status(const std::vector<mpc::AttentionShape>& plan)>;
+  void set_on_announce(AnnounceHook hook) { on_announce_ = std::move(hook); }
+  // Attention triples of this shape available without a refill.
+  std::size_t attention_triples(const mpc::AttentionShape& shape) const;
 
   // Items handed out so far, per type (elements; matrices count 1 each).
   std::uint64_t consumed(ItemType t) const { return consumed_[static_cast<std::size_t>(t)]; }
@@ -106,6 +114,8 @@ class PartyStore final : public mpc::Preprocessing<P> {
   using TripleKey = std::tuple<std::uint64_t, mpc::MaskSide, std::size_t>;
   std::map<Shape, std::deque<mpc::MatrixMask<P>>> matrix_masks_;
   std::map<TripleKey, std::deque<mpc::MatrixTriple<P>>> matrix_triples_;
+  std::deque<mpc::AttentionTriple<P>> attention_;  // in arrival order
+  AnnounceHook on_announce_;
   double expand_seconds_ = 0;
   std::uint64_t bytes_received_ = 0;
 };

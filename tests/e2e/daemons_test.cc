@@ -309,7 +309,7 @@ TEST(Daemons, MetricsHealthAndSigterm) {
   EXPECT_EQ(again.out.rfind(first, 0), 0u) << again.out;
   const std::string m0 = HttpGet(c.metrics_port(0), "/metrics");
   EXPECT_GT(waited8, 0);
-  EXPECT_GT(ahead8, 10 * waited8);
+  EXPECT_GT(ahead8, 5 * waited8);  // at least the two attention triples per layer and step
   EXPECT_EQ(MetricValue(m0, "mpcache_dealer_requests_waited_total"), 2 * waited8) << m0;
   EXPECT_GT(MetricValue(m0, "mpcache_dealer_requests_prefetched_total"), 2 * ahead8) << m0;
   for (int i = 0; i < 3; ++i) {
@@ -323,7 +323,7 @@ TEST(Daemons, MetricsHealthAndSigterm) {
   }
   const std::string dm = HttpGet(c.metrics_port(3), "/metrics");
   EXPECT_NE(dm.find("mpcache_dealer_sessions_total 2"), std::string::npos) << dm;
-  EXPECT_NE(dm.find("mpcache_dealer_batches_total{party=\"0\",type=\"matrix-triple\"}"),
+  EXPECT_NE(dm.find("mpcache_dealer_batches_total{party=\"0\",type=\"attention-triple\"}"),
             std::string::npos)
       << dm;
   EXPECT_NE(HttpGet(c.metrics_port(3), "/healthz").find("200 OK"), std::string::npos);

@@ -13,4 +13,7 @@ void AddOpsCommand(CLI::App& app, int* exit_code);
 // `generate`: private greedy generation, three parties in one process (generate_command.cc).
 void AddGenerateCommand(CLI::App& app, int* exit_code);
 
+// `decode-step`: one secure decoding step at a given context (decode_step_command.cc).
+void AddDecodeStepCommand(CLI::App& app, int* exit_code);
+
 }  // namespace mpcache::tools

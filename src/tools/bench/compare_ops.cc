@@ -86,6 +86,9 @@ class RecordingPrep final : public mpc::Preprocessing<P> {
                                                std::size_t o) override {
     return inner_.GetMatrixTriple(id, s, o);
   }
+  Result<mpc::AttentionTriple<P>> GetAttentionTriple(const mpc::AttentionShape& s) override {
+    return inner_.GetAttentionTriple(s);
+  }
   bool recording = false;
 
  private:

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
     int exit_code = 0;
     mpcache::tools::AddOpsCommand(app, &exit_code);
     mpcache::tools::AddGenerateCommand(app, &exit_code);
+    mpcache::tools::AddDecodeStepCommand(app, &exit_code);
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -54,11 +54,12 @@ Result<PartyOutcome> RunParty(net::Channel& ch, std::unique_ptr<MessageLink> lin
   MPCACHE_ASSIGN_OR_RETURN(
       auto bctx, mpc::BinaryContext<P>::Create(*ctx, prep->bits(), TestSeed(20 + ch.self())));
   const model::ModelConfig c = SmallConfig();
-  infer::SecureKvCache<P> cache(c, steps);
+  MPCACHE_ASSIGN_OR_RETURN(auto cache, infer::SecureKvCache<P>::Create(c, steps, 2));
   const std::size_t kv = static_cast<std::size_t>(c.kv_dim()),
                     dim = static_cast<std::size_t>(c.dim);
   PartyOutcome out;
   for (int s = 0; s < steps; ++s) {
+    MPCACHE_ASSIGN_OR_RETURN([[maybe_unused]] auto step_plan, cache->Prepare(*ctx));
     for (int l = 0; l < c.n_layers; ++l) {
       std::vector<std::uint64_t> k(kv), v(kv), q(dim);
       for (std::size_t i = 0; i < kv; ++i) {
@@ -66,13 +67,14 @@ Result<PartyOutcome> RunParty(net::Channel& ch, std::unique_ptr<MessageLink> lin
         v[i] = static_cast<std::uint64_t>(s) + i + 2 * static_cast<std::uint64_t>(l);
       }
       for (std::size_t i = 0; i < dim; ++i) q[i] = i % 5 + static_cast<std::uint64_t>(l) + 1;
-      MPCACHE_RETURN_IF_ERROR(cache.Append(*ctx, l, mpc::PublicShares<P>(ctx->key(), k),
-                                           mpc::PublicShares<P>(ctx->key(), v)));
+      MPCACHE_RETURN_IF_ERROR(cache->Append(*ctx, l, mpc::PublicShares<P>(ctx->key(), k),
+                                            mpc::PublicShares<P>(ctx->key(), v)));
+      const model::KvPlan plan = cache->Plan(l);
       MPCACHE_ASSIGN_OR_RETURN(auto scores,
-                               cache.Scores(*ctx, l, mpc::PublicShares<P>(ctx->key(), q)));
+                               cache->Scores(*ctx, l, plan, mpc::PublicShares<P>(ctx->key(), q)));
       MPCACHE_ASSIGN_OR_RETURN(auto sq, mpc::Mul(*ctx, scores, scores));
       MPCACHE_ASSIGN_OR_RETURN(auto neg, mpc::LessThanZero(*bctx, mpc::Neg(sq)));
-      MPCACHE_ASSIGN_OR_RETURN(auto mixed, cache.Mix(*ctx, l, neg));
+      MPCACHE_ASSIGN_OR_RETURN(auto mixed, cache->Mix(*ctx, l, plan, neg));
       MPCACHE_RETURN_IF_ERROR(mpc::CheckAllMacs(*bctx));
       MPCACHE_ASSIGN_OR_RETURN(auto opened, ctx->Open(scores));
       MPCACHE_ASSIGN_OR_RETURN(auto opened_mix, ctx->Open(mixed));

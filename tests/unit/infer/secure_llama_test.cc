@@ -30,12 +30,14 @@ model::ModelWeights Synth(const std::string& dims, bool shared, std::uint64_t se
 
 template <typename P>
 void ExpectSameTokens(const model::ModelWeights& w, const std::vector<int>& prompt, int steps,
-                      bool private_weights) {
+                      bool private_weights,
+                      int kv_block_tokens = model::KvLayout::kDefaultBlockTokens) {
   auto ring = EncodeModel(w, kRecommendedFracBits);
   ASSERT_TRUE(ring.ok()) << ring.error().ToString();
   const PlainRun plain = RunPlain(w, prompt, steps);
   InProcessOptions o;
   o.private_weights = private_weights;
+  o.session.kv_block_tokens = kv_block_tokens;
   auto run = RunInProcess<P>(*ring, prompt, 1, steps, o);
   ASSERT_TRUE(run.ok()) << run.error().ToString();
   EXPECT_EQ(run->tokens, plain.fixed_tokens) << FirstDifference(
@@ -56,6 +58,14 @@ TEST(SecureLlama, MultiHeadSeparateClassifierMaliciousPublic) {
 }
 TEST(SecureLlama, MultiHeadSeparateClassifierMaliciousPrivate) {
   ExpectSameTokens<mpc::Spdz2k>(Synth("24x1x3x3x40x37x16", false, 11), {1, 2}, 7, true);
+}
+// KV blocks of 3 rows: the attention products run over several blocks, the last partly
+// used, and match the plaintext engines (which any block size leaves unchanged).
+TEST(SecureLlama, SmallKvBlocksMalicious) {
+  ExpectSameTokens<mpc::Spdz2k>(Synth("32x2x4x2x64x40x16", true), {1, 5, 9}, 8, false, 3);
+}
+TEST(SecureLlama, SmallKvBlocksSemiHonest) {
+  ExpectSameTokens<mpc::SemiHonest>(Synth("24x1x3x3x40x37x16", false, 11), {1, 2}, 7, false, 2);
 }
 TEST(SecureLlama, GqaSemiHonestPrivate) {
   ExpectSameTokens<mpc::SemiHonest>(Synth("32x2x4x2x64x40x16", true), {1, 5, 9}, 8, true);

@@ -91,6 +91,7 @@ struct PartyLog {
   std::vector<Raw> opens;
   std::vector<Message> messages;
   std::vector<std::pair<int, std::size_t>> sent;  // (peer, size) of every send, in order
+  std::vector<mpc::AttentionShape> announced, taken;  // attention plans; triples taken
   void Source(Item t, std::size_t n, int frac_bits) {
     pending_sources |= Bit(t);
     pending.push_back({t, n, frac_bits});
@@ -146,6 +147,16 @@ class TestPrep final : public mpc::Preprocessing<P>, public mpc::BitPreprocessin
     auto r = arith_.GetMatrixTriple(id, side, other);
     const std::size_t n = r.ok() ? r->b.size() : 0;
     return Pass(Item::kMatrixTriple, n, std::move(r));
+  }
+  Result<mpc::AttentionTriple<P>> GetAttentionTriple(const mpc::AttentionShape& shape) override {
+    log_.taken.push_back(shape);
+    auto r = arith_.GetAttentionTriple(shape);
+    const std::size_t n = r.ok() ? r->b.size() : 0;
+    return Pass(Item::kAttention, n, std::move(r));
+  }
+  Status Announce(const std::vector<mpc::AttentionShape>& plan) override {
+    log_.announced.insert(log_.announced.end(), plan.begin(), plan.end());
+    return arith_.Announce(plan);
   }
   Result<mpc::BitTriples<P>> GetBitTriples(std::size_t n) override {
     return Pass(Item::kBitTriple, n, bits_.GetBitTriples(n));
@@ -267,6 +278,7 @@ struct RunRecord {
   std::array<std::vector<Message>, 3> messages;                  // per party, in order
   std::array<std::vector<std::pair<int, std::size_t>>, 3> sent;  // per party: (peer, size)
   std::array<std::uint64_t, 3> rounds{};
+  std::array<std::vector<mpc::AttentionShape>, 3> announced, taken;  // per party
 };
 
 template <typename P>
@@ -290,6 +302,14 @@ Status Burn(preproc::InProcessDealer<P>& d, preproc::InProcessBitDealer<P>& b, i
         MPCACHE_ASSIGN_OR_RETURN(auto mask, s.GetMatrixMask(1, 1));
         if (items & Bit(Item::kMatrixTriple)) {
           MPCACHE_RETURN_IF_ERROR(s.GetMatrixTriple(mask.id, mpc::MaskSide::kRight, 1));
+        }
+        if (items & Bit(Item::kAttention)) {
+          MPCACHE_RETURN_IF_ERROR(s.GetAttentionTriple({.side = mpc::MaskSide::kRight,
+                                                        .n_heads = 1,
+                                                        .head_size = 1,
+                                                        .kv_dim = 1,
+                                                        .masks = {mask.id},
+                                                        .lens = {1}}));
         }
       }
       if (items & Bit(Item::kBitTriple)) {
@@ -407,6 +427,8 @@ Result<RunRecord> RunRecorded(const std::shared_ptr<const RingModel>& model,
     rec.messages[p] = std::move(logs[p].messages);
     rec.sent[p] = std::move(logs[p].sent);
     rec.rounds[p] = rounds[p];
+    rec.announced[p] = std::move(logs[p].announced);
+    rec.taken[p] = std::move(logs[p].taken);
   }
   return rec;
 }

@@ -33,6 +33,7 @@ enum class Item : std::uint8_t {
   kClientMask,
   kMatrixMask,
   kMatrixTriple,
+  kAttention,
   kBitTriple,
   kEdaBit,
   kDaBit,
@@ -43,8 +44,8 @@ enum class Item : std::uint8_t {
 inline const char* ItemName(Item t) {
   static constexpr const char* kNames[] = {
       "triples",     "squares",      "trunc",       "bits",          "randoms",
-      "input-masks", "client-masks", "matrix-mask", "matrix-triple", "bit-triples",
-      "edabits",     "dabits",       "root-tuples", "bit-randoms"};
+      "input-masks", "client-masks", "matrix-mask", "matrix-triple", "attention-triple",
+      "bit-triples", "edabits",      "dabits",      "root-tuples",   "bit-randoms"};
   return kNames[static_cast<int>(t)];
 }
 inline constexpr std::uint32_t Bit(Item t) {
@@ -204,6 +205,10 @@ Fields<P> FieldsOf(mpc::MatrixMask<P>& t) {
 }
 template <typename P>
 Fields<P> FieldsOf(mpc::MatrixTriple<P>& t) {
+  return {{&t.b, &t.c}, {}};
+}
+template <typename P>
+Fields<P> FieldsOf(mpc::AttentionTriple<P>& t) {
   return {{&t.b, &t.c}, {}};
 }
 template <typename P>

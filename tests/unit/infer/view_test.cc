@@ -55,6 +55,7 @@ const std::vector<int> kPromptB{1, 33};
 constexpr std::uint32_t kFreeMasks =
     Bit(Item::kTriple) | Bit(Item::kSquare) | Bit(Item::kBit) | Bit(Item::kRandom) |
     Bit(Item::kClientMask) | Bit(Item::kMatrixMask) | Bit(Item::kMatrixTriple) |
+    Bit(Item::kAttention) |
     Bit(Item::kBitTriple) | Bit(Item::kDaBit) | Bit(Item::kRootTuple);
 
 std::shared_ptr<const RingModel> SmallModel() {
@@ -410,6 +411,29 @@ TEST(SecureView, ZeroTestsMustOpenZero) {
   EXPECT_TRUE(exact.Has(1, 2)) << exact.findings[0].what;
   ASSERT_EQ(noisy.findings.size(), 1u);
   EXPECT_TRUE(noisy.Has(1, 2)) << noisy.findings[0].what;
+}
+
+// Plan-driven preprocessing (issue 11): every attention triple a party takes was announced,
+// in order, before its step ran (so a remote dealer is asked for all of them at once), and
+// the plan is a function of public shapes only: the same at every party and for another
+// prompt of the same length — which is also the data-independence of these requests.
+TEST(SecureView, AttentionTriplesFollowTheAnnouncedPlan) {
+  RunConfig c;
+  auto a = RunRecorded<mpc::SemiHonest>(SmallModel(), kPromptA, 3, c);
+  auto b = RunRecorded<mpc::SemiHonest>(SmallModel(), kPromptB, 3, c);
+  ASSERT_TRUE(a.ok()) << a.error().ToString();
+  ASSERT_TRUE(b.ok()) << b.error().ToString();
+  const auto& plan = a->announced[0];
+  ASSERT_EQ(plan.size(), 2u * 3u);  // 1 layer: scores and mix per position
+  for (std::size_t i = 0; i < plan.size(); ++i) {
+    EXPECT_EQ(plan[i].side, i % 2 == 0 ? mpc::MaskSide::kRight : mpc::MaskSide::kLeft);
+    EXPECT_EQ(plan[i].length(), i / 2 + 1) << "entry " << i;
+  }
+  for (std::size_t p = 0; p < 3; ++p) {
+    EXPECT_TRUE(a->taken[p] == a->announced[p]) << "party " << p << " took unannounced triples";
+    EXPECT_TRUE(a->announced[p] == plan) << "party " << p << " announced another plan";
+    EXPECT_TRUE(b->announced[p] == plan) << "the plan depends on the prompt (party " << p << ")";
+  }
 }
 
 TEST(SecureView, ExactCheckCatchesLeaksSemiHonest) {

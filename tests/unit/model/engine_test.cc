@@ -129,7 +129,11 @@ TEST(FloatEngineTest, RejectsBadPositionsAndTokens) {
   EXPECT_FALSE(engine->Forward(-3, 0).ok());
   auto small = FloatEngine::Create(w, FloatEngineOptions{4, false});
   ASSERT_TRUE(small.ok());
-  EXPECT_TRUE(small->Forward(1, 3).ok());
+  // Positions come in order (the KV memory counts them): 1 before 0 is refused.
+  auto early = small->Forward(1, 1);
+  ASSERT_FALSE(early.ok());
+  EXPECT_NE(early.error().message().find("out of order"), std::string::npos);
+  for (int pos = 0; pos < 4; ++pos) EXPECT_TRUE(small->Forward(1, pos).ok()) << pos;
   EXPECT_FALSE(small->Forward(1, 4).ok());
   ModelWeights broken = TinyModel();
   broken.layers[0].wk.resize(3);

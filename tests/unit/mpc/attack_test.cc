@@ -18,6 +18,7 @@
 #include "common/prg.h"
 #include "harness.h"
 #include "mpc/adversary.h"
+#include "mpc/attention_product.h"
 #include "mpc/beaver.h"
 #include "mpc/io.h"
 #include "mpc/trunc.h"
@@ -76,9 +77,15 @@ Vec Random(std::size_t n, std::uint64_t seed) {
 // with a second liar) computes with d + 2^bit instead — the value becomes x + 2^bit for
 // everyone — while it reports the d it received in the check's transcript hash, so the
 // hash agrees and only the MACs can tell.
-enum class Kind { kBeaver, kTrunc, kOutput, kClientInput };
+// kScores / kMix: the attention products' one opening (the query's, the weights') against
+// a KV cache of 3 rows in 2 blocks, appended (and opened, truthfully) first.
+enum class Kind { kBeaver, kTrunc, kOutput, kClientInput, kScores, kMix };
 const char* Name(Kind k) {
   switch (k) {
+    case Kind::kScores:
+      return "attention scores opening";
+    case Kind::kMix:
+      return "attention mix opening";
     case Kind::kClientInput:
       return "client input";
     case Kind::kBeaver:
@@ -94,6 +101,31 @@ const char* Name(Kind k) {
 struct Tally {
   int trials = 0, accepted = 0, undetected_by_some = 0;
 };
+
+// 2 heads of 2 on one kv head (kv_dim 2); keys and values: 3 rows in blocks of 2.
+constexpr std::size_t kMixWeights = 2 * 3;
+Result<Shares<P>> AttentionUnderAttack(Context<P>& ctx, Kind kind, const Shares<P>& a,
+                                       const Shares<P>& b) {
+  const HeadShape heads{2, 2, 2};
+  std::vector<FixedBlock<P>> blocks(4);  // keys 0, 1; values 2, 3
+  for (FixedBlock<P>& f : blocks) {
+    MPCACHE_ASSIGN_OR_RETURN(MatrixMask<P> m, ctx.prep().GetMatrixMask(2, 2));
+    f = {m.id, 2, 0, Shares<P>(4), {}, std::move(m.a)};
+  }
+  std::vector<std::pair<FixedBlock<P>*, Shares<P>>> rows;
+  for (std::size_t t = 0; t < 3; ++t) {
+    rows.emplace_back(&blocks[t / 2], a.Slice(t, 2));
+    rows.emplace_back(&blocks[2 + t / 2], b.Slice(t, 2));
+  }
+  // Opening 0: the rows' masking (the liar waits for opening 1).
+  MPCACHE_RETURN_IF_ERROR(AppendRows<P>(ctx, std::move(rows)));
+  if (kind == Kind::kScores) {
+    return AttentionScores<P>(ctx, heads, a, {{&blocks[0], 2}, {&blocks[1], 1}});
+  }
+  Shares<P> p = a;
+  p.Append(b.Slice(0, 2));
+  return AttentionMix<P>(ctx, heads, p, {{&blocks[2], 2}, {&blocks[3], 1}});
+}
 
 // One trial: the liars (a bit set over parties) lie at `bit` of value `elem` of the
 // operation's opening; returns whether some honest party's check passed.
@@ -141,16 +173,22 @@ Tally RunTrials(Kind kind, int bit, int trials, std::uint64_t seed) {
       if (some_honest_passed && !all_honest_passed) ++t.undetected_by_some;
       continue;
     }
-    const std::size_t elem = prg.Uniform(kind == Kind::kBeaver ? 2 * kN : kN);
+    const bool attention = kind == Kind::kScores || kind == Kind::kMix;
+    const std::size_t elem = prg.Uniform(kind == Kind::kBeaver ? 2 * kN
+                                         : kind == Kind::kMix   ? kMixWeights
+                                                                : kN);
     // Openings before the target: inputs open nothing, so the operation's own opening
-    // is number 0.
+    // is number 0 (the attention products': 1, after the KV rows' masking).
+    const std::uint64_t target = attention ? 1 : 0;
     std::array<std::unique_ptr<ConsistentLiar>, 3> liars;
-    liars[static_cast<std::size_t>(first)] = std::make_unique<ConsistentLiar>(0, elem, bit);
+    liars[static_cast<std::size_t>(first)] = std::make_unique<ConsistentLiar>(target, elem, bit);
     if (two) {
       // Two liars: the second adds 2^bit too, so together they move the value by 2^(bit+1)
       // (mod 2^64: bit 63 lies cancel in the value; use the first alone there).
-      if (bit < 63)
-        liars[static_cast<std::size_t>(second)] = std::make_unique<ConsistentLiar>(0, elem, bit);
+      if (bit < 63) {
+        liars[static_cast<std::size_t>(second)] =
+            std::make_unique<ConsistentLiar>(target, elem, bit);
+      }
     }
     auto res = h.Run([&](Context<P>& ctx) -> Status {
       ConsistentLiar* liar = liars[static_cast<std::size_t>(ctx.self())].get();
@@ -165,6 +203,11 @@ Tally RunTrials(Kind kind, int bit, int trials, std::uint64_t seed) {
         }
         case Kind::kTrunc: {
           MPCACHE_ASSIGN_OR_RETURN(out, Trunc(ctx, a, kFrac));
+          break;
+        }
+        case Kind::kScores:
+        case Kind::kMix: {
+          MPCACHE_ASSIGN_OR_RETURN(out, AttentionUnderAttack(ctx, kind, a, b));
           break;
         }
         case Kind::kOutput:
@@ -219,7 +262,7 @@ TEST_P(ArithAttack, ConsistentLieAtEveryBitIsRejected) {
 
 INSTANTIATE_TEST_SUITE_P(AllOpenings, ArithAttack,
                          ::testing::Values(Kind::kBeaver, Kind::kTrunc, Kind::kOutput,
-                                           Kind::kClientInput),
+                                           Kind::kClientInput, Kind::kScores, Kind::kMix),
                          [](const ::testing::TestParamInfo<Kind>& i) {
                            switch (i.param) {
                              case Kind::kBeaver:
@@ -230,6 +273,10 @@ INSTANTIATE_TEST_SUITE_P(AllOpenings, ArithAttack,
                                return std::string("Output");
                              case Kind::kClientInput:
                                return std::string("ClientInput");
+                             case Kind::kScores:
+                               return std::string("AttentionScores");
+                             case Kind::kMix:
+                               return std::string("AttentionMix");
                            }
                            return std::string("x");
                          });

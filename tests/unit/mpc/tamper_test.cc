@@ -16,6 +16,7 @@
 
 #include "common/prg.h"
 #include "harness.h"
+#include "mpc/attention_product.h"
 #include "mpc/beaver.h"
 #include "mpc/io.h"
 #include "mpc/matmul.h"
@@ -56,7 +57,9 @@ class TamperPrep final : public Preprocessing<P> {
     kInputMask,
     kMatrixMask,
     kMatrixB,
-    kMatrixC
+    kMatrixC,
+    kAttentionB,
+    kAttentionC
   };
   TamperPrep(Preprocessing<P>& inner, Field f, bool mac, std::size_t index, int bit)
       : inner_(inner), field_(f), mac_(mac), index_(index), bit_(bit) {}
@@ -98,6 +101,12 @@ class TamperPrep final : public Preprocessing<P> {
     MPCACHE_ASSIGN_OR_RETURN(MatrixTriple<P> t, inner_.GetMatrixTriple(id, s, o));
     if (field_ == kMatrixB) Apply(t.b);
     if (field_ == kMatrixC) Apply(t.c);
+    return t;
+  }
+  Result<AttentionTriple<P>> GetAttentionTriple(const AttentionShape& shape) override {
+    MPCACHE_ASSIGN_OR_RETURN(AttentionTriple<P> t, inner_.GetAttentionTriple(shape));
+    if (field_ == kAttentionB) Apply(t.b);
+    if (field_ == kAttentionC) Apply(t.c);
     return t;
   }
   bool done() const { return done_; }
@@ -364,6 +373,56 @@ TEST(Tamper, FlippedSquareInputAndMatrixItemsAreDetected) {
     ASSERT_TRUE(bad.done()) << "field " << field << " was never consumed";
     ExpectAllDetected(res, "item flip (field " + std::to_string(field) + ", mac=" +
                                std::to_string(mac) + ", bit " + std::to_string(bit) + ")");
+  }
+}
+
+// Attention triples (mpc/attention_product.h): one flipped bit of one party's share or MAC
+// of the query's mask B, the weights' mask B or their C is detected by every party.
+TEST(Tamper, FlippedAttentionTriplesAreDetected) {
+  Prg prg(TestSeed(47));
+  const Vec kv = Random(8, 11), q = Random(4, 12), p = Random(6, 13);
+  const TamperPrep::Field fields[] = {TamperPrep::kAttentionB, TamperPrep::kAttentionC};
+  for (int trial = 0; trial < kTrials; ++trial) {
+    Harness<P> h(900 + static_cast<std::uint64_t>(trial));
+    const TamperPrep::Field field = fields[trial % 2];
+    const bool mix = (trial / 2) % 2 == 1;
+    const int who = static_cast<int>(prg.Uniform(3));
+    const bool mac = prg.Uniform(2) == 1;
+    const int bit = static_cast<int>(prg.Uniform(64));
+    TamperPrep bad(h.dealer->store(who), field, mac, prg.Uniform(64), bit);
+    std::vector<Preprocessing<P>*> prep(3, nullptr);
+    prep[static_cast<std::size_t>(who)] = &bad;
+    auto res = h.Run(
+        [&](Context<P>& ctx) -> Status {
+          // 3 rows of kv_dim 2 in blocks of 2; 2 heads of 2 on one kv head.
+          MPCACHE_ASSIGN_OR_RETURN(Shares<P> rows, Share(ctx, kv));
+          MPCACHE_ASSIGN_OR_RETURN(Shares<P> sq, Share(ctx, q));
+          MPCACHE_ASSIGN_OR_RETURN(Shares<P> sp, Share(ctx, p));
+          std::vector<FixedBlock<P>> blocks(2);
+          for (FixedBlock<P>& f : blocks) {
+            MPCACHE_ASSIGN_OR_RETURN(MatrixMask<P> m, ctx.prep().GetMatrixMask(2, 2));
+            f = {m.id, 2, 0, Shares<P>(4), {}, std::move(m.a)};
+          }
+          std::vector<std::pair<FixedBlock<P>*, Shares<P>>> append;
+          for (std::size_t t = 0; t < 3; ++t) append.emplace_back(&blocks[t / 2], rows.Slice(2 * t, 2));
+          MPCACHE_RETURN_IF_ERROR(AppendRows<P>(ctx, std::move(append)));
+          const std::vector<BlockUse<P>> use{{&blocks[0], 2}, {&blocks[1], 1}};
+          Shares<P> out;
+          if (mix) {
+            MPCACHE_ASSIGN_OR_RETURN(out, AttentionMix<P>(ctx, {2, 2, 2}, sp, use));
+          } else {
+            MPCACHE_ASSIGN_OR_RETURN(out, AttentionScores<P>(ctx, {2, 2, 2}, sq, use));
+          }
+          MPCACHE_ASSIGN_OR_RETURN(Vec v, ctx.Open(out));
+          Status st = ctx.CheckMacs();
+          if (!st.ok()) MPCACHE_RETURN_IF_ERROR(ExpectClosed(ctx, out));
+          return st;
+        },
+        prep);
+    ASSERT_TRUE(bad.done()) << "field " << field << " was never consumed";
+    ExpectAllDetected(res, "attention item flip (field " + std::to_string(field) + ", mix=" +
+                               std::to_string(mix) + ", mac=" + std::to_string(mac) + ", bit " +
+                               std::to_string(bit) + ")");
   }
 }
 

@@ -191,6 +191,56 @@ TEST_P(DealerLimits, ConfiguredLimitsBoundEveryItemTypeAndNameTheSetting) {
 
 // A party's store refuses a batch whose header claims a wrapping or oversized shape (it
 // would expand it from its seed) before allocating anything.
+// Attention triples (issue 11): every malformed request is refused naming what is wrong,
+// uses up no sequence number, and a well-formed one round-trips through the wire format.
+TEST_P(DealerLimits, MalformedAttentionTriplesAreRefused) {
+  auto dealer = Dealer::Create(GetParam(), TestSeed(44)).value();
+  ASSERT_TRUE(dealer->Make({.type = ItemType::kMatrixMask, .rows = 4, .cols = 6}).ok());  // #0
+  ASSERT_TRUE(dealer->Make({.type = ItemType::kMatrixMask, .rows = 4, .cols = 5}).ok());  // #1
+  const auto req = [](std::vector<std::uint64_t> masks, std::vector<std::uint64_t> lens,
+                      std::uint64_t heads = 4, std::uint64_t hs = 3, std::uint64_t kv = 6) {
+    return BatchRequest{.type = ItemType::kAttention,
+                        .side = MaskSide::kRight,
+                        .rows = hs,
+                        .cols = kv,
+                        .other = heads,
+                        .masks = std::move(masks),
+                        .lens = std::move(lens)};
+  };
+  ExpectRefused(dealer->Make(req({7}, {2})), {"block 0", "mask_id 7", "no matrix mask"},
+                "unknown mask");
+  ExpectRefused(dealer->Make(req({0, 1}, {4, 2})), {"block 1", "5 columns", "kv_dim is 6"},
+                "mask of the wrong width");
+  ExpectRefused(dealer->Make(req({0}, {5})), {"uses 5 rows", "block of 4"}, "too many rows");
+  ExpectRefused(dealer->Make(req({0}, {0})), {"lens", "no rows"}, "empty block");
+  ExpectRefused(dealer->Make(req({0, 0}, {1})), {"one length per block"}, "lens short");
+  ExpectRefused(dealer->Make(req({}, {})), {"at least one block"}, "no block");
+  ExpectRefused(dealer->Make(req({0}, {1}, 4, 4, 6)), {"multiple of the head size"},
+                "kv_dim not a multiple of hs");
+  ExpectRefused(dealer->Make(req({0}, {1}, 3, 3, 6)), {"multiple of the kv heads"},
+                "heads not a multiple of kv heads");
+  ExpectRefused(dealer->Make(req({0}, {1}, kTwo62, 3, 6)), {"n_heads x head size"},
+                "heads overflow");
+  BatchRequest list_on_triple{.type = ItemType::kTriple, .count = 1, .masks = {0}, .lens = {1}};
+  ExpectRefused(dealer->Make(list_on_triple), {"only for attention triples"}, "list on a triple");
+  EXPECT_EQ(dealer->next_seq(ItemType::kAttention), 0u);
+  // Well-formed: 2 x 4 rows of one block, mix side; the batch parses back to itself.
+  BatchRequest ok = req({0}, {4});
+  ok.side = MaskSide::kLeft;
+  auto made = dealer->Make(ok);
+  ASSERT_TRUE(made.ok()) << made.error().ToString();
+  for (const Batch& b : made->parties) {
+    auto parsed = Batch::Parse(b.Serialize());
+    ASSERT_TRUE(parsed.ok()) << parsed.error().ToString();
+    EXPECT_EQ(parsed->request, ok);
+    EXPECT_EQ(parsed->payload, b.payload);
+    // A block list on another type, or cut short, is corrupt.
+    std::vector<std::uint8_t> bytes = b.Serialize();
+    bytes.resize(bytes.size() - b.payload.size() - 1);
+    EXPECT_FALSE(Batch::Parse(bytes).ok());
+  }
+}
+
 TEST(PartyStoreLimits, RefusesBatchesWithWrappingOrOversizedShapes) {
   auto dealer = Dealer::Create(Security::kMalicious, TestSeed(45)).value();
   auto good = dealer->Make({.type = ItemType::kMatrixMask, .rows = 2, .cols = 4}).value();

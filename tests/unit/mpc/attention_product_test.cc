@@ -1,0 +1,175 @@
+// The attention products against a KV cache in fixed-mask blocks (mpc/attention_product.h)
+// against their plaintext twin (exact, mod 2^64), in both modes, with rounds and bytes held
+// to the header's theory: appending opens each row once; scores open the query once (dim
+// values, whatever the number of cached rows); mix opens the weights once (n_heads x L).
+#include <gtest/gtest.h>
+
+#include "common/prg.h"
+#include "harness.h"
+#include "mpc/attention_product.h"
+
+namespace mpcache::mpc {
+namespace {
+
+using testing::ExpectAllOk;
+using testing::Harness;
+using testing::Share;
+using Vec = std::vector<std::uint64_t>;
+
+template <typename P>
+class AttentionProductTest : public ::testing::Test {};
+using Modes = ::testing::Types<SemiHonest, Spdz2k>;
+TYPED_TEST_SUITE(AttentionProductTest, Modes);
+
+Vec Random(std::size_t n, Prg& prg) {
+  Vec v(n);
+  for (auto& e : v) e = prg.NextU64();
+  return v;
+}
+
+struct Case {
+  HeadShape h;
+  std::size_t block = 0;  // rows per block
+  std::size_t len = 0;    // cached rows
+};
+
+// Plaintext twins: scores[h, t] = q_h . K_t[kv(h)], mix[h, :] = sum_t p[h, t] V_t[kv(h)].
+Vec PlainScores(const Case& c, const Vec& q, const Vec& keys) {
+  const std::size_t nh = c.h.n_heads, hs = c.h.head_size, kv = c.h.kv_dim;
+  const std::size_t group = nh / (kv / hs);
+  Vec out(nh * c.len, 0);
+  for (std::size_t h = 0; h < nh; ++h) {
+    for (std::size_t t = 0; t < c.len; ++t) {
+      for (std::size_t i = 0; i < hs; ++i) {
+        out[h * c.len + t] += q[h * hs + i] * keys[t * kv + (h / group) * hs + i];
+      }
+    }
+  }
+  return out;
+}
+Vec PlainMix(const Case& c, const Vec& p, const Vec& values) {
+  const std::size_t nh = c.h.n_heads, hs = c.h.head_size, kv = c.h.kv_dim;
+  const std::size_t group = nh / (kv / hs);
+  Vec out(nh * hs, 0);
+  for (std::size_t h = 0; h < nh; ++h) {
+    for (std::size_t t = 0; t < c.len; ++t) {
+      for (std::size_t i = 0; i < hs; ++i) {
+        out[h * hs + i] += p[h * c.len + t] * values[t * kv + (h / group) * hs + i];
+      }
+    }
+  }
+  return out;
+}
+
+TYPED_TEST(AttentionProductTest, ScoresAndMixEqualThePlaintextTwinAndCostTheTheory) {
+  using P = TypeParam;
+  constexpr std::uint64_t B = OpenBytes<P>();
+  // Grouped-query heads (4 heads on 2 kv heads), multi-head (kv = dim), one kv head; the
+  // last block partly used, a single row, rows appended one by one and in bulk.
+  const Case cases[] = {{{4, 3, 6}, 4, 10}, {{2, 5, 10}, 3, 3}, {{3, 2, 2}, 8, 1},
+                        {{4, 3, 6}, 1, 5}};
+  for (const Case& c : cases) {
+    Harness<P> h(21);
+    Prg prg(TestSeed(22));
+    const std::size_t nh = c.h.n_heads, hs = c.h.head_size, kv = c.h.kv_dim;
+    const Vec keys = Random(c.len * kv, prg), values = Random(c.len * kv, prg);
+    const Vec q = Random(nh * hs, prg), p = Random(nh * c.len, prg);
+    const std::size_t blocks = (c.len + c.block - 1) / c.block;
+    auto res = h.Run([&](Context<P>& ctx) -> Result<Vec> {
+      MPCACHE_ASSIGN_OR_RETURN(Shares<P> sk, Share(ctx, keys));
+      MPCACHE_ASSIGN_OR_RETURN(Shares<P> sv, Share(ctx, values));
+      MPCACHE_ASSIGN_OR_RETURN(Shares<P> sq, Share(ctx, q));
+      MPCACHE_ASSIGN_OR_RETURN(Shares<P> sp, Share(ctx, p));
+      std::vector<FixedBlock<P>> kb(blocks), vb(blocks);
+      for (std::size_t b = 0; b < blocks; ++b) {
+        for (auto* list : {&kb, &vb}) {
+          MPCACHE_ASSIGN_OR_RETURN(MatrixMask<P> m, ctx.prep().GetMatrixMask(c.block, kv));
+          FixedBlock<P>& f = (*list)[b];
+          f.mask_id = m.id;
+          f.capacity = c.block;
+          f.x = Shares<P>(c.block * kv);
+          f.a = std::move(m.a);
+        }
+      }
+      // The first row alone, the rest in one call: 1 round each, every row opened once.
+      for (std::size_t first = 0, n = 1; first < c.len; first += n, n = c.len - first) {
+        std::vector<std::pair<FixedBlock<P>*, Shares<P>>> rows;
+        for (std::size_t t = first; t < first + n; ++t) {
+          rows.emplace_back(&kb[t / c.block], sk.Slice(t * kv, kv));
+          rows.emplace_back(&vb[t / c.block], sv.Slice(t * kv, kv));
+        }
+        ctx.stats().Reset();
+        MPCACHE_RETURN_IF_ERROR(AppendRows<P>(ctx, std::move(rows)));
+        const auto cost = ctx.stats().Total();
+        if (cost.rounds != 1 || cost.bytes_sent != 2 * B * 2 * n * kv) {
+          return Internal("append cost " + std::to_string(cost.bytes_sent));
+        }
+      }
+      std::vector<BlockUse<P>> ku, vu;
+      for (std::size_t b = 0; b < blocks; ++b) {
+        const std::size_t rows = std::min(c.block, c.len - b * c.block);
+        ku.push_back({&kb[b], rows});
+        vu.push_back({&vb[b], rows});
+      }
+      ctx.stats().Reset();
+      MPCACHE_ASSIGN_OR_RETURN(Shares<P> s, AttentionScores<P>(ctx, c.h, sq, ku));
+      auto cost = ctx.stats().Total();
+      if (cost.rounds != 1 || cost.bytes_sent != 2 * B * nh * hs) {
+        return Internal("scores cost " + std::to_string(cost.bytes_sent));
+      }
+      ctx.stats().Reset();
+      MPCACHE_ASSIGN_OR_RETURN(Shares<P> o, AttentionMix<P>(ctx, c.h, sp, vu));
+      cost = ctx.stats().Total();
+      if (cost.rounds != 1 || cost.bytes_sent != 2 * B * nh * c.len) {
+        return Internal("mix cost " + std::to_string(cost.bytes_sent));
+      }
+      s.Append(o);
+      MPCACHE_ASSIGN_OR_RETURN(Vec out, ctx.Open(s));
+      MPCACHE_RETURN_IF_ERROR(ctx.CheckMacs());
+      return out;
+    });
+    ExpectAllOk(res);
+    Vec want = PlainScores(c, q, keys);
+    const Vec mix = PlainMix(c, p, values);
+    want.insert(want.end(), mix.begin(), mix.end());
+    for (const auto& r : res) EXPECT_EQ(r.value(), want) << c.len << " rows";
+  }
+}
+
+// Bad shapes are refused with the reason, before anything is opened.
+TYPED_TEST(AttentionProductTest, BadShapesAreRefused) {
+  using P = TypeParam;
+  Harness<P> h(23);
+  auto res = h.Run([&](Context<P>& ctx) -> Status {
+    MPCACHE_ASSIGN_OR_RETURN(MatrixMask<P> m, ctx.prep().GetMatrixMask(2, 4));
+    FixedBlock<P> b{m.id, 2, 0, Shares<P>(8), {}, std::move(m.a)};
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> row, Share(ctx, Vec(4, 1)));
+    MPCACHE_RETURN_IF_ERROR(AppendRows<P>(ctx, {{&b, row}}));
+    const HeadShape good{2, 2, 4};
+    const Shares<P> q(4);
+    ctx.stats().Reset();
+    auto expect = [&](Result<Shares<P>> r, const std::string& what) -> Status {
+      if (r.ok() || r.error().code() != ErrorCode::kInvalidArgument ||
+          r.error().message().find(what) == std::string::npos) {
+        return Internal("expected a refusal naming '" + what + "'");
+      }
+      return Status::Ok();
+    };
+    // Two rows used of a block holding one; a query of the wrong size; no block; kv_dim
+    // not a multiple of the head size; weights of the wrong size.
+    MPCACHE_RETURN_IF_ERROR(expect(AttentionScores<P>(ctx, good, q, {{&b, 2}}), "uses 2 rows"));
+    MPCACHE_RETURN_IF_ERROR(expect(AttentionScores<P>(ctx, good, Shares<P>(3), {{&b, 1}}), "query"));
+    MPCACHE_RETURN_IF_ERROR(expect(AttentionScores<P>(ctx, good, q, {}), "no KV block"));
+    MPCACHE_RETURN_IF_ERROR(expect(AttentionScores<P>(ctx, {2, 3, 4}, q, {{&b, 1}}), "head shape"));
+    MPCACHE_RETURN_IF_ERROR(expect(AttentionMix<P>(ctx, good, Shares<P>(3), {{&b, 1}}), "weights"));
+    if (ctx.stats().Total().bytes_sent != 0) return Internal("a refused product communicated");
+    // A full block takes no more rows.
+    MPCACHE_RETURN_IF_ERROR(AppendRows<P>(ctx, {{&b, row}}));
+    if (AppendRows<P>(ctx, {{&b, row}}).ok()) return Internal("a full block took a row");
+    return Status::Ok();
+  });
+  ExpectAllOk(res);
+}
+
+}  // namespace
+}  // namespace mpcache::mpc
