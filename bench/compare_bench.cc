@@ -6,10 +6,7 @@
 
 #include "mpc/compare/compare.h"
 #include "mpc/io.h"
-#include "net/mem_mesh.h"
-#include "net/run_parties.h"
-#include "preproc/bit_dealer.h"
-#include "preproc/in_process_dealer.h"
+#include "preproc/local_parties.h"
 
 namespace {
 
@@ -18,10 +15,9 @@ using namespace mpcache;  // NOLINT: benchmark file
 template <typename P>
 void BM_LessThanZero(benchmark::State& state) {
   const std::size_t n = static_cast<std::size_t>(state.range(0));  // a multiple of 64
-  auto mesh = net::MemMesh::Create(3).value();
-  auto dealer = preproc::InProcessDealer<P>::Create(TestSeed(1), 3, true).value();
-  auto bits =
-      preproc::InProcessBitDealer<P>::Create(TestSeed(2), dealer->dealer().mac_key()).value();
+  auto parties = preproc::LocalParties<P>::Create().value();
+  auto* dealer = &parties->dealer();
+  auto* bits = &parties->bit_dealer();
   std::vector<std::uint64_t> x(n);
   for (std::size_t i = 0; i < n; ++i) x[i] = (i % 3 == 0) ? 0 - i : i;
   std::uint64_t bytes = 0;
@@ -33,23 +29,22 @@ void BM_LessThanZero(benchmark::State& state) {
               bits->Provide(preproc::BitItem::kBitRandom, 64).ok() &&
               dealer->Provide({.type = preproc::ItemType::kRandom, .count = 1}).ok();
     if (!ok) state.SkipWithError("dealer failed");
-    auto res = net::RunParties(*mesh, [&](net::Channel& ch) -> Status {
-      MPCACHE_ASSIGN_OR_RETURN(auto ctx,
-                               mpc::Context<P>::Create(ch, dealer->store(ch.self()), TestSeed(9)));
-      MPCACHE_ASSIGN_OR_RETURN(
-          auto bctx, mpc::BinaryContext<P>::Create(*ctx, bits->store(ch.self()), TestSeed(10)));
+    auto res = parties->Run([&](mpc::BinaryContext<P>& b) -> Status {
+      mpc::BinaryContext<P>* bctx = &b;
+      mpc::Context<P>* ctx = &b.arith();
+      const int self = ctx->self();
       MPCACHE_ASSIGN_OR_RETURN(auto sx,
                                mpc::Input<P>(*ctx, 0,
-                                             ch.self() == 0 ? std::span<const std::uint64_t>(x)
-                                                            : std::span<const std::uint64_t>(),
+                                             self == 0 ? std::span<const std::uint64_t>(x)
+                                                       : std::span<const std::uint64_t>(),
                                              n));
       MPCACHE_RETURN_IF_ERROR(ctx->CheckMacs());
       ctx->stats().Reset();
-      if (ch.self() == 0) state.ResumeTiming();
+      if (self == 0) state.ResumeTiming();
       MPCACHE_ASSIGN_OR_RETURN(auto lt, mpc::LessThanZero(*bctx, sx));
       benchmark::DoNotOptimize(lt);
       MPCACHE_RETURN_IF_ERROR(mpc::CheckAllMacs(*bctx));
-      if (ch.self() == 0) {
+      if (self == 0) {
         state.PauseTiming();
         bytes = ctx->stats().Total().bytes_sent;
       }

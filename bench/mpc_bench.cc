@@ -9,9 +9,7 @@
 #include "mpc/beaver.h"
 #include "mpc/io.h"
 #include "mpc/trunc.h"
-#include "net/mem_mesh.h"
-#include "net/run_parties.h"
-#include "preproc/in_process_dealer.h"
+#include "preproc/local_parties.h"
 
 namespace {
 
@@ -20,8 +18,8 @@ using namespace mpcache;  // NOLINT: benchmark file
 template <typename P, bool kTrunc>
 void BM_Online(benchmark::State& state) {
   const std::size_t n = static_cast<std::size_t>(state.range(0));
-  auto mesh = net::MemMesh::Create(3).value();
-  auto dealer = preproc::InProcessDealer<P>::Create(TestSeed(1), 3, true).value();
+  auto parties = preproc::LocalParties<P>::Create().value();
+  auto* dealer = &parties->dealer();
   std::vector<std::uint64_t> x(n, 12345), y(n, 678);
   std::uint64_t bytes = 0;
   for (auto _ : state) {
@@ -33,20 +31,19 @@ void BM_Online(benchmark::State& state) {
     if (!dealer->Provide(req).ok()) state.SkipWithError("dealer failed");
     std::barrier sync(4);
     std::thread timer;
-    auto res = net::RunParties(*mesh, [&](net::Channel& ch) -> Status {
-      MPCACHE_ASSIGN_OR_RETURN(auto ctx,
-                               mpc::Context<P>::Create(ch, dealer->store(ch.self()), TestSeed(9)));
+    auto res = parties->RunArith([&](mpc::Context<P>& c) -> Status {
+      mpc::Context<P>* ctx = &c;
       std::span<const std::uint64_t> mine;
-      if (ch.self() == 0) mine = x;
+      if (c.self() == 0) mine = x;
       MPCACHE_ASSIGN_OR_RETURN(auto sx, mpc::Input<P>(*ctx, 0, mine, n));
       MPCACHE_ASSIGN_OR_RETURN(auto sy,
                                mpc::Input<P>(*ctx, 0,
-                                             ch.self() == 0 ? std::span<const std::uint64_t>(y)
-                                                            : std::span<const std::uint64_t>(),
+                                             c.self() == 0 ? std::span<const std::uint64_t>(y)
+                                                           : std::span<const std::uint64_t>(),
                                              n));
       MPCACHE_RETURN_IF_ERROR(ctx->CheckMacs());
       ctx->stats().Reset();
-      if (ch.self() == 0) state.ResumeTiming();
+      if (c.self() == 0) state.ResumeTiming();
       mpc::Shares<P> z;
       if constexpr (kTrunc) {
         MPCACHE_ASSIGN_OR_RETURN(z, mpc::Trunc(*ctx, sx, 16));
@@ -54,7 +51,7 @@ void BM_Online(benchmark::State& state) {
         MPCACHE_ASSIGN_OR_RETURN(z, mpc::Mul(*ctx, sx, sy));
       }
       MPCACHE_RETURN_IF_ERROR(ctx->CheckMacs());
-      if (ch.self() == 0) {
+      if (c.self() == 0) {
         state.PauseTiming();
         bytes = ctx->stats().Total().bytes_sent;
       }
@@ -72,19 +69,16 @@ void BM_Online(benchmark::State& state) {
 // Latency of one communication round: 1000 openings of one value, back to back.
 template <typename P>
 void BM_RoundLatency(benchmark::State& state) {
-  auto mesh = net::MemMesh::Create(3).value();
-  auto dealer = preproc::InProcessDealer<P>::Create(TestSeed(3), 3, true).value();
+  auto parties = preproc::LocalParties<P>::Create(preproc::LocalPartiesFromSeed(3)).value();
   constexpr int kRounds = 1000;
   for (auto _ : state) {
-    auto res = net::RunParties(*mesh, [&](net::Channel& ch) -> Status {
-      MPCACHE_ASSIGN_OR_RETURN(auto ctx,
-                               mpc::Context<P>::Create(ch, dealer->store(ch.self()), TestSeed(4)));
+    auto res = parties->RunArith([&](mpc::Context<P>& ctx) -> Status {
       mpc::Shares<P> one(1);
       for (int i = 0; i < kRounds; ++i) {
-        MPCACHE_ASSIGN_OR_RETURN(auto v, ctx->Open(one));
+        MPCACHE_ASSIGN_OR_RETURN(auto v, ctx.Open(one));
         benchmark::DoNotOptimize(v);
       }
-      return ctx->CheckMacs();
+      return ctx.CheckMacs();
     });
     for (auto& r : res) {
       if (!r.ok()) state.SkipWithError(r.error().ToString().c_str());

@@ -6,9 +6,7 @@
 
 #include "infer/scripted_prep.h"
 #include "infer/share_file.h"
-#include "net/mem_mesh.h"
-#include "net/run_parties.h"
-#include "preproc/bit_dealer.h"
+#include "preproc/local_parties.h"
 
 namespace mpcache::infer {
 
@@ -120,13 +118,11 @@ Result<InProcessResult> RunOnce(std::shared_ptr<const RingModel> model,
     }
   }
   const int parties = 3;
-  MPCACHE_ASSIGN_OR_RETURN(
-      auto mesh, net::MemMesh::Create(parties, {.recv_timeout = std::chrono::seconds(600)}));
-  MPCACHE_ASSIGN_OR_RETURN(auto dealer, preproc::InProcessDealer<P>::Create(
-                                            DeriveSeed(TestSeed(options.seed), 1), parties, true));
-  MPCACHE_ASSIGN_OR_RETURN(
-      auto bit_dealer, preproc::InProcessBitDealer<P>::Create(DeriveSeed(TestSeed(options.seed), 2),
-                                                              dealer->dealer().mac_key(), parties));
+  preproc::LocalPartiesOptions lo = preproc::LocalPartiesFromSeed(options.seed);
+  lo.threads = options.threads;
+  MPCACHE_ASSIGN_OR_RETURN(auto local, preproc::LocalParties<P>::Create(lo));
+  preproc::InProcessDealer<P>* dealer = &local->dealer();
+  preproc::InProcessBitDealer<P>* bit_dealer = &local->bit_dealer();
   std::vector<RingModel> shares;
   std::vector<ModelIdentity> identities;  // from the share files
   if (options.private_weights && !options.share_dir.empty()) {
@@ -162,33 +158,38 @@ Result<InProcessResult> RunOnce(std::shared_ptr<const RingModel> model,
   scripts.resize(parties);
   std::barrier<> prefetched(parties);
   std::vector<double> prefetch_seconds(parties, 0);
-  auto outcomes = net::RunParties(*mesh, [&](net::Channel& inner) -> Result<SessionReport> {
-    const int self = inner.self();
-    const auto me = static_cast<std::size_t>(self);
-    net::Channel& ch = options.wrap_channel ? options.wrap_channel(inner, self) : inner;
-    ScriptedPrep<P> scripted(dealer->store(self), bit_dealer->store(self));
-    mpc::Preprocessing<P>* prep = &dealer->store(self);
-    mpc::BitPreprocessing<P>* bit_prep = &bit_dealer->store(self);
+  // Per party: the scripted preprocessing (record / replay) and the wrapped channel.
+  std::vector<std::unique_ptr<ScriptedPrep<P>>> scripted;
+  typename preproc::LocalParties<P>::Overrides over;
+  for (int p = 0; p < parties; ++p) {
+    scripted.push_back(
+        std::make_unique<ScriptedPrep<P>>(dealer->store(p), bit_dealer->store(p)));
     if (mode != PrepMode::kDirect) {
-      prep = &scripted;
-      bit_prep = &scripted;
+      over.prep.push_back(scripted.back().get());
+      over.bits.push_back(scripted.back().get());
     }
-    if (mode == PrepMode::kReplay) {
+    if (options.wrap_channel) {
+      over.channel.push_back(&options.wrap_channel(local->mesh().party(p), p));
+    }
+  }
+  if (mode == PrepMode::kReplay) {
+    // Everything fetched before any party's online phase starts.
+    over.before = [&](int p) -> Status {
+      const auto me = static_cast<std::size_t>(p);
       const auto t0 = std::chrono::steady_clock::now();
-      const Status s = scripted.Prefetch(scripts[me]);
+      const Status s = scripted[me]->Prefetch(scripts[me]);
       prefetch_seconds[me] =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       prefetched.arrive_and_wait();
-      MPCACHE_RETURN_IF_ERROR(s);
-    }
-    mpc::ContextOptions copts;
-    copts.threads = options.threads;
-    MPCACHE_ASSIGN_OR_RETURN(
-        auto ctx,
-        mpc::Context<P>::Create(ch, *prep, DeriveSeed(TestSeed(options.seed), 100 + self), copts));
-    MPCACHE_ASSIGN_OR_RETURN(
-        auto bctx, mpc::BinaryContext<P>::Create(*ctx, *bit_prep,
-                                                 DeriveSeed(TestSeed(options.seed), 200 + self)));
+      return s;
+    };
+  }
+  auto outcomes = local->Run([&](mpc::BinaryContext<P>& bc) -> Result<SessionReport> {
+    mpc::BinaryContext<P>* bctx = &bc;
+    mpc::Context<P>* ctx = &bc.arith();
+    net::Channel& ch = ctx->channel();
+    const int self = ctx->self();
+    const auto me = static_cast<std::size_t>(self);
     SecureWeights<P> weights;
     if (options.private_weights) {
       const auto t0 = std::chrono::steady_clock::now();
@@ -222,9 +223,9 @@ Result<InProcessResult> RunOnce(std::shared_ptr<const RingModel> model,
     MPCACHE_ASSIGN_OR_RETURN(SessionReport report, session->Generate(client.Link(self), prompt_len,
                                                                      steps, position_hook));
     result.phases[me] = ch.stats().phases();
-    if (mode == PrepMode::kRecord) scripts[me] = scripted.script();
+    if (mode == PrepMode::kRecord) scripts[me] = scripted[me]->script();
     return report;
-  });
+  }, over);
   // The first party's own failure, rather than another's echo of it (kAborted: a party
   // stopped because a peer failed first).
   for (bool echoes : {false, true}) {

@@ -18,10 +18,7 @@
 #include "common/prg.h"
 #include "mpc/compare/select.h"
 #include "mpc/io.h"
-#include "net/mem_mesh.h"
-#include "net/run_parties.h"
-#include "preproc/bit_dealer.h"
-#include "preproc/in_process_dealer.h"
+#include "preproc/local_parties.h"
 
 namespace mpcache::tools {
 namespace {
@@ -285,22 +282,34 @@ struct RunReport {
 template <typename P>
 Result<RunReport> RunOnce(const CompareOpsArgs& a, const Seed& master, const Problem& pr,
                           Demand& demand, bool record) {
-  MPCACHE_ASSIGN_OR_RETURN(auto mesh, net::MemMesh::Create(3));
-  MPCACHE_ASSIGN_OR_RETURN(auto dealer, preproc::InProcessDealer<P>::Create(master, 3, true));
-  MPCACHE_ASSIGN_OR_RETURN(auto bits, preproc::InProcessBitDealer<P>::Create(
-                                          DeriveSeed(master, 0xB175), dealer->dealer().mac_key()));
+  preproc::LocalPartiesOptions lo;
+  lo.dealer_seed = master;
+  lo.bit_seed = DeriveSeed(master, 0xB175);
+  lo.local_seed = DeriveSeed(master, 0xC0);
+  lo.threads = a.threads;
+  MPCACHE_ASSIGN_OR_RETURN(auto parties, preproc::LocalParties<P>::Create(lo));
+  preproc::InProcessDealer<P>* dealer = &parties->dealer();
+  preproc::InProcessBitDealer<P>* bits = &parties->bit_dealer();
   std::barrier sync(3);
   RunReport rep;
   Status offline_status = Status::Ok();
   preproc::OfflineStats off0;
-  auto results = net::RunParties(*mesh, [&](net::Channel& ch) -> Result<PartyReport> {
-    const auto me = static_cast<std::uint64_t>(ch.self());
-    RecordingPrep<P> prep(dealer->store(ch.self()), &demand);
-    RecordingBits<P> bprep(bits->store(ch.self()), &demand);
-    MPCACHE_ASSIGN_OR_RETURN(auto ctx, Context<P>::Create(ch, prep, DeriveSeed(master, 0xC0 + me),
-                                                          {.threads = a.threads}));
-    MPCACHE_ASSIGN_OR_RETURN(auto bctx,
-                             BinaryContext<P>::Create(*ctx, bprep, DeriveSeed(master, 0xC8 + me)));
+  // Every party's calls pass through a recorder (the demand is party 0's).
+  std::vector<std::unique_ptr<RecordingPrep<P>>> preps;
+  std::vector<std::unique_ptr<RecordingBits<P>>> bpreps;
+  typename preproc::LocalParties<P>::Overrides wrap;
+  for (int p = 0; p < 3; ++p) {
+    preps.push_back(std::make_unique<RecordingPrep<P>>(dealer->store(p), &demand));
+    bpreps.push_back(std::make_unique<RecordingBits<P>>(bits->store(p), &demand));
+    wrap.prep.push_back(preps.back().get());
+    wrap.bits.push_back(bpreps.back().get());
+  }
+  auto results = parties->Run([&](BinaryContext<P>& party) -> Result<PartyReport> {
+    BinaryContext<P>* bctx = &party;
+    Context<P>* ctx = &party.arith();
+    const auto me = static_cast<std::size_t>(ctx->self());
+    RecordingPrep<P>& prep = *preps[me];
+    RecordingBits<P>& bprep = *bpreps[me];
     // ---- setup (untimed): input sharing ----
     MPCACHE_ASSIGN_OR_RETURN(Shares<P> x, ShareFrom0(*ctx, pr.x));
     Shares<P> y;
@@ -310,7 +319,7 @@ Result<RunReport> RunOnce(const CompareOpsArgs& a, const Seed& master, const Pro
     MPCACHE_RETURN_IF_ERROR(ctx->CheckMacs());
     // ---- offline: party 0's thread makes the recorded demand ----
     sync.arrive_and_wait();
-    if (ch.self() == 0 && !record) {
+    if (ctx->self() == 0 && !record) {
       const auto t0 = std::chrono::steady_clock::now();
       off0 = dealer->stats();
       for (const BatchRequest& r : demand.arith) {
@@ -362,7 +371,7 @@ Result<RunReport> RunOnce(const CompareOpsArgs& a, const Seed& master, const Pro
     MPCACHE_ASSIGN_OR_RETURN(pr_rep.output, ctx->Open(out));
     MPCACHE_RETURN_IF_ERROR(mpc::CheckAllMacs(*bctx));
     return pr_rep;
-  });
+  }, wrap);
   for (std::size_t i = 0; i < results.size(); ++i) {
     if (!results[i].ok()) return results[i].error().WithContext("party " + std::to_string(i));
     rep.parties.push_back(std::move(results[i]).value());

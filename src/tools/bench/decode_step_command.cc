@@ -28,10 +28,7 @@
 #include "model/synth.h"
 #include "mpc/compare/binary_context.h"
 #include "mpc/io.h"
-#include "net/mem_mesh.h"
-#include "net/run_parties.h"
-#include "preproc/bit_dealer.h"
-#include "preproc/in_process_dealer.h"
+#include "preproc/local_parties.h"
 #include "tools/bench/commands.h"
 
 namespace mpcache::tools {
@@ -130,19 +127,13 @@ struct PartyOutcome {
 constexpr std::size_t kPrefillChunkRows = 256;  // rows entered and masked per round
 
 template <typename P>
-Result<PartyOutcome> RunParty(net::Channel& ch, mpc::Preprocessing<P>& prep,
-                              mpc::BitPreprocessing<P>& bits,
+Result<PartyOutcome> RunParty(mpc::BinaryContext<P>& b,
                               const std::shared_ptr<const infer::RingModel>& ring,
                               const Prefill& prefill, const DecodeStepOptions& o) {
   const auto t_setup = std::chrono::steady_clock::now();
-  const int self = ch.self();
-  mpc::ContextOptions copts;
-  copts.threads = o.threads;
-  MPCACHE_ASSIGN_OR_RETURN(
-      auto ctx, mpc::Context<P>::Create(ch, prep, DeriveSeed(TestSeed(o.seed), 100 + self), copts));
-  MPCACHE_ASSIGN_OR_RETURN(
-      auto bctx,
-      mpc::BinaryContext<P>::Create(*ctx, bits, DeriveSeed(TestSeed(o.seed), 200 + self)));
+  mpc::BinaryContext<P>* bctx = &b;
+  mpc::Context<P>* ctx = &b.arith();
+  const int self = ctx->self();
   MPCACHE_ASSIGN_OR_RETURN(infer::SecureWeights<P> weights, infer::PublicWeights<P>(*ctx, ring));
   infer::SessionOptions so;
   so.math.frac_bits = o.frac_bits;
@@ -245,17 +236,12 @@ Result<nlohmann::json> RunDecodeStep(const DecodeStepOptions& o) {
   const model::ModelConfig config = w.config;
   w = model::ModelWeights();  // the float weights are not needed any more
 
-  MPCACHE_ASSIGN_OR_RETURN(
-      auto mesh, net::MemMesh::Create(3, {.recv_timeout = std::chrono::seconds(1800)}));
-  MPCACHE_ASSIGN_OR_RETURN(auto dealer, preproc::InProcessDealer<P>::Create(
-                                            DeriveSeed(TestSeed(o.seed), 1), 3, true));
-  MPCACHE_ASSIGN_OR_RETURN(auto bit_dealer, preproc::InProcessBitDealer<P>::Create(
-                                                DeriveSeed(TestSeed(o.seed), 2),
-                                                dealer->dealer().mac_key(), 3));
-  auto outcomes = net::RunParties(*mesh, [&](net::Channel& ch) -> Result<PartyOutcome> {
-    return RunParty<P>(ch, dealer->store(ch.self()), bit_dealer->store(ch.self()), ring, prefill,
-                       o);
-  });
+  preproc::LocalPartiesOptions lo = preproc::LocalPartiesFromSeed(o.seed);
+  lo.threads = o.threads;
+  lo.recv_timeout = std::chrono::seconds(1800);
+  MPCACHE_ASSIGN_OR_RETURN(auto parties, preproc::LocalParties<P>::Create(lo));
+  auto outcomes = parties->Run(
+      [&](mpc::BinaryContext<P>& b) { return RunParty<P>(b, ring, prefill, o); });
   for (std::size_t p = 0; p < outcomes.size(); ++p) {
     if (!outcomes[p].ok()) return outcomes[p].error().WithContext("party " + std::to_string(p));
   }

@@ -29,9 +29,7 @@
 #include "mpc/io.h"
 #include "mpc/matmul.h"
 #include "mpc/trunc.h"
-#include "net/mem_mesh.h"
-#include "net/run_parties.h"
-#include "preproc/in_process_dealer.h"
+#include "preproc/local_parties.h"
 #include "tools/bench/commands.h"
 #include "tools/bench/compare_ops.h"
 
@@ -151,22 +149,23 @@ Result<nlohmann::json> RunOps(const OpsOptions& o) {
     unit = std::ldexp(1.0, -2 * f);
   }
 
-  MPCACHE_ASSIGN_OR_RETURN(auto mesh, net::MemMesh::Create(3));
-  MPCACHE_ASSIGN_OR_RETURN(auto dealer, preproc::InProcessDealer<P>::Create(master, 3, true));
+  preproc::LocalPartiesOptions lo;
+  lo.dealer_seed = master;
+  lo.bit_seed = DeriveSeed(master, 0xB175);
+  lo.local_seed = DeriveSeed(master, 0x5E1F);
+  lo.threads = o.threads;
+  MPCACHE_ASSIGN_OR_RETURN(auto parties, preproc::LocalParties<P>::Create(lo));
+  preproc::InProcessDealer<P>* dealer = &parties->dealer();
   std::barrier sync(3);
   preproc::OfflineStats off_before, off_after;
   double offline_seconds = 0;
   std::uint64_t fixed_mask_id = 0;
   Status offline_status = Status::Ok();
 
-  auto results = net::RunParties(*mesh, [&](net::Channel& ch) -> Result<PartyReport> {
+  auto results = parties->RunArith([&](Context<P>& party) -> Result<PartyReport> {
     PartyReport rep;
     const auto t_setup = std::chrono::steady_clock::now();
-    MPCACHE_ASSIGN_OR_RETURN(
-        auto ctx,
-        Context<P>::Create(ch, dealer->store(ch.self()),
-                           DeriveSeed(master, 0x5E1Full + static_cast<std::uint64_t>(ch.self())),
-                           {.threads = o.threads}));
+    Context<P>* ctx = &party;
     // ---- setup ----
     MPCACHE_ASSIGN_OR_RETURN(Shares<P> sx, ShareFrom0(*ctx, x));
     Shares<P> sy;
@@ -177,14 +176,14 @@ Result<nlohmann::json> RunOps(const OpsOptions& o) {
       MPCACHE_ASSIGN_OR_RETURN(Shares<P> sw, ShareFrom0(*ctx, y));
       MPCACHE_ASSIGN_OR_RETURN(auto masked, mpc::MaskFixed(*ctx, std::move(sw), n, n));
       fw.emplace(std::move(masked));
-      if (ch.self() == 0) fixed_mask_id = fw->mask_id;
+      if (party.self() == 0) fixed_mask_id = fw->mask_id;
     }
     MPCACHE_RETURN_IF_ERROR(ctx->CheckMacs());
     rep.setup_seconds = Since(t_setup);
 
     // ---- offline: party 0's thread runs the dealer while the others wait ----
     sync.arrive_and_wait();
-    if (ch.self() == 0) {
+    if (party.self() == 0) {
       off_before = dealer->stats();
       const auto t0 = std::chrono::steady_clock::now();
       std::vector<BatchRequest> reqs;
@@ -239,7 +238,7 @@ Result<nlohmann::json> RunOps(const OpsOptions& o) {
     // ---- reveal for the accuracy check (not timed) ----
     MPCACHE_ASSIGN_OR_RETURN(Vec out, ctx->Open(z));
     MPCACHE_RETURN_IF_ERROR(ctx->CheckMacs());
-    if (ch.self() == 0) rep.output = std::move(out);
+    if (party.self() == 0) rep.output = std::move(out);
     return rep;
   });
   for (std::size_t i = 0; i < results.size(); ++i) {

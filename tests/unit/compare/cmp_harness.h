@@ -10,7 +10,6 @@
 
 #include "mpc/compare/binary_context.h"
 #include "mpc/io.h"
-#include "preproc/bit_dealer.h"
 #include "unit/mpc/harness.h"
 
 namespace mpcache::mpc::testing {
@@ -20,30 +19,16 @@ using Vec = std::vector<std::uint64_t>;
 template <typename P>
 struct CmpHarness {
   Harness<P> arith;
-  std::unique_ptr<preproc::InProcessBitDealer<P>> bits;
+  preproc::InProcessBitDealer<P>* bits = nullptr;
 
-  explicit CmpHarness(std::uint64_t seed = 1) : arith(seed) {
-    bits = preproc::InProcessBitDealer<P>::Create(TestSeed(seed + 7777),
-                                                  arith.dealer->dealer().mac_key())
-               .value();
-  }
+  explicit CmpHarness(std::uint64_t seed = 1) : arith(seed), bits(arith.bits) {}
 
   // f(BinaryContext<P>&) at every party; `bprep` may replace a party's bit preprocessing
   // and `channel` its channel (tamper tests).
   template <typename F>
   auto Run(F f, std::vector<BitPreprocessing<P>*> bprep = {},
            std::vector<net::Channel*> channel = {}) {
-    using R = decltype(f(std::declval<BinaryContext<P>&>()));
-    return arith.Run(
-        [&](Context<P>& ctx) -> R {
-          const auto i = static_cast<std::size_t>(ctx.self());
-          BitPreprocessing<P>& bp =
-              (i < bprep.size() && bprep[i]) ? *bprep[i] : bits->store(ctx.self());
-          auto b = BinaryContext<P>::Create(ctx, bp, TestSeed(3000 + i));
-          if (!b.ok()) return b.error();
-          return f(**b);
-        },
-        {}, channel);
+    return arith.parties->Run(f, {{}, std::move(bprep), std::move(channel)});
   }
 };
 

@@ -13,9 +13,7 @@
 #include "infer/in_process.h"
 #include "model/synth.h"
 #include "mpc/io.h"
-#include "net/mem_mesh.h"
-#include "preproc/bit_dealer.h"
-#include "preproc/in_process_dealer.h"
+#include "preproc/local_parties.h"
 
 namespace mpcache::infer {
 namespace {
@@ -64,11 +62,14 @@ class TamperChannel final : public net::Channel {
 template <typename P>
 std::vector<Status> Check(const std::vector<Row>& rows, std::uint64_t seed,
                           std::size_t tamper_size = 0) {
-  auto mesh = net::MemMesh::Create(3, {.recv_timeout = std::chrono::seconds(20)}).value();
-  auto dealer = preproc::InProcessDealer<P>::Create(DeriveSeed(TestSeed(seed), 1)).value();
-  auto bits = preproc::InProcessBitDealer<P>::Create(DeriveSeed(TestSeed(seed), 2),
-                                                     dealer->dealer().mac_key(), 3)
-                  .value();
+  // The shared harness's mesh and dealers; the parties run in plain threads (no abort on a
+  // peer's refusal: every party must reach its own).
+  preproc::LocalPartiesOptions lo = preproc::LocalPartiesFromSeed(seed);
+  lo.recv_timeout = std::chrono::seconds(20);
+  auto local = preproc::LocalParties<P>::Create(lo).value();
+  net::MemMesh* mesh = &local->mesh();
+  preproc::InProcessDealer<P>* dealer = &local->dealer();
+  preproc::InProcessBitDealer<P>* bits = &local->bit_dealer();
   InProcessClient client(
       std::vector<int>(rows.size(), 0), static_cast<int>(kWidth), 1,
       [&dealer] { return dealer->NextClientMasks(); }, 3,

@@ -1,4 +1,5 @@
-// Test harness: three parties over a MemMesh with an in-process dealer.
+// Test harness: three parties over a MemMesh with the in-process dealers
+// (preproc/local_parties.h).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -8,35 +9,35 @@
 
 #include "mpc/context.h"
 #include "mpc/io.h"
-#include "net/mem_mesh.h"
-#include "net/run_parties.h"
-#include "preproc/in_process_dealer.h"
+#include "preproc/local_parties.h"
 
 namespace mpcache::mpc::testing {
 
 template <typename P>
 struct Harness {
-  std::unique_ptr<net::MemMesh> mesh;
-  std::unique_ptr<preproc::InProcessDealer<P>> dealer;
+  std::unique_ptr<preproc::LocalParties<P>> parties;
+  net::MemMesh* mesh = nullptr;                    // parties->mesh()
+  preproc::InProcessDealer<P>* dealer = nullptr;   // parties->dealer()
+  preproc::InProcessBitDealer<P>* bits = nullptr;  // parties->bit_dealer()
 
   explicit Harness(std::uint64_t seed = 1, bool on_demand = true) {
-    mesh = net::MemMesh::Create(3, {.recv_timeout = std::chrono::seconds(20)}).value();
-    dealer = preproc::InProcessDealer<P>::Create(TestSeed(seed), 3, on_demand).value();
+    preproc::LocalPartiesOptions o;
+    o.dealer_seed = TestSeed(seed);
+    o.bit_seed = TestSeed(seed + 7777);
+    o.local_seed = TestSeed(seed + 1000);
+    o.recv_timeout = std::chrono::seconds(20);
+    o.on_demand = on_demand;
+    parties = preproc::LocalParties<P>::Create(o).value();
+    mesh = &parties->mesh();
+    dealer = &parties->dealer();
+    bits = &parties->bit_dealer();
   }
 
   // Run f(Context<P>&) -> Status or Result<T> at every party. `prep` may replace a party's
   // preprocessing (tamper tests) and `channel` its channel.
   template <typename F>
   auto Run(F f, std::vector<Preprocessing<P>*> prep = {}, std::vector<net::Channel*> channel = {}) {
-    return net::RunParties(
-        *mesh, [&](net::Channel& ch) -> decltype(f(std::declval<Context<P>&>())) {
-          const auto i = static_cast<std::size_t>(ch.self());
-          net::Channel& c = (i < channel.size() && channel[i]) ? *channel[i] : ch;
-          Preprocessing<P>& pr = (i < prep.size() && prep[i]) ? *prep[i] : dealer->store(ch.self());
-          auto ctx = Context<P>::Create(c, pr, TestSeed(1000 + i));
-          if (!ctx.ok()) return ctx.error();
-          return f(**ctx);
-        });
+    return parties->RunArith(f, {std::move(prep), {}, std::move(channel)});
   }
 };
 
