@@ -33,11 +33,10 @@ void BM_LessThanZero(benchmark::State& state) {
       mpc::BinaryContext<P>* bctx = &b;
       mpc::Context<P>* ctx = &b.arith();
       const int self = ctx->self();
-      MPCACHE_ASSIGN_OR_RETURN(auto sx,
-                               mpc::Input<P>(*ctx, 0,
-                                             self == 0 ? std::span<const std::uint64_t>(x)
-                                                       : std::span<const std::uint64_t>(),
-                                             n));
+      MPCACHE_ASSIGN_OR_RETURN(auto sx, mpc::Input<P>(*ctx, 0,
+                                                      self == 0 ? std::span<const std::uint64_t>(x)
+                                                                : std::span<const std::uint64_t>(),
+                                                      n));
       MPCACHE_RETURN_IF_ERROR(ctx->CheckMacs());
       ctx->stats().Reset();
       if (self == 0) state.ResumeTiming();

@@ -162,8 +162,7 @@ Result<InProcessResult> RunOnce(std::shared_ptr<const RingModel> model,
   std::vector<std::unique_ptr<ScriptedPrep<P>>> scripted;
   typename preproc::LocalParties<P>::Overrides over;
   for (int p = 0; p < parties; ++p) {
-    scripted.push_back(
-        std::make_unique<ScriptedPrep<P>>(dealer->store(p), bit_dealer->store(p)));
+    scripted.push_back(std::make_unique<ScriptedPrep<P>>(dealer->store(p), bit_dealer->store(p)));
     if (mode != PrepMode::kDirect) {
       over.prep.push_back(scripted.back().get());
       over.bits.push_back(scripted.back().get());
@@ -184,48 +183,52 @@ Result<InProcessResult> RunOnce(std::shared_ptr<const RingModel> model,
       return s;
     };
   }
-  auto outcomes = local->Run([&](mpc::BinaryContext<P>& bc) -> Result<SessionReport> {
-    mpc::BinaryContext<P>* bctx = &bc;
-    mpc::Context<P>* ctx = &bc.arith();
-    net::Channel& ch = ctx->channel();
-    const int self = ctx->self();
-    const auto me = static_cast<std::size_t>(self);
-    SecureWeights<P> weights;
-    if (options.private_weights) {
-      const auto t0 = std::chrono::steady_clock::now();
-      {
-        net::PhaseScope phase(ch.stats(), "load_weights");
-        // As the daemons do: the parties compare their files' split ids and model hashes.
-        if (!identities.empty()) {
-          MPCACHE_RETURN_IF_ERROR(
-              AgreeOnModel(ch, identities[me], ShareFileName(options.share_dir, self)));
+  auto outcomes = local->Run(
+      [&](mpc::BinaryContext<P>& bc) -> Result<SessionReport> {
+        mpc::BinaryContext<P>* bctx = &bc;
+        mpc::Context<P>* ctx = &bc.arith();
+        net::Channel& ch = ctx->channel();
+        const int self = ctx->self();
+        const auto me = static_cast<std::size_t>(self);
+        SecureWeights<P> weights;
+        if (options.private_weights) {
+          const auto t0 = std::chrono::steady_clock::now();
+          {
+            net::PhaseScope phase(ch.stats(), "load_weights");
+            // As the daemons do: the parties compare their files' split ids and model hashes.
+            if (!identities.empty()) {
+              MPCACHE_RETURN_IF_ERROR(
+                  AgreeOnModel(ch, identities[me], ShareFileName(options.share_dir, self)));
+            }
+            MPCACHE_ASSIGN_OR_RETURN(
+                weights,
+                PrivateWeights<P>(*ctx, std::move(shares[static_cast<std::size_t>(self)])));
+            MPCACHE_RETURN_IF_ERROR(ctx->CheckMacs());
+          }
+          if (self == 0) {
+            result.load_seconds =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            result.load = ch.stats().phases().at("load_weights");
+          }
+        } else {
+          MPCACHE_ASSIGN_OR_RETURN(weights, PublicWeights<P>(*ctx, model));
+        }
+        // Session traffic only from here on (setup rounds are not part of the figures).
+        ch.stats().Reset();
+        MPCACHE_ASSIGN_OR_RETURN(auto session,
+                                 GenerationSession<P>::Create(*bctx, weights, options.session));
+        typename GenerationSession<P>::PositionHook position_hook;
+        if (hook) {
+          position_hook = [&hook, self](int pos, SecureLlama<P>& e) { return hook(self, pos, e); };
         }
         MPCACHE_ASSIGN_OR_RETURN(
-            weights, PrivateWeights<P>(*ctx, std::move(shares[static_cast<std::size_t>(self)])));
-        MPCACHE_RETURN_IF_ERROR(ctx->CheckMacs());
-      }
-      if (self == 0) {
-        result.load_seconds =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        result.load = ch.stats().phases().at("load_weights");
-      }
-    } else {
-      MPCACHE_ASSIGN_OR_RETURN(weights, PublicWeights<P>(*ctx, model));
-    }
-    // Session traffic only from here on (setup rounds are not part of the figures).
-    ch.stats().Reset();
-    MPCACHE_ASSIGN_OR_RETURN(auto session,
-                             GenerationSession<P>::Create(*bctx, weights, options.session));
-    typename GenerationSession<P>::PositionHook position_hook;
-    if (hook) {
-      position_hook = [&hook, self](int pos, SecureLlama<P>& e) { return hook(self, pos, e); };
-    }
-    MPCACHE_ASSIGN_OR_RETURN(SessionReport report, session->Generate(client.Link(self), prompt_len,
-                                                                     steps, position_hook));
-    result.phases[me] = ch.stats().phases();
-    if (mode == PrepMode::kRecord) scripts[me] = scripted[me]->script();
-    return report;
-  }, over);
+            SessionReport report,
+            session->Generate(client.Link(self), prompt_len, steps, position_hook));
+        result.phases[me] = ch.stats().phases();
+        if (mode == PrepMode::kRecord) scripts[me] = scripted[me]->script();
+        return report;
+      },
+      over);
   // The first party's own failure, rather than another's echo of it (kAborted: a party
   // stopped because a peer failed first).
   for (bool echoes : {false, true}) {

@@ -99,7 +99,7 @@ Status SecureKvCache<P>::Append(mpc::Context<P>& ctx, int layer, Shares<P> k, Sh
 
 template <typename P>
 Status SecureKvCache<P>::LoadPrefill(mpc::Context<P>& ctx, int layer, const Shares<P>& k,
-                                    const Shares<P>& v) {
+                                     const Shares<P>& v) {
   const std::size_t kv = heads_.kv_dim;
   if (layer < 0 || layer >= layout_.n_layers() || k.size() % kv != 0 || v.size() != k.size()) {
     return InvalidArgument("KV prefill: layer " + std::to_string(layer) + " with " +

@@ -43,7 +43,8 @@ class SecureKvCache final : public KvMemory<P> {
 
  private:
   SecureKvCache(model::KvLayout layout, const mpc::HeadShape& heads)
-      : layout_(std::move(layout)), heads_(heads),
+      : layout_(std::move(layout)),
+        heads_(heads),
         keys_(static_cast<std::size_t>(layout_.n_layers())),
         values_(static_cast<std::size_t>(layout_.n_layers())) {}
   // Makes sure `layer` has `blocks` blocks (fetching each new block's two masks).

@@ -34,8 +34,8 @@ class KvMemory {
   virtual Result<std::vector<mpc::AttentionShape>> Prepare(mpc::Context<P>& ctx) = 0;
   virtual Status Append(mpc::Context<P>& ctx, int layer, mpc::Shares<P> k, mpc::Shares<P> v) = 0;
   virtual model::KvPlan Plan(int layer) const { return layout().Plan(layer); }
-  virtual Result<mpc::Shares<P>> Scores(mpc::Context<P>& ctx, int layer,
-                                        const model::KvPlan& plan, const mpc::Shares<P>& q) = 0;
+  virtual Result<mpc::Shares<P>> Scores(mpc::Context<P>& ctx, int layer, const model::KvPlan& plan,
+                                        const mpc::Shares<P>& q) = 0;
   virtual Result<mpc::Shares<P>> Mix(mpc::Context<P>& ctx, int layer, const model::KvPlan& plan,
                                      const mpc::Shares<P>& probs) = 0;
   virtual Status EndPrefill(mpc::Context<P>& ctx, int window) = 0;

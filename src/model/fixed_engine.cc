@@ -107,7 +107,8 @@ Result<std::span<const double>> FixedEngine::Forward(int token, int pos) {
                            " is outside the context window 0.." + std::to_string(max_seq_len_ - 1));
   }
   if (pos != kv_->layout().position()) {
-    return InvalidArgument("position " + std::to_string(pos) + " out of order: the KV memory holds " +
+    return InvalidArgument("position " + std::to_string(pos) +
+                           " out of order: the KV memory holds " +
                            std::to_string(kv_->layout().position()) +
                            " positions (feed positions 0, 1, ... in order)");
   }

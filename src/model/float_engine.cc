@@ -74,7 +74,8 @@ Result<std::span<const float>> FloatEngine::Forward(int token, int pos) {
                            " (seq_len " + std::to_string(max_seq_len_) + ")");
   }
   if (pos != kv_->layout().position()) {
-    return InvalidArgument("position " + std::to_string(pos) + " out of order: the KV memory holds " +
+    return InvalidArgument("position " + std::to_string(pos) +
+                           " out of order: the KV memory holds " +
                            std::to_string(kv_->layout().position()) +
                            " positions (feed positions 0, 1, ... in order)");
   }

@@ -72,7 +72,8 @@ class KvLayout {
 
  private:
   KvLayout(int n_layers, int max_seq_len, int block_tokens)
-      : max_seq_len_(max_seq_len), block_tokens_(block_tokens),
+      : max_seq_len_(max_seq_len),
+        block_tokens_(block_tokens),
         length_(static_cast<std::size_t>(n_layers), 0) {}
   int max_seq_len_ = 0, block_tokens_ = 0;
   std::vector<int> length_;
@@ -86,7 +87,8 @@ template <typename T>
 class PlainKvCache {
  public:
   PlainKvCache(KvLayout layout, std::size_t kv_dim)
-      : layout_(std::move(layout)), kv_dim_(kv_dim),
+      : layout_(std::move(layout)),
+        kv_dim_(kv_dim),
         keys_(static_cast<std::size_t>(layout_.n_layers())),
         values_(static_cast<std::size_t>(layout_.n_layers())) {}
 

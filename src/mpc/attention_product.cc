@@ -46,7 +46,8 @@ std::size_t TotalRows(const std::vector<BlockUse<P>>& blocks) {
 
 template <typename P>
 AttentionShape ShapeOf(MaskSide side, const HeadShape& h, const std::vector<BlockUse<P>>& blocks) {
-  AttentionShape s{.side = side, .n_heads = h.n_heads, .head_size = h.head_size, .kv_dim = h.kv_dim};
+  AttentionShape s{
+      .side = side, .n_heads = h.n_heads, .head_size = h.head_size, .kv_dim = h.kv_dim};
   for (const BlockUse<P>& u : blocks) {
     s.masks.push_back(u.block->mask_id);
     s.lens.push_back(u.rows);
@@ -66,8 +67,8 @@ Status AppendRows(Context<P>& ctx, std::vector<std::pair<FixedBlock<P>*, Shares<
     if (row >= b.capacity || x.size() != kv || b.a.size() != b.x.size()) {
       return InvalidArgument("KV block append " + std::to_string(i) + ": a row of " +
                              std::to_string(x.size()) + " values into a block of " +
-                             std::to_string(row) + "/" + std::to_string(b.capacity) +
-                             " rows of " + std::to_string(kv));
+                             std::to_string(row) + "/" + std::to_string(b.capacity) + " rows of " +
+                             std::to_string(kv));
     }
     masked.Append(Sub(x, b.a.Slice(row * kv, kv)));
   }
@@ -183,12 +184,12 @@ Result<Shares<P>> AttentionMix(Context<P>& ctx, const HeadShape& h, const Shares
   return z;
 }
 
-#define MPCACHE_INSTANTIATE(P)                                                                \
+#define MPCACHE_INSTANTIATE(P)                                                                  \
   template AttentionShape ShapeOf(MaskSide, const HeadShape&, const std::vector<BlockUse<P>>&); \
-  template Status AppendRows(Context<P>&, std::vector<std::pair<FixedBlock<P>*, Shares<P>>>);  \
-  template Result<Shares<P>> AttentionScores(Context<P>&, const HeadShape&, const Shares<P>&,  \
-                                             const std::vector<BlockUse<P>>&);                 \
-  template Result<Shares<P>> AttentionMix(Context<P>&, const HeadShape&, const Shares<P>&,     \
+  template Status AppendRows(Context<P>&, std::vector<std::pair<FixedBlock<P>*, Shares<P>>>);   \
+  template Result<Shares<P>> AttentionScores(Context<P>&, const HeadShape&, const Shares<P>&,   \
+                                             const std::vector<BlockUse<P>>&);                  \
+  template Result<Shares<P>> AttentionMix(Context<P>&, const HeadShape&, const Shares<P>&,      \
                                           const std::vector<BlockUse<P>>&);
 MPCACHE_INSTANTIATE(SemiHonest)
 MPCACHE_INSTANTIATE(Spdz2k)

@@ -197,8 +197,8 @@ Result<std::vector<Component>> Components(Security security, const BatchRequest&
         if (l == 0) return InvalidArgument(Field(r, "lens") + ": a block with no rows");
         MPCACHE_ASSIGN_OR_RETURN(length, AddSize(length, l, Field(r, "sum of lens")));
       }
-      MPCACHE_ASSIGN_OR_RETURN(
-          std::uint64_t nq, MatrixElements(r, "n_heads x head size", r.other, r.rows, limits));
+      MPCACHE_ASSIGN_OR_RETURN(std::uint64_t nq,
+                               MatrixElements(r, "n_heads x head size", r.other, r.rows, limits));
       MPCACHE_ASSIGN_OR_RETURN(std::uint64_t nl,
                                MatrixElements(r, "n_heads x sum of lens", r.other, length, limits));
       const bool scores = r.side == MaskSide::kRight;
@@ -309,8 +309,7 @@ Result<Batch> Batch::Parse(std::span<const std::uint8_t> bytes) {
   b.request.other = Take<std::uint64_t>(bytes, off);
   const auto len = Take<std::uint64_t>(bytes, off);
   const auto blocks = Take<std::uint32_t>(bytes, off);
-  if (blocks > kMaxAttentionBlocks ||
-      (blocks > 0) != (b.request.type == ItemType::kAttention) ||
+  if (blocks > kMaxAttentionBlocks || (blocks > 0) != (b.request.type == ItemType::kAttention) ||
       bytes.size() - kHeaderBytes < std::size_t{16} * blocks) {
     return CorruptData("preprocessing batch header lists " + std::to_string(blocks) +
                        " attention blocks, which its type and size do not allow");

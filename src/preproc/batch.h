@@ -49,12 +49,12 @@ const char* ItemTypeName(ItemType t);
 struct BatchRequest {
   ItemType type = ItemType::kTriple;
   std::uint64_t count = 0;
-  std::int32_t frac_bits = 0;        // kTrunc
-  std::int32_t owner = 0;            // kInputMask (mpc::kClient for the client)
-  std::uint64_t mask_id = 0;         // kMatrixTriple
-  MaskSide side = MaskSide::kRight;  // kMatrixTriple
-  std::uint64_t rows = 0, cols = 0;  // kMatrixMask; kMatrixTriple: the mask's shape
-  std::uint64_t other = 0;           // kMatrixTriple
+  std::int32_t frac_bits = 0;          // kTrunc
+  std::int32_t owner = 0;              // kInputMask (mpc::kClient for the client)
+  std::uint64_t mask_id = 0;           // kMatrixTriple
+  MaskSide side = MaskSide::kRight;    // kMatrixTriple
+  std::uint64_t rows = 0, cols = 0;    // kMatrixMask; kMatrixTriple: the mask's shape
+  std::uint64_t other = 0;             // kMatrixTriple
   std::vector<std::uint64_t> masks{};  // kAttention: block mask ids
   std::vector<std::uint64_t> lens{};   // kAttention: rows used of each block
 

@@ -55,8 +55,9 @@ Result<Dealer::Output> Dealer::Make(BatchRequest req) {
       const std::string which = "attention-triple request: block " + std::to_string(i) +
                                 " (mask_id " + std::to_string(req.masks[i]) + ")";
       if (it == masks_.end()) {
-        return NotFound(which + " names no matrix mask made in this session: ask for the "
-                                "block's matrix mask first");
+        return NotFound(which +
+                        " names no matrix mask made in this session: ask for the "
+                        "block's matrix mask first");
       }
       if (it->second.cols != req.cols) {
         return InvalidArgument(which + " has " + std::to_string(it->second.cols) +

@@ -54,9 +54,8 @@ class LocalParties {
                              net::MemMesh::Create(kParties, {.recv_timeout = o.recv_timeout}));
     MPCACHE_ASSIGN_OR_RETURN(
         lp->dealer_, InProcessDealer<P>::Create(o.dealer_seed, kParties, o.on_demand, o.limits));
-    MPCACHE_ASSIGN_OR_RETURN(
-        lp->bits_,
-        InProcessBitDealer<P>::Create(o.bit_seed, lp->dealer_->dealer().mac_key(), kParties));
+    MPCACHE_ASSIGN_OR_RETURN(lp->bits_, InProcessBitDealer<P>::Create(
+                                            o.bit_seed, lp->dealer_->dealer().mac_key(), kParties));
     return lp;
   }
 

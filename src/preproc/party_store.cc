@@ -347,7 +347,8 @@ std::size_t PartyStore<P>::attention_triples(const mpc::AttentionShape& shape) c
 }
 
 template <typename P>
-Result<mpc::AttentionTriple<P>> PartyStore<P>::GetAttentionTriple(const mpc::AttentionShape& shape) {
+Result<mpc::AttentionTriple<P>> PartyStore<P>::GetAttentionTriple(
+    const mpc::AttentionShape& shape) {
   const BatchRequest req = AttentionRequest(shape);
   if (auto ok = Components(security_, req, limits_); !ok.ok()) return ok.error();
   auto find = [&] {

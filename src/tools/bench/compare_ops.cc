@@ -304,74 +304,76 @@ Result<RunReport> RunOnce(const CompareOpsArgs& a, const Seed& master, const Pro
     wrap.prep.push_back(preps.back().get());
     wrap.bits.push_back(bpreps.back().get());
   }
-  auto results = parties->Run([&](BinaryContext<P>& party) -> Result<PartyReport> {
-    BinaryContext<P>* bctx = &party;
-    Context<P>* ctx = &party.arith();
-    const auto me = static_cast<std::size_t>(ctx->self());
-    RecordingPrep<P>& prep = *preps[me];
-    RecordingBits<P>& bprep = *bpreps[me];
-    // ---- setup (untimed): input sharing ----
-    MPCACHE_ASSIGN_OR_RETURN(Shares<P> x, ShareFrom0(*ctx, pr.x));
-    Shares<P> y;
-    if (!pr.y.empty()) {
-      MPCACHE_ASSIGN_OR_RETURN(y, ShareFrom0(*ctx, pr.y));
-    }
-    MPCACHE_RETURN_IF_ERROR(ctx->CheckMacs());
-    // ---- offline: party 0's thread makes the recorded demand ----
-    sync.arrive_and_wait();
-    if (ctx->self() == 0 && !record) {
-      const auto t0 = std::chrono::steady_clock::now();
-      off0 = dealer->stats();
-      for (const BatchRequest& r : demand.arith) {
-        offline_status = dealer->Provide(r);
-        if (!offline_status.ok()) break;
-      }
-      for (int t = 0; t < preproc::kNumBitItems && offline_status.ok(); ++t) {
-        if (demand.bits[t] > 0)
-          offline_status = bits->Provide(static_cast<BitItem>(t), demand.bits[t]);
-      }
-      rep.offline_seconds = Since(t0);
-      const auto off1 = dealer->stats();
-      for (std::size_t i = 0; i < off1.bytes_to_party.size(); ++i) {
-        rep.dealer_bytes =
-            std::max(rep.dealer_bytes, off1.bytes_to_party[i] - off0.bytes_to_party[i]);
-      }
-      rep.bit_dealer_bytes = bits->stats().correction_bytes;
-    }
-    sync.arrive_and_wait();
-    MPCACHE_RETURN_IF_ERROR(offline_status);
-    // ---- online: the op and the MAC checks of both domains ----
-    prep.recording = record;
-    bprep.recording = record;
-    PartyReport pr_rep;
-    ctx->stats().Reset();
-    const auto t0 = std::chrono::steady_clock::now();
-    timespec c0{}, c1{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
-    Shares<P> out;
-    {
-      net::PhaseScope phase(ctx->stats(), a.op);
-      MPCACHE_ASSIGN_OR_RETURN(out, RunOp(*bctx, a.op, pr, x, y, ParamsOf(a), &pr_rep.theory));
-    }
-    const auto tm = std::chrono::steady_clock::now();
-    {
-      net::PhaseScope phase(ctx->stats(), "mac_check");
-      MPCACHE_RETURN_IF_ERROR(mpc::CheckAllMacs(*bctx));
-    }
-    pr_rep.mac_seconds = Since(tm);
-    pr_rep.seconds = Since(t0);
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
-    pr_rep.cpu_seconds = static_cast<double>(c1.tv_sec - c0.tv_sec) +
-                         1e-9 * static_cast<double>(c1.tv_nsec - c0.tv_nsec);
-    pr_rep.online = ctx->stats().phases().at(a.op);
-    pr_rep.mac = ctx->stats().phases().at("mac_check");
-    prep.recording = false;
-    bprep.recording = false;
-    // ---- reveal for the accuracy check (untimed) ----
-    MPCACHE_ASSIGN_OR_RETURN(pr_rep.output, ctx->Open(out));
-    MPCACHE_RETURN_IF_ERROR(mpc::CheckAllMacs(*bctx));
-    return pr_rep;
-  }, wrap);
+  auto results = parties->Run(
+      [&](BinaryContext<P>& party) -> Result<PartyReport> {
+        BinaryContext<P>* bctx = &party;
+        Context<P>* ctx = &party.arith();
+        const auto me = static_cast<std::size_t>(ctx->self());
+        RecordingPrep<P>& prep = *preps[me];
+        RecordingBits<P>& bprep = *bpreps[me];
+        // ---- setup (untimed): input sharing ----
+        MPCACHE_ASSIGN_OR_RETURN(Shares<P> x, ShareFrom0(*ctx, pr.x));
+        Shares<P> y;
+        if (!pr.y.empty()) {
+          MPCACHE_ASSIGN_OR_RETURN(y, ShareFrom0(*ctx, pr.y));
+        }
+        MPCACHE_RETURN_IF_ERROR(ctx->CheckMacs());
+        // ---- offline: party 0's thread makes the recorded demand ----
+        sync.arrive_and_wait();
+        if (ctx->self() == 0 && !record) {
+          const auto t0 = std::chrono::steady_clock::now();
+          off0 = dealer->stats();
+          for (const BatchRequest& r : demand.arith) {
+            offline_status = dealer->Provide(r);
+            if (!offline_status.ok()) break;
+          }
+          for (int t = 0; t < preproc::kNumBitItems && offline_status.ok(); ++t) {
+            if (demand.bits[t] > 0)
+              offline_status = bits->Provide(static_cast<BitItem>(t), demand.bits[t]);
+          }
+          rep.offline_seconds = Since(t0);
+          const auto off1 = dealer->stats();
+          for (std::size_t i = 0; i < off1.bytes_to_party.size(); ++i) {
+            rep.dealer_bytes =
+                std::max(rep.dealer_bytes, off1.bytes_to_party[i] - off0.bytes_to_party[i]);
+          }
+          rep.bit_dealer_bytes = bits->stats().correction_bytes;
+        }
+        sync.arrive_and_wait();
+        MPCACHE_RETURN_IF_ERROR(offline_status);
+        // ---- online: the op and the MAC checks of both domains ----
+        prep.recording = record;
+        bprep.recording = record;
+        PartyReport pr_rep;
+        ctx->stats().Reset();
+        const auto t0 = std::chrono::steady_clock::now();
+        timespec c0{}, c1{};
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+        Shares<P> out;
+        {
+          net::PhaseScope phase(ctx->stats(), a.op);
+          MPCACHE_ASSIGN_OR_RETURN(out, RunOp(*bctx, a.op, pr, x, y, ParamsOf(a), &pr_rep.theory));
+        }
+        const auto tm = std::chrono::steady_clock::now();
+        {
+          net::PhaseScope phase(ctx->stats(), "mac_check");
+          MPCACHE_RETURN_IF_ERROR(mpc::CheckAllMacs(*bctx));
+        }
+        pr_rep.mac_seconds = Since(tm);
+        pr_rep.seconds = Since(t0);
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+        pr_rep.cpu_seconds = static_cast<double>(c1.tv_sec - c0.tv_sec) +
+                             1e-9 * static_cast<double>(c1.tv_nsec - c0.tv_nsec);
+        pr_rep.online = ctx->stats().phases().at(a.op);
+        pr_rep.mac = ctx->stats().phases().at("mac_check");
+        prep.recording = false;
+        bprep.recording = false;
+        // ---- reveal for the accuracy check (untimed) ----
+        MPCACHE_ASSIGN_OR_RETURN(pr_rep.output, ctx->Open(out));
+        MPCACHE_RETURN_IF_ERROR(mpc::CheckAllMacs(*bctx));
+        return pr_rep;
+      },
+      wrap);
   for (std::size_t i = 0; i < results.size(); ++i) {
     if (!results[i].ok()) return results[i].error().WithContext("party " + std::to_string(i));
     rep.parties.push_back(std::move(results[i]).value());

@@ -107,9 +107,8 @@ Prefill SyntheticPrefill(const model::ModelConfig& c, const DecodeStepOptions& o
     for (auto* list : {&p.keys, &p.values}) {
       std::vector<std::uint64_t> rows(n);
       for (auto& x : rows) {
-        x = fp.Encode(static_cast<double>(prg.NextU64() >> 11) / static_cast<double>(1ull << 53) *
-                          4.0 -
-                      2.0);
+        x = fp.Encode(
+            static_cast<double>(prg.NextU64() >> 11) / static_cast<double>(1ull << 53) * 4.0 - 2.0);
       }
       list->push_back(std::move(rows));
     }
@@ -148,7 +147,8 @@ Result<PartyOutcome> RunParty(mpc::BinaryContext<P>& b,
     const auto& keys = prefill.keys[static_cast<std::size_t>(l)];
     const auto& values = prefill.values[static_cast<std::size_t>(l)];
     for (std::size_t r0 = 0; r0 < static_cast<std::size_t>(o.context); r0 += kPrefillChunkRows) {
-      const std::size_t rows = std::min(kPrefillChunkRows, static_cast<std::size_t>(o.context) - r0);
+      const std::size_t rows =
+          std::min(kPrefillChunkRows, static_cast<std::size_t>(o.context) - r0);
       std::vector<std::uint64_t> clear;
       if (self == 0) {
         clear.assign(keys.begin() + static_cast<std::ptrdiff_t>(r0 * kv),
@@ -156,8 +156,7 @@ Result<PartyOutcome> RunParty(mpc::BinaryContext<P>& b,
         clear.insert(clear.end(), values.begin() + static_cast<std::ptrdiff_t>(r0 * kv),
                      values.begin() + static_cast<std::ptrdiff_t>((r0 + rows) * kv));
       }
-      MPCACHE_ASSIGN_OR_RETURN(mpc::Shares<P> both,
-                               mpc::Input<P>(*ctx, 0, clear, 2 * rows * kv));
+      MPCACHE_ASSIGN_OR_RETURN(mpc::Shares<P> both, mpc::Input<P>(*ctx, 0, clear, 2 * rows * kv));
       MPCACHE_RETURN_IF_ERROR(engine->kv().LoadPrefill(*ctx, l, both.Slice(0, rows * kv),
                                                        both.Slice(rows * kv, rows * kv)));
     }
@@ -221,7 +220,8 @@ Result<nlohmann::json> RunDecodeStep(const DecodeStepOptions& o) {
     MPCACHE_ASSIGN_OR_RETURN(w, model::MakeSyntheticWeights(c, o.seed));
   }
   if (o.context + 1 > w.config.seq_len) {
-    return InvalidArgument("--context " + std::to_string(o.context) + " leaves no room for the step in the model's " +
+    return InvalidArgument("--context " + std::to_string(o.context) +
+                           " leaves no room for the step in the model's " +
                            std::to_string(w.config.seq_len) + "-position context; use at most " +
                            std::to_string(w.config.seq_len - 1));
   }
@@ -240,8 +240,8 @@ Result<nlohmann::json> RunDecodeStep(const DecodeStepOptions& o) {
   lo.threads = o.threads;
   lo.recv_timeout = std::chrono::seconds(1800);
   MPCACHE_ASSIGN_OR_RETURN(auto parties, preproc::LocalParties<P>::Create(lo));
-  auto outcomes = parties->Run(
-      [&](mpc::BinaryContext<P>& b) { return RunParty<P>(b, ring, prefill, o); });
+  auto outcomes =
+      parties->Run([&](mpc::BinaryContext<P>& b) { return RunParty<P>(b, ring, prefill, o); });
   for (std::size_t p = 0; p < outcomes.size(); ++p) {
     if (!outcomes[p].ok()) return outcomes[p].error().WithContext("party " + std::to_string(p));
   }
@@ -306,8 +306,8 @@ int RunDecodeStepCommand(const DecodeStepOptions& o) {
                  "KvMemory implementation); use --cache full\n";
     return 2;
   }
-  Result<nlohmann::json> j = o.security == "malicious" ? RunDecodeStep<mpc::Spdz2k>(o)
-                                                       : RunDecodeStep<mpc::SemiHonest>(o);
+  Result<nlohmann::json> j =
+      o.security == "malicious" ? RunDecodeStep<mpc::Spdz2k>(o) : RunDecodeStep<mpc::SemiHonest>(o);
   if (!j.ok()) {
     std::cerr << "error: " << j.error().ToString() << "\n";
     return 1;

@@ -90,7 +90,7 @@ struct PartyLog {
   };
   std::vector<Raw> opens;
   std::vector<Message> messages;
-  std::vector<std::pair<int, std::size_t>> sent;  // (peer, size) of every send, in order
+  std::vector<std::pair<int, std::size_t>> sent;      // (peer, size) of every send, in order
   std::vector<mpc::AttentionShape> announced, taken;  // attention plans; triples taken
   void Source(Item t, std::size_t n, int frac_bits) {
     pending_sources |= Bit(t);

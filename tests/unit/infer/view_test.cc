@@ -55,8 +55,7 @@ const std::vector<int> kPromptB{1, 33};
 constexpr std::uint32_t kFreeMasks =
     Bit(Item::kTriple) | Bit(Item::kSquare) | Bit(Item::kBit) | Bit(Item::kRandom) |
     Bit(Item::kClientMask) | Bit(Item::kMatrixMask) | Bit(Item::kMatrixTriple) |
-    Bit(Item::kAttention) |
-    Bit(Item::kBitTriple) | Bit(Item::kDaBit) | Bit(Item::kRootTuple);
+    Bit(Item::kAttention) | Bit(Item::kBitTriple) | Bit(Item::kDaBit) | Bit(Item::kRootTuple);
 
 std::shared_ptr<const RingModel> SmallModel() {
   static const std::shared_ptr<const RingModel> model = []() -> std::shared_ptr<const RingModel> {

@@ -1,11 +1,12 @@
 // The KV memory's public side (model/kv_layout.h): block bookkeeping, plans, the position
 // counter and refusals; and the plaintext engines run through it with any block size to the
 // same bits (the layout changes where rows live, never what is attended).
+#include "model/kv_layout.h"
+
 #include <gtest/gtest.h>
 
 #include "model/fixed_engine.h"
 #include "model/float_engine.h"
-#include "model/kv_layout.h"
 #include "test_util.h"
 
 namespace mpcache::model {

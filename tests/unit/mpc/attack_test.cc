@@ -175,8 +175,8 @@ Tally RunTrials(Kind kind, int bit, int trials, std::uint64_t seed) {
     }
     const bool attention = kind == Kind::kScores || kind == Kind::kMix;
     const std::size_t elem = prg.Uniform(kind == Kind::kBeaver ? 2 * kN
-                                         : kind == Kind::kMix   ? kMixWeights
-                                                                : kN);
+                                         : kind == Kind::kMix  ? kMixWeights
+                                                               : kN);
     // Openings before the target: inputs open nothing, so the operation's own opening
     // is number 0 (the attention products': 1, after the KV rows' masking).
     const std::uint64_t target = attention ? 1 : 0;

@@ -2,11 +2,12 @@
 // against their plaintext twin (exact, mod 2^64), in both modes, with rounds and bytes held
 // to the header's theory: appending opens each row once; scores open the query once (dim
 // values, whatever the number of cached rows); mix opens the weights once (n_heads x L).
+#include "mpc/attention_product.h"
+
 #include <gtest/gtest.h>
 
 #include "common/prg.h"
 #include "harness.h"
-#include "mpc/attention_product.h"
 
 namespace mpcache::mpc {
 namespace {
@@ -66,8 +67,8 @@ TYPED_TEST(AttentionProductTest, ScoresAndMixEqualThePlaintextTwinAndCostTheTheo
   constexpr std::uint64_t B = OpenBytes<P>();
   // Grouped-query heads (4 heads on 2 kv heads), multi-head (kv = dim), one kv head; the
   // last block partly used, a single row, rows appended one by one and in bulk.
-  const Case cases[] = {{{4, 3, 6}, 4, 10}, {{2, 5, 10}, 3, 3}, {{3, 2, 2}, 8, 1},
-                        {{4, 3, 6}, 1, 5}};
+  const Case cases[] = {
+      {{4, 3, 6}, 4, 10}, {{2, 5, 10}, 3, 3}, {{3, 2, 2}, 8, 1}, {{4, 3, 6}, 1, 5}};
   for (const Case& c : cases) {
     Harness<P> h(21);
     Prg prg(TestSeed(22));
@@ -158,7 +159,8 @@ TYPED_TEST(AttentionProductTest, BadShapesAreRefused) {
     // Two rows used of a block holding one; a query of the wrong size; no block; kv_dim
     // not a multiple of the head size; weights of the wrong size.
     MPCACHE_RETURN_IF_ERROR(expect(AttentionScores<P>(ctx, good, q, {{&b, 2}}), "uses 2 rows"));
-    MPCACHE_RETURN_IF_ERROR(expect(AttentionScores<P>(ctx, good, Shares<P>(3), {{&b, 1}}), "query"));
+    MPCACHE_RETURN_IF_ERROR(
+        expect(AttentionScores<P>(ctx, good, Shares<P>(3), {{&b, 1}}), "query"));
     MPCACHE_RETURN_IF_ERROR(expect(AttentionScores<P>(ctx, good, q, {}), "no KV block"));
     MPCACHE_RETURN_IF_ERROR(expect(AttentionScores<P>(ctx, {2, 3, 4}, q, {{&b, 1}}), "head shape"));
     MPCACHE_RETURN_IF_ERROR(expect(AttentionMix<P>(ctx, good, Shares<P>(3), {{&b, 1}}), "weights"));

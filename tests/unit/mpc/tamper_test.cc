@@ -404,7 +404,8 @@ TEST(Tamper, FlippedAttentionTriplesAreDetected) {
             f = {m.id, 2, 0, Shares<P>(4), {}, std::move(m.a)};
           }
           std::vector<std::pair<FixedBlock<P>*, Shares<P>>> append;
-          for (std::size_t t = 0; t < 3; ++t) append.emplace_back(&blocks[t / 2], rows.Slice(2 * t, 2));
+          for (std::size_t t = 0; t < 3; ++t)
+            append.emplace_back(&blocks[t / 2], rows.Slice(2 * t, 2));
           MPCACHE_RETURN_IF_ERROR(AppendRows<P>(ctx, std::move(append)));
           const std::vector<BlockUse<P>> use{{&blocks[0], 2}, {&blocks[1], 1}};
           Shares<P> out;
@@ -420,9 +421,9 @@ TEST(Tamper, FlippedAttentionTriplesAreDetected) {
         },
         prep);
     ASSERT_TRUE(bad.done()) << "field " << field << " was never consumed";
-    ExpectAllDetected(res, "attention item flip (field " + std::to_string(field) + ", mix=" +
-                               std::to_string(mix) + ", mac=" + std::to_string(mac) + ", bit " +
-                               std::to_string(bit) + ")");
+    ExpectAllDetected(res, "attention item flip (field " + std::to_string(field) +
+                               ", mix=" + std::to_string(mix) + ", mac=" + std::to_string(mac) +
+                               ", bit " + std::to_string(bit) + ")");
   }
 }
 
