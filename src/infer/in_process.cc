@@ -176,7 +176,7 @@ Result<InProcessResult> RunOnce(std::shared_ptr<const RingModel> model,
     over.before = [&](int p) -> Status {
       const auto me = static_cast<std::size_t>(p);
       const auto t0 = std::chrono::steady_clock::now();
-      const Status s = scripted[me]->Prefetch(scripts[me]);
+      Status s = scripted[me]->Prefetch(scripts[me]);
       prefetch_seconds[me] =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       prefetched.arrive_and_wait();

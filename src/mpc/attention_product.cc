@@ -184,6 +184,8 @@ Result<Shares<P>> AttentionMix(Context<P>& ctx, const HeadShape& h, const Shares
   return z;
 }
 
+// P names a type in explicit instantiations: it cannot be parenthesised.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define MPCACHE_INSTANTIATE(P)                                                                  \
   template AttentionShape ShapeOf(MaskSide, const HeadShape&, const std::vector<BlockUse<P>>&); \
   template Status AppendRows(Context<P>&, std::vector<std::pair<FixedBlock<P>*, Shares<P>>>);   \
@@ -194,5 +196,6 @@ Result<Shares<P>> AttentionMix(Context<P>& ctx, const HeadShape& h, const Shares
 MPCACHE_INSTANTIATE(SemiHonest)
 MPCACHE_INSTANTIATE(Spdz2k)
 #undef MPCACHE_INSTANTIATE
+// NOLINTEND(bugprone-macro-parentheses)
 
 }  // namespace mpcache::mpc

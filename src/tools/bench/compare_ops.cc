@@ -12,6 +12,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <utility>
 #include <vector>
 
 #include "common/fixed_math.h"
@@ -92,7 +93,7 @@ class RecordingPrep final : public mpc::Preprocessing<P> {
   void Note(BatchRequest r) {
     if (!recording || d_ == nullptr || inner_.party() != 0) return;
     std::lock_guard<std::mutex> lock(d_->mu);
-    d_->arith.push_back(r);
+    d_->arith.push_back(std::move(r));
   }
   mpc::Preprocessing<P>& inner_;
   Demand* d_;
