@@ -17,6 +17,7 @@
 
 #include "common/fixed_math.h"
 #include "common/prg.h"
+#include "mpc/compare/rank_select.h"
 #include "mpc/compare/select.h"
 #include "mpc/io.h"
 #include "preproc/local_parties.h"
@@ -32,7 +33,7 @@ using preproc::BitItem;
 using preproc::ItemType;
 using Vec = std::vector<std::uint64_t>;
 
-constexpr const char* kOps[] = {"lt",    "max",   "argmax", "topk",    "exp",
+constexpr const char* kOps[] = {"lt",    "max",   "argmax", "topk",    "topk-rank", "exp",
                                 "recip", "rsqrt", "silu",   "softmax", "rmsnorm"};
 constexpr std::size_t kTopK = 8;
 constexpr int kRecipLog2Max = 9;  // softmax denominators are at most the context (512)
@@ -159,9 +160,10 @@ Problem MakeProblem(const std::string& op, std::size_t n, Prg& prg, int f) {
       p.want.push_back(s(p.x[i]) < s(p.y[i]) ? 1.0 : 0.0);
     }
     p.exact = true;
-  } else if (op == "max" || op == "argmax" || op == "topk") {
+  } else if (op == "max" || op == "argmax" || op == "topk" || op == "topk-rank") {
+    const bool topk = op == "topk" || op == "topk-rank";
     for (std::size_t i = 0; i < n; ++i)
-      p.x.push_back(op == "topk" ? draw(-192.8, 23.9) : draw(-19.2, 22.0));
+      p.x.push_back(topk ? draw(-192.8, 23.9) : draw(-19.2, 22.0));
     std::vector<std::size_t> idx(n);
     std::iota(idx.begin(), idx.end(), 0);
     std::stable_sort(idx.begin(), idx.end(),
@@ -169,7 +171,7 @@ Problem MakeProblem(const std::string& op, std::size_t n, Prg& prg, int f) {
     if (op == "max") {
       p.want.push_back(dec(p.x[idx[0]]));
     } else {
-      const std::size_t k = op == "topk" ? std::min(kTopK, n) : 1;
+      const std::size_t k = topk ? std::min(kTopK, n) : 1;
       p.want.assign(k * n, 0.0);
       for (std::size_t j = 0; j < k; ++j) p.want[j * n + idx[j]] = 1.0;
       p.exact = true;
@@ -243,6 +245,15 @@ Result<Shares<P>> RunOp(BinaryContext<P>& ctx, const std::string& op, const Prob
     MPCACHE_ASSIGN_OR_RETURN(auto t, mpc::RowTopK(ctx, x, pr.rows, pr.cols, k, bits));
     theory->rounds = k * mpc::ArgMaxRounds(pr.cols, bits);
     theory->bytes = k * 2 * mpc::ArgMaxBytesPerPeer(pr.rows, pr.cols, bits, cmp_bytes, mul_bytes);
+    return std::move(t.selection);
+  }
+  if (op == "topk-rank") {
+    const std::size_t k = std::min(kTopK, pr.cols);
+    MPCACHE_ASSIGN_OR_RETURN(auto t, mpc::RowTopKByRank(ctx, x, pr.rows, pr.cols, k, bits));
+    theory->rounds = mpc::RankTopKRounds(pr.cols, bits);
+    theory->bytes =
+        2 * mpc::RankTopKBytesPerPeer(pr.rows, pr.cols, k, bits, cmp_bytes,
+                                      mpc::OpenBytes<P>(mpc::RankBits(pr.cols)), mul_bytes);
     return std::move(t.selection);
   }
   mpc::SecureBackend<P> be(ctx);
@@ -440,7 +451,7 @@ Result<nlohmann::json> Run(const CompareOpsArgs& a) {
   j["dealer_bytes_per_party"] = rep.dealer_bytes + rep.bit_dealer_bytes;
   j["frac_bits"] = f;
   j["compare_bits"] = params.compare_bits;
-  if (a.op == "topk") j["k"] = std::min(kTopK, a.n);
+  if (a.op == "topk" || a.op == "topk-rank") j["k"] = std::min(kTopK, a.n);
   j["ops_per_second"] = seconds > 0 ? static_cast<double>(a.n) / seconds : 0;
   if (a.seed) j["seed"] = *a.seed;
   return j;
@@ -464,6 +475,11 @@ int RunCompareOps(const CompareOpsArgs& a) {
   if (a.bits != 0 && (a.bits < ParamsOf({}).frac_bits + 8 || a.bits > 64)) {
     std::cerr << "error: --bits must be in " << ParamsOf({}).frac_bits + 8
               << "..64 (comparisons are exact while |x| < 2^(bits-1)), got " << a.bits << "\n";
+    return 2;
+  }
+  if (a.op == "topk-rank" && a.n > 2048) {
+    std::cerr << "error: --n " << a.n << " is too large for topk-rank (n (n - 1) / 2 comparisons "
+              << "per row; use <= 2048, or topk)\n";
     return 2;
   }
   if ((a.op == "argmax" || a.op == "topk") && a.n > 65536) {

@@ -2,6 +2,7 @@
 //   lt      n comparisons x < y (attention-score range)
 //   max     max of one row of n logits          argmax  its secret one-hot
 //   topk    top-8 (or n if smaller) of one row of n scores, as a secret one-hot 8 x n
+//   topk-rank  the same by ranks (rank_select.h: constant rounds, n (n - 1) / 2 comparisons)
 //   exp recip rsqrt silu   n values from the stories260K ranges (docs/fixed-point.md)
 //   softmax one row of n scores                 rmsnorm one row of n residual values
 // Same JSON fields as the arithmetic ops (op, n, security, seconds, bytes_per_party, rounds,
@@ -19,7 +20,7 @@
 namespace mpcache::tools {
 
 inline constexpr const char* kCompareOps =
-    "lt, max, argmax, topk, exp, recip, rsqrt, silu, softmax, rmsnorm";
+    "lt, max, argmax, topk, topk-rank, exp, recip, rsqrt, silu, softmax, rmsnorm";
 
 struct CompareOpsArgs {
   std::string op;

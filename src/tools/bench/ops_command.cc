@@ -43,7 +43,8 @@ using preproc::ItemType;
 using Vec = std::vector<std::uint64_t>;
 
 constexpr const char* kValidOps =
-    "mul, matmul, trunc, lt, max, argmax, topk, exp, recip, rsqrt, silu, softmax, rmsnorm";
+    "mul, matmul, trunc, lt, max, argmax, topk, topk-rank, exp, recip, rsqrt, silu, softmax, "
+    "rmsnorm";
 
 struct OpsOptions {
   std::string op;

@@ -9,6 +9,7 @@
 
 #include "cmp_harness.h"
 #include "common/fixed_math.h"
+#include "mpc/compare/rank_select.h"
 
 namespace mpcache::mpc {
 namespace {
@@ -146,12 +147,80 @@ TYPED_TEST(SelectTest, TopKWithTies) {
   }
 }
 
+// The constant-round top-k (rank_select.h) against the same plaintext twin (a stable sort:
+// ties to the lower index), at several k including k = cols and a single column, with its
+// rounds and bytes held to the theory; its rounds do not depend on k.
+TYPED_TEST(SelectTest, TopKByRankWithTiesInConstantRounds) {
+  using P = TypeParam;
+  struct Case {
+    std::size_t rows, cols, k;
+    int bits;
+  };
+  for (const Case& c :
+       {Case{2, 11, 4, 64}, Case{1, 11, 11, 40}, Case{3, 1, 1, 64}, Case{1, 40, 20, 64}}) {
+    Vec x = Values(c.rows, c.cols, 9);
+    if (c.cols > 9) {
+      x[2] = x[5] = x[9] = static_cast<std::uint64_t>(std::int64_t{3000} << 12);  // 3-way tie
+      for (std::size_t r = 0; r < c.rows; ++r) {  // and a tie at whatever rank in every row
+        x[r * c.cols] = x[r * c.cols + c.cols - 1];
+      }
+    }
+    CmpHarness<P> h(33);
+    struct Out {
+      Vec values, sel;
+      net::PhaseCounters cost;
+    };
+    auto res = h.Run([&](BinaryContext<P>& ctx) -> Result<Out> {
+      MPCACHE_ASSIGN_OR_RETURN(Shares<P> xs, ShareVec(ctx.arith(), x));
+      const auto before = ctx.arith().stats().Total();
+      MPCACHE_ASSIGN_OR_RETURN(TopKResult<P> t,
+                               RowTopKByRank(ctx, xs, c.rows, c.cols, c.k, c.bits));
+      Out out;
+      out.cost = ctx.arith().stats().Total();
+      out.cost.rounds -= before.rounds;
+      out.cost.bytes_sent -= before.bytes_sent;
+      MPCACHE_ASSIGN_OR_RETURN(out.values, RevealChecked(ctx, t.values));
+      MPCACHE_ASSIGN_OR_RETURN(out.sel, RevealChecked(ctx, t.selection));
+      return out;
+    });
+    ExpectAllOk(res);
+    const Out& o = res[0].value();
+    for (const auto& r : res) {
+      EXPECT_EQ(r->cost.rounds, RankTopKRounds(c.cols, c.bits));
+      EXPECT_EQ(r->cost.bytes_sent,
+                2 * RankTopKBytesPerPeer(c.rows, c.cols, c.k, c.bits, OpenBytes<P>(c.bits),
+                                         OpenBytes<P>(RankBits(c.cols)), OpenBytes<P>()));
+    }
+    for (std::size_t r = 0; r < c.rows; ++r) {
+      std::vector<std::size_t> idx(c.cols);
+      std::iota(idx.begin(), idx.end(), 0);
+      std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
+        return S(x[r * c.cols + a]) > S(x[r * c.cols + b]);
+      });
+      for (std::size_t j = 0; j < c.k; ++j) {
+        EXPECT_EQ(o.values[r * c.k + j], x[r * c.cols + idx[j]]) << "cols " << c.cols;
+        for (std::size_t col = 0; col < c.cols; ++col) {
+          EXPECT_EQ(o.sel[(r * c.k + j) * c.cols + col], col == idx[j] ? 1u : 0u)
+              << "cols " << c.cols << " row " << r << " rank " << j << " col " << col;
+        }
+      }
+    }
+  }
+  // Rounds independent of k; 128 clusters at 64 bits: 8 rounds where RowTopK keeping half
+  // takes 64 argmax tournaments of 27.
+  EXPECT_EQ(RankTopKRounds(128, 64), 8u);
+  EXPECT_EQ(64 * ArgMaxRounds(128, 64), 1728u);
+}
+
 TEST(SelectArgs, RejectsBadShapes) {
   CmpHarness<SemiHonest> h(32);
   auto res = h.Run([&](BinaryContext<SemiHonest>& ctx) -> Status {
     Shares<SemiHonest> xs(6);
     if (RowArgMax(ctx, xs, 4, 2).ok()) return Internal("accepted 4 x 2 over 6 values");
     if (RowTopK(ctx, xs, 2, 3, 4).ok()) return Internal("accepted k > cols");
+    if (RowTopKByRank(ctx, xs, 2, 3, 4).ok()) return Internal("rank: accepted k > cols");
+    if (RowTopKByRank(ctx, xs, 2, 3, 0).ok()) return Internal("rank: accepted k = 0");
+    if (RowTopKByRank(ctx, xs, 4, 2, 1).ok()) return Internal("rank: accepted 4 x 2 over 6");
     return Status::Ok();
   });
   ExpectAllOk(res);
