@@ -4,6 +4,9 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "common/result.h"
 
 namespace mpcache::tools {
 
@@ -12,6 +15,10 @@ void AddOpsCommand(CLI::App& app, int* exit_code);
 
 // `generate`: private greedy generation, three parties in one process (generate_command.cc).
 void AddGenerateCommand(CLI::App& app, int* exit_code);
+
+// The common end of a command: prints the error on stderr (returns 1), or with `json` the
+// object on one stdout line (returns 0); returns -1 when the caller prints its text report.
+int EmitJsonOrError(const Result<nlohmann::json>& result, bool json);
 
 // `decode-step`: one secure decoding step at a given context (decode_step_command.cc).
 void AddDecodeStepCommand(CLI::App& app, int* exit_code);

@@ -21,6 +21,7 @@
 #include "mpc/compare/select.h"
 #include "mpc/io.h"
 #include "preproc/local_parties.h"
+#include "tools/bench/commands.h"
 
 namespace mpcache::tools {
 namespace {
@@ -489,21 +490,14 @@ int RunCompareOps(const CompareOpsArgs& a) {
   }
   Result<nlohmann::json> r =
       a.security == "malicious" ? Run<mpc::Spdz2k>(a) : Run<mpc::SemiHonest>(a);
-  if (!r.ok()) {
-    std::cerr << "error: " << r.error().ToString() << "\n";
-    return 1;
-  }
+  if (const int rc = EmitJsonOrError(r, a.json); rc >= 0) return rc;
   const nlohmann::json& j = *r;
-  if (a.json) {
-    std::cout << j.dump() << "\n";
-  } else {
-    std::cout << a.op << " n=" << a.n << " (" << a.security << "): online "
-              << j["seconds"].get<double>() << " s, " << j["bytes_per_party"].get<std::uint64_t>()
-              << " bytes/party, " << j["rounds"].get<std::uint64_t>() << " rounds (op "
-              << j["op_rounds"].get<std::uint64_t>() << "), max error "
-              << j["max_abs_error"].get<double>() << "; offline "
-              << j["offline_seconds"].get<double>() << " s\n";
-  }
+  std::cout << a.op << " n=" << a.n << " (" << a.security << "): online "
+            << j["seconds"].get<double>() << " s, " << j["bytes_per_party"].get<std::uint64_t>()
+            << " bytes/party, " << j["rounds"].get<std::uint64_t>() << " rounds (op "
+            << j["op_rounds"].get<std::uint64_t>() << "), max error "
+            << j["max_abs_error"].get<double>() << "; offline "
+            << j["offline_seconds"].get<double>() << " s\n";
   return 0;
 }
 

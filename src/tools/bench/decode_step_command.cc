@@ -308,14 +308,7 @@ int RunDecodeStepCommand(const DecodeStepOptions& o) {
   }
   Result<nlohmann::json> j =
       o.security == "malicious" ? RunDecodeStep<mpc::Spdz2k>(o) : RunDecodeStep<mpc::SemiHonest>(o);
-  if (!j.ok()) {
-    std::cerr << "error: " << j.error().ToString() << "\n";
-    return 1;
-  }
-  if (o.json) {
-    std::cout << j->dump() << "\n";
-    return 0;
-  }
+  if (const int rc = EmitJsonOrError(j, o.json); rc >= 0) return rc;
   std::cerr << "prefill: " << (*j)["prefill"].get<std::string>() << "\n";
   std::cout << "decode step at context " << o.context << " (" << (*j)["config"].get<std::string>()
             << ", " << o.security << "): " << (*j)["seconds"].get<double>() << " s, "

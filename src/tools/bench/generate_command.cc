@@ -134,14 +134,7 @@ int RunGenerateCommand(const GenerateOptions& o) {
   }
   Result<nlohmann::json> j =
       o.security == "malicious" ? RunGenerate<mpc::Spdz2k>(o) : RunGenerate<mpc::SemiHonest>(o);
-  if (!j.ok()) {
-    std::cerr << "error: " << j.error().ToString() << "\n";
-    return 1;
-  }
-  if (o.json) {
-    std::cout << j->dump() << "\n";
-    return 0;
-  }
+  if (const int rc = EmitJsonOrError(j, o.json); rc >= 0) return rc;
   std::cout << (*j)["text"].get<std::string>() << "\n";
   std::cerr << "generate: " << (*j)["model"].get<std::string>() << ", " << o.security << ", "
             << o.weights << " weights: " << (*j)["decoded_positions"] << " decoded tokens, "

@@ -323,8 +323,7 @@ int RunOpsCommand(const OpsOptions& o) {
                           .bits = o.bits});
   }
   if (o.op != "mul" && o.op != "matmul" && o.op != "trunc") {
-    std::cerr << "error: unknown op '" << o.op << "'; valid ops: " << kValidOps << ", "
-              << kCompareOps << "\n";
+    std::cerr << "error: unknown op '" << o.op << "'; valid ops: " << kValidOps << "\n";
     return 2;
   }
   if (o.n == 0) {
@@ -349,22 +348,14 @@ int RunOpsCommand(const OpsOptions& o) {
   }
   Result<nlohmann::json> r =
       o.security == "malicious" ? RunOps<mpc::Spdz2k>(o) : RunOps<mpc::SemiHonest>(o);
-  if (!r.ok()) {
-    std::cerr << "error: " << r.error().ToString() << "\n";
-    return 1;
-  }
+  if (const int rc = EmitJsonOrError(r, o.json); rc >= 0) return rc;
   const nlohmann::json& j = *r;
-  if (o.json) {
-    std::cout << j.dump() << "\n";
-  } else {
-    std::cout << o.op << " n=" << o.n << " (" << o.security << "): online "
-              << j["seconds"].get<double>() << " s, " << j["bytes_per_party"].get<std::uint64_t>()
-              << " bytes/party, " << j["rounds"].get<std::uint64_t>() << " rounds, max error "
-              << j["max_abs_error"].get<double>() << "; offline "
-              << j["offline_seconds"].get<double>() << " s, dealer "
-              << j["dealer_bytes_per_party"].get<std::uint64_t>()
-              << " bytes to the busiest party\n";
-  }
+  std::cout << o.op << " n=" << o.n << " (" << o.security << "): online "
+            << j["seconds"].get<double>() << " s, " << j["bytes_per_party"].get<std::uint64_t>()
+            << " bytes/party, " << j["rounds"].get<std::uint64_t>() << " rounds, max error "
+            << j["max_abs_error"].get<double>() << "; offline "
+            << j["offline_seconds"].get<double>() << " s, dealer "
+            << j["dealer_bytes_per_party"].get<std::uint64_t>() << " bytes to the busiest party\n";
   return 0;
 }
 
