@@ -100,56 +100,70 @@ TYPED_TEST(SelectTest, MaxAndArgMaxExact) {
     }
 }
 
+// Runs a top-k (RowTopK or RowTopKByRank) on x, checks every party's rounds and bytes
+// against `rounds` / `bytes`, and the revealed values and one-hots against the plaintext
+// twin: a stable sort (ties to the lower index).
+template <typename P, typename TopK>
+void ExpectTopK(const Vec& x, std::size_t rows, std::size_t cols, std::size_t k, TopK topk,
+                std::uint64_t rounds, std::uint64_t bytes) {
+  CmpHarness<P> h(31);
+  struct Out {
+    Vec values, sel;
+    net::PhaseCounters cost;
+  };
+  auto res = h.Run([&](BinaryContext<P>& ctx) -> Result<Out> {
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> xs, ShareVec(ctx.arith(), x));
+    const auto before = ctx.arith().stats().Total();
+    MPCACHE_ASSIGN_OR_RETURN(TopKResult<P> t, topk(ctx, xs));
+    Out out;
+    out.cost = ctx.arith().stats().Total();
+    out.cost.rounds -= before.rounds;
+    out.cost.bytes_sent -= before.bytes_sent;
+    MPCACHE_ASSIGN_OR_RETURN(out.values, RevealChecked(ctx, t.values));
+    MPCACHE_ASSIGN_OR_RETURN(out.sel, RevealChecked(ctx, t.selection));
+    return out;
+  });
+  ExpectAllOk(res);
+  const Out& o = res[0].value();
+  for (const auto& r : res) {
+    EXPECT_EQ(r->cost.rounds, rounds) << "cols " << cols << " k " << k;
+    EXPECT_EQ(r->cost.bytes_sent, bytes) << "cols " << cols << " k " << k;
+  }
+  for (std::size_t r = 0; r < rows; ++r) {
+    std::vector<std::size_t> idx(cols);
+    std::iota(idx.begin(), idx.end(), 0);
+    std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
+      return S(x[r * cols + a]) > S(x[r * cols + b]);
+    });
+    for (std::size_t j = 0; j < k; ++j) {
+      EXPECT_EQ(o.values[r * k + j], x[r * cols + idx[j]]) << "cols " << cols;
+      for (std::size_t c = 0; c < cols; ++c) {
+        EXPECT_EQ(o.sel[(r * k + j) * cols + c], c == idx[j] ? 1u : 0u)
+            << "cols " << cols << " row " << r << " rank " << j << " col " << c;
+      }
+    }
+  }
+}
+
 TYPED_TEST(SelectTest, TopKWithTies) {
   using P = TypeParam;
   for (int bits : {64, 40}) {
     const std::size_t rows = 2, cols = 11, k = 4;
     Vec x = Values(rows, cols, 7);
     x[2] = x[5] = x[9] = static_cast<std::uint64_t>(std::int64_t{3000} << 12);  // 3-way tie on top
-    CmpHarness<P> h(31);
-    struct Out {
-      Vec values, sel;
-      net::PhaseCounters cost;
-    };
-    auto res = h.Run([&](BinaryContext<P>& ctx) -> Result<Out> {
-      MPCACHE_ASSIGN_OR_RETURN(Shares<P> xs, ShareVec(ctx.arith(), x));
-      const auto before = ctx.arith().stats().Total();
-      MPCACHE_ASSIGN_OR_RETURN(TopKResult<P> t, RowTopK(ctx, xs, rows, cols, k, bits));
-      Out out;
-      out.cost = ctx.arith().stats().Total();
-      out.cost.rounds -= before.rounds;
-      out.cost.bytes_sent -= before.bytes_sent;
-      MPCACHE_ASSIGN_OR_RETURN(out.values, RevealChecked(ctx, t.values));
-      MPCACHE_ASSIGN_OR_RETURN(out.sel, RevealChecked(ctx, t.selection));
-      return out;
-    });
-    ExpectAllOk(res);
-    const Out& o = res[0].value();
-    for (const auto& r : res) {
-      EXPECT_EQ(r->cost.rounds, k * ArgMaxRounds(cols, bits));
-      EXPECT_EQ(r->cost.bytes_sent,
-                k * 2 * ArgMaxBytesPerPeer(rows, cols, bits, OpenBytes<P>(bits), OpenBytes<P>()));
-    }
-    for (std::size_t r = 0; r < rows; ++r) {
-      std::vector<std::size_t> idx(cols);
-      std::iota(idx.begin(), idx.end(), 0);
-      std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
-        return S(x[r * cols + a]) > S(x[r * cols + b]);
-      });
-      for (std::size_t j = 0; j < k; ++j) {
-        EXPECT_EQ(o.values[r * k + j], x[r * cols + idx[j]]);
-        for (std::size_t c = 0; c < cols; ++c) {
-          EXPECT_EQ(o.sel[(r * k + j) * cols + c], c == idx[j] ? 1u : 0u)
-              << "row " << r << " rank " << j << " col " << c;
-        }
-      }
-    }
+    ExpectTopK<P>(
+        x, rows, cols, k,
+        [&](BinaryContext<P>& ctx, const Shares<P>& xs) {
+          return RowTopK(ctx, xs, rows, cols, k, bits);
+        },
+        k * ArgMaxRounds(cols, bits),
+        k * 2 * ArgMaxBytesPerPeer(rows, cols, bits, OpenBytes<P>(bits), OpenBytes<P>()));
   }
 }
 
-// The constant-round top-k (rank_select.h) against the same plaintext twin (a stable sort:
-// ties to the lower index), at several k including k = cols and a single column, with its
-// rounds and bytes held to the theory; its rounds do not depend on k.
+// The constant-round top-k (rank_select.h) against the same plaintext twin, at several k
+// including k = cols and a single column, with its rounds and bytes held to the theory; its
+// rounds do not depend on k.
 TYPED_TEST(SelectTest, TopKByRankWithTiesInConstantRounds) {
   using P = TypeParam;
   struct Case {
@@ -165,46 +179,14 @@ TYPED_TEST(SelectTest, TopKByRankWithTiesInConstantRounds) {
         x[r * c.cols] = x[r * c.cols + c.cols - 1];
       }
     }
-    CmpHarness<P> h(33);
-    struct Out {
-      Vec values, sel;
-      net::PhaseCounters cost;
-    };
-    auto res = h.Run([&](BinaryContext<P>& ctx) -> Result<Out> {
-      MPCACHE_ASSIGN_OR_RETURN(Shares<P> xs, ShareVec(ctx.arith(), x));
-      const auto before = ctx.arith().stats().Total();
-      MPCACHE_ASSIGN_OR_RETURN(TopKResult<P> t,
-                               RowTopKByRank(ctx, xs, c.rows, c.cols, c.k, c.bits));
-      Out out;
-      out.cost = ctx.arith().stats().Total();
-      out.cost.rounds -= before.rounds;
-      out.cost.bytes_sent -= before.bytes_sent;
-      MPCACHE_ASSIGN_OR_RETURN(out.values, RevealChecked(ctx, t.values));
-      MPCACHE_ASSIGN_OR_RETURN(out.sel, RevealChecked(ctx, t.selection));
-      return out;
-    });
-    ExpectAllOk(res);
-    const Out& o = res[0].value();
-    for (const auto& r : res) {
-      EXPECT_EQ(r->cost.rounds, RankTopKRounds(c.cols, c.bits));
-      EXPECT_EQ(r->cost.bytes_sent,
-                2 * RankTopKBytesPerPeer(c.rows, c.cols, c.k, c.bits, OpenBytes<P>(c.bits),
-                                         OpenBytes<P>(RankBits(c.cols)), OpenBytes<P>()));
-    }
-    for (std::size_t r = 0; r < c.rows; ++r) {
-      std::vector<std::size_t> idx(c.cols);
-      std::iota(idx.begin(), idx.end(), 0);
-      std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
-        return S(x[r * c.cols + a]) > S(x[r * c.cols + b]);
-      });
-      for (std::size_t j = 0; j < c.k; ++j) {
-        EXPECT_EQ(o.values[r * c.k + j], x[r * c.cols + idx[j]]) << "cols " << c.cols;
-        for (std::size_t col = 0; col < c.cols; ++col) {
-          EXPECT_EQ(o.sel[(r * c.k + j) * c.cols + col], col == idx[j] ? 1u : 0u)
-              << "cols " << c.cols << " row " << r << " rank " << j << " col " << col;
-        }
-      }
-    }
+    ExpectTopK<P>(
+        x, c.rows, c.cols, c.k,
+        [&](BinaryContext<P>& ctx, const Shares<P>& xs) {
+          return RowTopKByRank(ctx, xs, c.rows, c.cols, c.k, c.bits);
+        },
+        RankTopKRounds(c.cols, c.bits),
+        2 * RankTopKBytesPerPeer(c.rows, c.cols, c.k, c.bits, OpenBytes<P>(c.bits),
+                                 OpenBytes<P>(RankBits(c.cols)), OpenBytes<P>()));
   }
   // Rounds independent of k; 128 clusters at 64 bits: 8 rounds where RowTopK keeping half
   // takes 64 argmax tournaments of 27.
