@@ -61,20 +61,11 @@ Result<std::vector<mpc::AttentionShape>> SecureKvCache<P>::Prepare(mpc::Context<
     const model::KvPlan next = layout_.PlanAt(l, layout_.length(l) + 1);
     const int blocks = next.blocks.empty() ? 0 : next.blocks.back().block + 1;
     MPCACHE_RETURN_IF_ERROR(EnsureBlocks(ctx, l, blocks));
-    mpc::AttentionShape scores{.side = mpc::MaskSide::kRight,
-                               .n_heads = heads_.n_heads,
-                               .head_size = heads_.head_size,
-                               .kv_dim = heads_.kv_dim};
-    mpc::AttentionShape mix = scores;
-    mix.side = mpc::MaskSide::kLeft;
-    for (const model::KvBlockUse& u : next.blocks) {
-      scores.masks.push_back(keys_[static_cast<std::size_t>(l)][u.block].mask_id);
-      scores.lens.push_back(static_cast<std::uint64_t>(u.rows));
-      mix.masks.push_back(values_[static_cast<std::size_t>(l)][u.block].mask_id);
-      mix.lens.push_back(static_cast<std::uint64_t>(u.rows));
-    }
-    plan.push_back(std::move(scores));
-    plan.push_back(std::move(mix));
+    // The very shapes Scores and Mix will ask for.
+    MPCACHE_ASSIGN_OR_RETURN(auto keys, Uses(keys_[static_cast<std::size_t>(l)], next));
+    MPCACHE_ASSIGN_OR_RETURN(auto values, Uses(values_[static_cast<std::size_t>(l)], next));
+    plan.push_back(mpc::ShapeOf(mpc::MaskSide::kRight, heads_, keys));
+    plan.push_back(mpc::ShapeOf(mpc::MaskSide::kLeft, heads_, values));
   }
   MPCACHE_RETURN_IF_ERROR(ctx.prep().Announce(plan));
   return plan;
@@ -82,19 +73,11 @@ Result<std::vector<mpc::AttentionShape>> SecureKvCache<P>::Prepare(mpc::Context<
 
 template <typename P>
 Status SecureKvCache<P>::Append(mpc::Context<P>& ctx, int layer, Shares<P> k, Shares<P> v) {
-  if (layer < 0 || layer >= layout_.n_layers()) return InvalidArgument("KV append: bad layer");
   const std::size_t kv = heads_.kv_dim;
   if (k.size() != kv || v.size() != kv) {
     return InvalidArgument("KV rows must have kv_dim = " + std::to_string(kv) + " values");
   }
-  MPCACHE_ASSIGN_OR_RETURN(model::KvLayout::Slot slot, layout_.Append(layer));
-  MPCACHE_RETURN_IF_ERROR(EnsureBlocks(ctx, layer, slot.block + 1));
-  const auto l = static_cast<std::size_t>(layer);
-  const auto b = static_cast<std::size_t>(slot.block);
-  std::vector<std::pair<mpc::FixedBlock<P>*, Shares<P>>> rows;
-  rows.emplace_back(&keys_[l][b], std::move(k));
-  rows.emplace_back(&values_[l][b], std::move(v));
-  return mpc::AppendRows<P>(ctx, std::move(rows));
+  return LoadPrefill(ctx, layer, k, v);  // one row
 }
 
 template <typename P>

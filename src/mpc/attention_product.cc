@@ -42,6 +42,26 @@ std::size_t TotalRows(const std::vector<BlockUse<P>>& blocks) {
   return n;
 }
 
+// The product's dealer triple for `blocks`, and the fresh operand opened against its B:
+// E = fresh - B (the one opening of the product). `c_size` is the product's size.
+template <typename P>
+struct Opened {
+  AttentionTriple<P> t;
+  std::vector<std::uint64_t> e;
+};
+template <typename P>
+Result<Opened<P>> OpenFresh(Context<P>& ctx, MaskSide side, const HeadShape& h,
+                            const Shares<P>& fresh, const std::vector<BlockUse<P>>& blocks,
+                            std::size_t c_size) {
+  Opened<P> o;
+  MPCACHE_ASSIGN_OR_RETURN(o.t, ctx.prep().GetAttentionTriple(ShapeOf(side, h, blocks)));
+  if (o.t.b.size() != fresh.size() || o.t.c.size() != c_size) {
+    return Internal("attention triple of the wrong size from the preprocessing");
+  }
+  MPCACHE_ASSIGN_OR_RETURN(o.e, ctx.OpenOwned(Sub(fresh, o.t.b)));
+  return o;
+}
+
 }  // namespace
 
 template <typename P>
@@ -100,14 +120,10 @@ Result<Shares<P>> AttentionScores(Context<P>& ctx, const HeadShape& h, const Sha
     return InvalidArgument("attention scores: the query has " + std::to_string(q.size()) +
                            " values, " + ShapeText(h) + " needs " + std::to_string(nh * hs));
   }
-  MPCACHE_ASSIGN_OR_RETURN(AttentionTriple<P> t,
-                           ctx.prep().GetAttentionTriple(ShapeOf(MaskSide::kRight, h, keys)));
-  if (t.b.size() != nh * hs || t.c.size() != nh * len) {
-    return Internal("attention triple of the wrong size from the preprocessing");
-  }
-  MPCACHE_ASSIGN_OR_RETURN(std::vector<std::uint64_t> e, ctx.OpenOwned(Sub(q, t.b)));
-  Shares<P> z = std::move(t.c);
-  const Shares<P>& b = t.b;
+  MPCACHE_ASSIGN_OR_RETURN(Opened<P> o, OpenFresh(ctx, MaskSide::kRight, h, q, keys, nh * len));
+  const std::vector<std::uint64_t>& e = o.e;
+  Shares<P> z = std::move(o.t.c);
+  const Shares<P>& b = o.t.b;
   // z[h, t] += E_h . X_t[kv(h)] + B_h . D_t[kv(h)]  (and the MAC shares alike)
   ParallelFor(ctx.options().threads, nh, [&](std::size_t h0, std::size_t h1) {
     for (std::size_t hd = h0; hd < h1; ++hd) {
@@ -147,14 +163,10 @@ Result<Shares<P>> AttentionMix(Context<P>& ctx, const HeadShape& h, const Shares
     return InvalidArgument("attention mix: the weights have " + std::to_string(p.size()) +
                            " values, n_heads x rows = " + std::to_string(nh * len));
   }
-  MPCACHE_ASSIGN_OR_RETURN(AttentionTriple<P> t,
-                           ctx.prep().GetAttentionTriple(ShapeOf(MaskSide::kLeft, h, values)));
-  if (t.b.size() != nh * len || t.c.size() != nh * hs) {
-    return Internal("attention triple of the wrong size from the preprocessing");
-  }
-  MPCACHE_ASSIGN_OR_RETURN(std::vector<std::uint64_t> e, ctx.OpenOwned(Sub(p, t.b)));
-  Shares<P> z = std::move(t.c);
-  const Shares<P>& b = t.b;
+  MPCACHE_ASSIGN_OR_RETURN(Opened<P> o, OpenFresh(ctx, MaskSide::kLeft, h, p, values, nh * hs));
+  const std::vector<std::uint64_t>& e = o.e;
+  Shares<P> z = std::move(o.t.c);
+  const Shares<P>& b = o.t.b;
   // z[h, :] += sum_t E[h, t] X_t[kv(h)] + B[h, t] D_t[kv(h)]
   ParallelFor(ctx.options().threads, nh, [&](std::size_t h0, std::size_t h1) {
     for (std::size_t hd = h0; hd < h1; ++hd) {
