@@ -378,16 +378,16 @@ Status RemotePreprocessing<P>::Refill(const BatchRequest& need) {
 template <typename P>
 Status RemotePreprocessing<P>::OnAnnounce(const std::vector<mpc::AttentionShape>& plan) {
   // The step's attention triples, all asked for now (answered while the step runs). A shape
-  // already in the store or in flight is not asked for twice.
-  std::vector<mpc::AttentionShape> asked;
+  // already in the store or in flight (including one issued earlier in this loop) is not
+  // asked for twice.
   for (const mpc::AttentionShape& shape : plan) {
-    const BatchRequest r = preproc::AttentionRequest(shape);
     if (in_flight_.size() >= kMaxInFlight) break;
-    bool in_flight = std::count(asked.begin(), asked.end(), shape) > 0;
-    for (const InFlight& f : in_flight_) in_flight = in_flight || (!f.bits && f.request == r);
+    const BatchRequest r = preproc::AttentionRequest(shape);
+    const bool in_flight =
+        std::any_of(in_flight_.begin(), in_flight_.end(),
+                    [&](const InFlight& f) { return !f.bits && f.request == r; });
     if (in_flight || store_->attention_triples(shape) > 0) continue;
     MPCACHE_RETURN_IF_ERROR(Issue(r, true));
-    asked.push_back(shape);
   }
   return Status::Ok();
 }
