@@ -41,14 +41,27 @@ class SecureKvCache final : public KvMemory<P> {
   Status LoadPrefill(mpc::Context<P>& ctx, int layer, const mpc::Shares<P>& k,
                      const mpc::Shares<P>& v) override;
 
+  // For a policy built on this cache (infer/mpcache_kv.h): the blocks a plan reads, the
+  // blocks themselves, and making sure a layer has its blocks' masks.
+  const mpc::HeadShape& heads() const { return heads_; }
+  Result<std::vector<mpc::BlockUse<P>>> KeyUses(int layer, const model::KvPlan& plan) const {
+    return Uses(keys_[static_cast<std::size_t>(layer)], plan);
+  }
+  Result<std::vector<mpc::BlockUse<P>>> ValueUses(int layer, const model::KvPlan& plan) const {
+    return Uses(values_[static_cast<std::size_t>(layer)], plan);
+  }
+  const std::vector<mpc::FixedBlock<P>>& key_blocks(int layer) const {
+    return keys_[static_cast<std::size_t>(layer)];
+  }
+  // Makes sure `layer` has `blocks` blocks (fetching each new block's two masks).
+  Status EnsureBlocks(mpc::Context<P>& ctx, int layer, int blocks);
+
  private:
   SecureKvCache(model::KvLayout layout, const mpc::HeadShape& heads)
       : layout_(std::move(layout)),
         heads_(heads),
         keys_(static_cast<std::size_t>(layout_.n_layers())),
         values_(static_cast<std::size_t>(layout_.n_layers())) {}
-  // Makes sure `layer` has `blocks` blocks (fetching each new block's two masks).
-  Status EnsureBlocks(mpc::Context<P>& ctx, int layer, int blocks);
   Result<std::vector<mpc::BlockUse<P>>> Uses(const std::vector<mpc::FixedBlock<P>>& blocks,
                                              const model::KvPlan& plan) const;
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "infer/mpcache_kv.h"
 #include "model/float_ops.h"
 #include "mpc/compare/select.h"
 #include "mpc/fixed_batch.h"
@@ -39,8 +40,15 @@ Result<std::unique_ptr<SecureLlama<P>>> SecureLlama<P>::Create(mpc::BinaryContex
                            std::to_string(options.math.frac_bits));
   }
   const int seq = options.max_seq_len == 0 ? weights.config.seq_len : options.max_seq_len;
-  MPCACHE_ASSIGN_OR_RETURN(std::unique_ptr<SecureKvCache<P>> cache,
-                           SecureKvCache<P>::Create(weights.config, seq, options.kv_block_tokens));
+  std::unique_ptr<KvMemory<P>> cache;
+  if (options.mpcache) {
+    MPCACHE_ASSIGN_OR_RETURN(cache,
+                             MpcacheKv<P>::Create(ctx, weights.config, seq, options.kv_block_tokens,
+                                                  *options.mpcache, options.math.compare_bits));
+  } else {
+    MPCACHE_ASSIGN_OR_RETURN(
+        cache, SecureKvCache<P>::Create(weights.config, seq, options.kv_block_tokens));
+  }
   return std::unique_ptr<SecureLlama>(new SecureLlama(ctx, weights, options, std::move(cache)));
 }
 
@@ -190,12 +198,12 @@ Status SecureLlama<P>::Forward(const Vec& one_hot, int pos) {
       MPCACHE_RETURN_IF_ERROR(cache_->Append(arith(), l, std::move(k), std::move(v)));
     }
     const model::KvPlan plan = cache_->Plan(l);
-    const auto cols = static_cast<std::size_t>(plan.length());
     {
-      // s[h, t] = Trunc(Trunc(q_h . k_t) * 1/sqrt(head_size)) for the planned rows t
+      // s[h, t] = Trunc(Trunc(q_h . k_t) * 1/sqrt(head_size)) for the attended rows t
       PhaseScope phase(stats, "scores");
       MPCACHE_ASSIGN_OR_RETURN(raw_scores, cache_->Scores(arith(), l, plan, q));
     }
+    const std::size_t cols = raw_scores.size() / nh;  // attended positions
     Vec probs;
     {
       PhaseScope phase(stats, "softmax");

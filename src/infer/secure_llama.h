@@ -8,7 +8,8 @@
 // Every communication is counted under a named phase of the context's CommStats:
 //   embedding, norms, projections, attention (RoPE, truncations around the products),
 //   kv_append (masking the new K/V rows), scores (q . k_t), softmax, mix (sum_t p_t v_t),
-//   ffn, classifier_argmax.
+//   ffn, classifier_argmax, and with MPCache select (representatives, ranking, gather and
+//   scatter of the selected clusters).
 // Debug: with SessionOptions::debug and reveal_intermediates, the named intermediates of
 // FixedEngine's Trace() ("layerL.attn_out", "layerL.ffn_out", "layerL.out", "final_norm",
 // "logits") are opened to every party and decoded (refused otherwise; never in production).
@@ -16,12 +17,14 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/fixed_math.h"
 #include "infer/kv_cache.h"
 #include "infer/secure_weights.h"
+#include "model/mpcache_policy.h"
 #include "mpc/compare/secure_backend.h"
 
 namespace mpcache::infer {
@@ -34,6 +37,8 @@ struct SessionOptions {
   bool debug = false;
   // Open every named intermediate to all parties (destroys privacy; refused without debug).
   bool reveal_intermediates = false;
+  // MPCache's dynamic selection (infer/mpcache_kv.h); none = the full cache.
+  std::optional<model::MpcachePolicy> mpcache;
 
   Status Validate() const;
 };

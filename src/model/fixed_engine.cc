@@ -48,6 +48,7 @@ Result<FixedEngine> FixedEngine::Create(const ModelWeights& weights, FixedEngine
   MPCACHE_RETURN_IF_ERROR(options.math.Validate());
   const ModelConfig& c = weights.config;
   if (options.max_seq_len < 0) return InvalidArgument("max_seq_len must be >= 0");
+  if (options.mpcache) MPCACHE_RETURN_IF_ERROR(options.mpcache->Validate());
   FixedEngine e(c, options);
   e.max_seq_len_ = options.max_seq_len == 0 ? c.seq_len : options.max_seq_len;
   const FixedPoint& fp = e.fp_;
@@ -62,6 +63,8 @@ Result<FixedEngine> FixedEngine::Create(const ModelWeights& weights, FixedEngine
   MPCACHE_ASSIGN_OR_RETURN(KvLayout layout,
                            KvLayout::Create(c.n_layers, e.max_seq_len_, options.kv_block_tokens));
   e.kv_.emplace(std::move(layout), static_cast<std::size_t>(c.kv_dim()));
+  e.reps_.resize(static_cast<std::size_t>(c.n_layers));
+  e.attended_.resize(static_cast<std::size_t>(c.n_layers));
   return e;
 }
 
@@ -141,21 +144,25 @@ Result<std::span<const double>> FixedEngine::Forward(int token, int pos) {
     Vec v = MatVec(lw.wv, xb, kv, d);
     const int layer = static_cast<int>(l);
     MPCACHE_RETURN_IF_ERROR(kv_->Append(layer, k, v));
-    const KvPlan plan = kv_->layout().Plan(layer);
-    const std::size_t cols = static_cast<std::size_t>(plan.length());
+    // The attended positions: all of them (full cache) or the policy's selection.
+    const int sel_layer = options_.mpcache ? options_.mpcache->SelectingLayer(layer) : layer;
+    if (sel_layer == layer)
+      attended_[l] = Select(layer, q);
+    else
+      attended_[l] = attended_[static_cast<std::size_t>(sel_layer)];
+    const std::vector<int>& rows = attended_[l];
+    const std::size_t cols = rows.size();
+    const int bt = kv_->layout().block_tokens();
 
-    // Scores for all heads at once: rows = heads, cols = the planned rows in cache order.
+    // Scores for all heads at once: rows = heads, cols = the attended positions in order.
     Vec raw(nh * cols);
     for (std::size_t h = 0; h < nh; ++h) {
       const std::size_t kv_off = (h / kv_mul) * hs;
-      std::size_t t = 0;
-      for (const KvBlockUse& b : plan.blocks) {
-        for (int r = 0; r < b.rows; ++r, ++t) {
-          const Ring64* kt = kv_->Key(layer, b.block, r) + kv_off;
-          Ring64 acc = 0;
-          for (std::size_t i = 0; i < hs; ++i) acc += q[h * hs + i] * kt[i];
-          raw[h * cols + t] = acc;
-        }
+      for (std::size_t t = 0; t < cols; ++t) {
+        const Ring64* kt = kv_->Key(layer, rows[t] / bt, rows[t] % bt) + kv_off;
+        Ring64 acc = 0;
+        for (std::size_t i = 0; i < hs; ++i) acc += q[h * hs + i] * kt[i];
+        raw[h * cols + t] = acc;
       }
     }
     Vec scores = be.Trunc(be.MulConst(be.Trunc(raw, f), inv_sqrt_hs), f);
@@ -179,13 +186,10 @@ Result<std::span<const double>> FixedEngine::Forward(int token, int pos) {
     Vec att_raw(d, 0);
     for (std::size_t h = 0; h < nh; ++h) {
       const std::size_t kv_off = (h / kv_mul) * hs;
-      std::size_t t = 0;
-      for (const KvBlockUse& b : plan.blocks) {
-        for (int r = 0; r < b.rows; ++r, ++t) {
-          const Ring64 a = probs[h * cols + t];
-          const Ring64* vt = kv_->Value(layer, b.block, r) + kv_off;
-          for (std::size_t i = 0; i < hs; ++i) att_raw[h * hs + i] += a * vt[i];
-        }
+      for (std::size_t t = 0; t < cols; ++t) {
+        const Ring64 a = probs[h * cols + t];
+        const Ring64* vt = kv_->Value(layer, rows[t] / bt, rows[t] % bt) + kv_off;
+        for (std::size_t i = 0; i < hs; ++i) att_raw[h * hs + i] += a * vt[i];
       }
     }
     Vec att = be.Trunc(att_raw, f);
@@ -218,6 +222,42 @@ Result<std::span<const double>> FixedEngine::Forward(int token, int pos) {
     if (options_.collect_ranges) ranges_.logits.Add(logits_[i]);
   }
   return std::span<const double>(logits_);
+}
+
+std::vector<int> FixedEngine::Select(int layer, const Vec& q) {
+  const int length = kv_->layout().length(layer);
+  if (!options_.mpcache) return AttendedPositions(SelectionShape{length, 1, length, 0, 0}, {});
+  const MpcachePolicy& policy = *options_.mpcache;
+  const SelectionShape shape = ShapeFor(policy, length);
+  if (!shape.selects()) return AttendedPositions(shape, {});
+  // Representatives of the clusters completed since the last step (kept for later steps).
+  const std::size_t kv = config_.kv_dim(), cs = static_cast<std::size_t>(shape.cluster_tokens);
+  const int bt = kv_->layout().block_tokens();
+  auto& reps = reps_[static_cast<std::size_t>(layer)];
+  Vec keys(cs * kv);
+  while (static_cast<int>(reps.size()) < length / shape.cluster_tokens) {
+    const int first = static_cast<int>(reps.size()) * shape.cluster_tokens;
+    for (std::size_t t = 0; t < cs; ++t) {
+      const int pos = first + static_cast<int>(t);
+      const Ring64* k = kv_->Key(layer, pos / bt, pos % bt);
+      std::copy(k, k + kv, keys.begin() + static_cast<std::ptrdiff_t>(t * kv));
+    }
+    reps.push_back(ClusterRepresentative(policy, keys.data(), cs, kv));
+  }
+  // score_c = sum_h q_h . r_c[kv(h)] for the candidates (clusters 1 .. C - 2).
+  const std::size_t hs = config_.head_size(), nh = config_.n_heads, kv_mul = config_.kv_group();
+  Vec scores(static_cast<std::size_t>(shape.candidates), 0);
+  for (std::size_t c = 0; c < scores.size(); ++c) {
+    const Vec& r = reps[c + 1];
+    Ring64 acc = 0;
+    for (std::size_t h = 0; h < nh; ++h) {
+      const std::size_t kv_off = (h / kv_mul) * hs;
+      for (std::size_t i = 0; i < hs; ++i) acc += q[h * hs + i] * r[kv_off + i];
+    }
+    scores[c] = acc;
+  }
+  const std::vector<int> picked = TopKIndices(scores, static_cast<std::size_t>(shape.keep));
+  return AttendedPositions(shape, picked);
 }
 
 int FixedEngine::Argmax() const {

@@ -25,6 +25,7 @@
 #include "common/fixed_math.h"
 #include "common/result.h"
 #include "model/kv_layout.h"
+#include "model/mpcache_policy.h"
 #include "model/weights.h"
 
 namespace mpcache::model {
@@ -39,6 +40,8 @@ struct FixedEngineOptions {
   // Add a pseudo-random 0/1 LSB after every truncation, as the secure truncation may.
   std::optional<std::uint64_t> noisy_trunc_seed;
   int kv_block_tokens = KvLayout::kDefaultBlockTokens;  // KV rows per block (kv_layout.h)
+  // MPCache's dynamic selection (model/mpcache_policy.h); none = the full cache.
+  std::optional<MpcachePolicy> mpcache;
 };
 
 // Min/max of a quantity over all positions seen.
@@ -82,6 +85,9 @@ class FixedEngine {
   const PlainKvCache<Ring64>& kv_cache() const { return *kv_; }
   // End of the prefill (the KV policy's hook; see kv_layout.h).
   Status EndPrefill(int window) { return kv_->layout().EndPrefill(window); }
+  // The positions each layer attended in the last Forward (every position with the full
+  // cache; the policy's selection with MPCache).
+  const std::vector<std::vector<int>>& Attended() const { return attended_; }
 
  private:
   FixedEngine(const ModelConfig& config, FixedEngineOptions options);
@@ -90,6 +96,9 @@ class FixedEngine {
   Vec Norm(const Vec& x, const Vec& g);
   void Record(const std::string& name, const Vec& v);
   void RecordMeanSquare(const Vec& x);
+  // MPCache: the positions `layer` attends with query q (its representatives kept up to
+  // date first).
+  std::vector<int> Select(int layer, const Vec& q);
 
   struct EncodedLayer {
     Vec rms_att, wq, wk, wv, wo, rms_ffn, w1, w2, w3;
@@ -102,6 +111,8 @@ class FixedEngine {
   Vec embedding_, rms_final_, wcls_;  // wcls_ empty when shared
   std::vector<EncodedLayer> layers_;
   std::optional<PlainKvCache<Ring64>> kv_;
+  std::vector<std::vector<Vec>> reps_;  // [layer][cluster] representatives (MPCache)
+  std::vector<std::vector<int>> attended_;
   Vec logits_ring_;
   std::vector<double> logits_;
   std::map<std::string, std::vector<double>> trace_;

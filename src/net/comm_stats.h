@@ -40,6 +40,10 @@ class CommStats {
 
   const std::string& phase() const { return phase_; }
   void set_phase(std::string phase) { phase_ = std::move(phase); }
+  // Wall time of the scopes nested in the innermost open PhaseScope (so a phase's seconds
+  // are its own, exclusive of the phases opened inside it).
+  double* inner_seconds() { return inner_seconds_; }
+  void set_inner_seconds(double* s) { inner_seconds_ = s; }
 
   PhaseCounters Total() const {
     PhaseCounters t;
@@ -52,6 +56,7 @@ class CommStats {
  private:
   std::string phase_ = "default";
   std::map<std::string, PhaseCounters> phases_;
+  double* inner_seconds_ = nullptr;
 };
 
 // RAII: count everything in this scope under `name`, and the scope's wall time.
@@ -61,12 +66,18 @@ class PhaseScope {
       : stats_(stats),
         previous_(stats.phase()),
         name_(std::move(name)),
+        outer_seconds_(stats.inner_seconds()),
         start_(std::chrono::steady_clock::now()) {
     stats_.set_phase(name_);
+    stats_.set_inner_seconds(&inner_);
   }
+  // Records the scope's own time (nested scopes record theirs) and hands the whole to the
+  // enclosing scope, so no second is counted twice.
   ~PhaseScope() {
     const std::chrono::duration<double> d = std::chrono::steady_clock::now() - start_;
-    stats_.RecordSeconds(name_, d.count());
+    stats_.RecordSeconds(name_, d.count() - inner_);
+    if (outer_seconds_ != nullptr) *outer_seconds_ += d.count();
+    stats_.set_inner_seconds(outer_seconds_);
     stats_.set_phase(previous_);
   }
   PhaseScope(const PhaseScope&) = delete;
@@ -76,6 +87,8 @@ class PhaseScope {
   CommStats& stats_;
   std::string previous_;
   std::string name_;
+  double* outer_seconds_;
+  double inner_ = 0;
   std::chrono::steady_clock::time_point start_;
 };
 

@@ -29,8 +29,8 @@ std::uint64_t RankTopKBytesPerPeer(std::size_t rows, std::size_t cols, std::size
 }
 
 template <typename P>
-Result<TopKResult<P>> RowTopKByRank(BinaryContext<P>& ctx, const Shares<P>& x, std::size_t rows,
-                                    std::size_t cols, std::size_t k, int bits) {
+Result<Shares<P>> RowRankSelection(BinaryContext<P>& ctx, const Shares<P>& x, std::size_t rows,
+                                   std::size_t cols, std::size_t k, int bits) {
   if (cols == 0 || rows * cols != x.size()) {
     return InvalidArgument("a " + std::to_string(rows) + " x " + std::to_string(cols) +
                            " selection over " + std::to_string(x.size()) + " values");
@@ -95,12 +95,23 @@ Result<TopKResult<P>> RowTopKByRank(BinaryContext<P>& ctx, const Shares<P>& x, s
   }
   AddPublicInPlace(ctx.arith().key(), tests, offsets);
   MPCACHE_ASSIGN_OR_RETURN(Shares<P> below, LessThanZero(ctx, tests, RankBits(cols)));
+  Shares<P> selection(n);
+  for (std::size_t e = 0; e < n; ++e) {
+    selection.v[e] = below.v[2 * e] - below.v[2 * e + 1];
+    if constexpr (mal) selection.m[e] = below.m[2 * e] - below.m[2 * e + 1];
+  }
+  return selection;
+}
+
+template <typename P>
+Result<TopKResult<P>> RowTopKByRank(BinaryContext<P>& ctx, const Shares<P>& x, std::size_t rows,
+                                    std::size_t cols, std::size_t k, int bits) {
+  const bool mal = P::kMalicious;
   TopKResult<P> out;
-  out.selection = Shares<P>(n);
+  MPCACHE_ASSIGN_OR_RETURN(out.selection, RowRankSelection(ctx, x, rows, cols, k, bits));
+  const std::size_t n = rows * k * cols;
   Shares<P> xs(n);  // x_i repeated for every rank j
   for (std::size_t e = 0; e < n; ++e) {
-    out.selection.v[e] = below.v[2 * e] - below.v[2 * e + 1];
-    if constexpr (mal) out.selection.m[e] = below.m[2 * e] - below.m[2 * e + 1];
     const std::size_t r = e / (k * cols), i = e % cols;
     xs.v[e] = x.v[r * cols + i];
     if constexpr (mal) xs.m[e] = x.m[r * cols + i];
@@ -115,6 +126,13 @@ Result<TopKResult<P>> RowTopKByRank(BinaryContext<P>& ctx, const Shares<P>& x, s
   return out;
 }
 
+template Result<Shares<SemiHonest>> RowRankSelection<SemiHonest>(BinaryContext<SemiHonest>&,
+                                                                 const Shares<SemiHonest>&,
+                                                                 std::size_t, std::size_t,
+                                                                 std::size_t, int);
+template Result<Shares<Spdz2k>> RowRankSelection<Spdz2k>(BinaryContext<Spdz2k>&,
+                                                         const Shares<Spdz2k>&, std::size_t,
+                                                         std::size_t, std::size_t, int);
 template Result<TopKResult<SemiHonest>> RowTopKByRank<SemiHonest>(BinaryContext<SemiHonest>&,
                                                                   const Shares<SemiHonest>&,
                                                                   std::size_t, std::size_t,

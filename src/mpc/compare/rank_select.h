@@ -31,6 +31,12 @@ std::uint64_t RankTopKBytesPerPeer(std::size_t rows, std::size_t cols, std::size
                                    std::uint64_t cmp_open_bytes, std::uint64_t rank_open_bytes,
                                    std::uint64_t mul_open_bytes);
 
+// Steps 1-3 only: the selection (rows x k x cols, one-hot per rank), without the values:
+// LtzRounds(bits) + LtzRounds(RankBits(cols)) rounds (MPCache gathers with it).
+template <typename P>
+Result<Shares<P>> RowRankSelection(BinaryContext<P>& ctx, const Shares<P>& x, std::size_t rows,
+                                   std::size_t cols, std::size_t k, int bits = 64);
+
 template <typename P>
 Result<TopKResult<P>> RowTopKByRank(BinaryContext<P>& ctx, const Shares<P>& x, std::size_t rows,
                                     std::size_t cols, std::size_t k, int bits = 64);

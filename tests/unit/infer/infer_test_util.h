@@ -21,9 +21,8 @@ struct PlainRun {
 
 // `steps` positions (prompt included), stopping at BOS like llama2.c (on the fixed run).
 inline PlainRun RunPlain(const model::ModelWeights& w, const std::vector<int>& prompt, int steps,
-                         int bos_id = 1) {
+                         int bos_id = 1, const model::FixedEngineOptions& fo = {}) {
   PlainRun r;
-  model::FixedEngineOptions fo;
   auto xe = model::FixedEngine::Create(w, fo);
   auto fe = model::FloatEngine::Create(w, {});
   EXPECT_TRUE(xe.ok() && fe.ok());

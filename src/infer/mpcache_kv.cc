@@ -1,0 +1,272 @@
+#include "infer/mpcache_kv.h"
+
+#include <string>
+
+#include "mpc/compare/rank_select.h"
+#include "mpc/compare/select.h"
+#include "net/comm_stats.h"
+
+namespace mpcache::infer {
+
+using mpc::Shares;
+
+namespace {
+
+// The cluster scores compare raw q . r values (2f + 8 fractional bits, no truncation):
+// compared over the whole ring so the secure selection is exact.
+constexpr int kClusterScoreBits = 64;
+
+template <typename P>
+void CopyShare(Shares<P>& to, std::size_t i, const Shares<P>& from, std::size_t j) {
+  to.v[i] = from.v[j];
+  if constexpr (P::kMalicious) to.m[i] = from.m[j];
+}
+
+}  // namespace
+
+template <typename P>
+Result<std::unique_ptr<MpcacheKv<P>>> MpcacheKv<P>::Create(mpc::BinaryContext<P>& ctx,
+                                                           const model::ModelConfig& config,
+                                                           int max_seq_len, int block_tokens,
+                                                           const model::MpcachePolicy& policy,
+                                                           int compare_bits) {
+  MPCACHE_RETURN_IF_ERROR(policy.Validate());
+  MPCACHE_ASSIGN_OR_RETURN(std::unique_ptr<SecureKvCache<P>> full,
+                           SecureKvCache<P>::Create(config, max_seq_len, block_tokens));
+  return std::unique_ptr<MpcacheKv>(new MpcacheKv(ctx, std::move(full), policy, compare_bits));
+}
+
+template <typename P>
+Status MpcacheKv<P>::EnsureRepBlocks(mpc::Context<P>& ctx, int layer, std::size_t rows) {
+  const auto cap = static_cast<std::size_t>(layout().block_tokens());
+  const std::size_t kv = full_->heads().kv_dim;
+  auto& blocks = reps_[static_cast<std::size_t>(layer)].blocks;
+  while (blocks.size() * cap < rows) {
+    MPCACHE_ASSIGN_OR_RETURN(mpc::MatrixMask<P> mask, ctx.prep().GetMatrixMask(cap, kv));
+    mpc::FixedBlock<P> b;
+    b.mask_id = mask.id;
+    b.capacity = cap;
+    b.x = Shares<P>(cap * kv);
+    b.a = std::move(mask.a);
+    b.d.reserve(cap * kv);
+    blocks.push_back(std::move(b));
+  }
+  return Status::Ok();
+}
+
+template <typename P>
+std::vector<mpc::BlockUse<P>> MpcacheKv<P>::RepUses(int layer, std::size_t m) const {
+  std::vector<mpc::BlockUse<P>> out;
+  const auto& blocks = reps_[static_cast<std::size_t>(layer)].blocks;
+  for (std::size_t b = 0; b < blocks.size() && b * blocks[b].capacity < m; ++b) {
+    out.push_back({&blocks[b], std::min(blocks[b].capacity, m - b * blocks[b].capacity)});
+  }
+  return out;
+}
+
+template <typename P>
+Status MpcacheKv<P>::UpdateRepresentatives(mpc::Context<P>& ctx, int layer, std::size_t m) {
+  Reps& reps = reps_[static_cast<std::size_t>(layer)];
+  if (reps.count >= m) return Status::Ok();
+  const std::size_t kv = full_->heads().kv_dim, n = m - reps.count;
+  const auto cs = static_cast<std::size_t>(policy_.cluster_tokens);
+  const auto bt = static_cast<std::size_t>(layout().block_tokens());
+  const auto& keys = full_->key_blocks(layer);
+  // Key (cluster reps.count + 1 + j, token t, feature i) from the key blocks' shares.
+  const auto key_at = [&](std::size_t j, std::size_t t) {
+    const std::size_t pos = (reps.count + 1 + j) * cs + t;
+    return std::pair<const Shares<P>*, std::size_t>(&keys[pos / bt].x, (pos % bt) * kv);
+  };
+  Shares<P> rep(n * kv);
+  if (policy_.representative == model::Representative::kMean) {
+    for (std::size_t j = 0; j < n; ++j) {
+      for (std::size_t t = 0; t < cs; ++t) {
+        const auto [x, off] = key_at(j, t);
+        for (std::size_t i = 0; i < kv; ++i) {
+          rep.v[j * kv + i] += x->v[off + i];
+          if constexpr (P::kMalicious) rep.m[j * kv + i] += x->m[off + i];
+        }
+      }
+    }
+  } else {
+    // Rows (j, i, sign) of cs values: k_t[i] and -k_t[i]; their maxima are max and -min.
+    Shares<P> rows(n * kv * 2 * cs);
+    for (std::size_t j = 0; j < n; ++j) {
+      for (std::size_t t = 0; t < cs; ++t) {
+        const auto [x, off] = key_at(j, t);
+        for (std::size_t i = 0; i < kv; ++i) {
+          const std::size_t r = (j * kv + i) * 2;
+          rows.v[r * cs + t] = x->v[off + i];
+          rows.v[(r + 1) * cs + t] = 0 - x->v[off + i];
+          if constexpr (P::kMalicious) {
+            rows.m[r * cs + t] = x->m[off + i];
+            rows.m[(r + 1) * cs + t] = 0 - x->m[off + i];
+          }
+        }
+      }
+    }
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> mx,
+                             mpc::RowMax<P>(ctx_, rows, n * kv * 2, cs, compare_bits_));
+    // r = a max + (256 - a) min = a max - (256 - a) (-min): exact, f + 8 bits.
+    const auto a = static_cast<std::uint64_t>(policy_.AlphaQ()), b = 256 - a;
+    for (std::size_t e = 0; e < n * kv; ++e) {
+      rep.v[e] = a * mx.v[2 * e] - b * mx.v[2 * e + 1];
+      if constexpr (P::kMalicious) rep.m[e] = a * mx.m[2 * e] - b * mx.m[2 * e + 1];
+    }
+  }
+  MPCACHE_RETURN_IF_ERROR(EnsureRepBlocks(ctx, layer, m));
+  std::vector<std::pair<mpc::FixedBlock<P>*, Shares<P>>> rows;
+  for (std::size_t j = 0; j < n; ++j) {
+    const std::size_t at = reps.count + j;
+    rows.emplace_back(&reps.blocks[at / bt], rep.Slice(j * kv, kv));
+  }
+  MPCACHE_RETURN_IF_ERROR(mpc::AppendRows<P>(ctx, std::move(rows)));
+  reps.count = m;
+  return Status::Ok();
+}
+
+template <typename P>
+Result<std::vector<mpc::AttentionShape>> MpcacheKv<P>::Prepare(mpc::Context<P>& ctx) {
+  std::vector<mpc::AttentionShape> plan;
+  const model::KvLayout& lay = layout();
+  for (int l = 0; l < lay.n_layers(); ++l) {
+    if (lay.length(l) >= lay.max_seq_len()) break;  // Append will refuse
+    const int length = lay.length(l) + 1;
+    const model::KvPlan next = lay.PlanAt(l, length);
+    const int blocks = next.blocks.empty() ? 0 : next.blocks.back().block + 1;
+    MPCACHE_RETURN_IF_ERROR(full_->EnsureBlocks(ctx, l, blocks));
+    MPCACHE_ASSIGN_OR_RETURN(auto keys, full_->KeyUses(l, next));
+    MPCACHE_ASSIGN_OR_RETURN(auto values, full_->ValueUses(l, next));
+    const model::SelectionShape shape = model::ShapeFor(policy_, length);
+    if (shape.selects() && policy_.SelectingLayer(l) == l) {
+      const auto m = static_cast<std::size_t>(shape.candidates);
+      MPCACHE_RETURN_IF_ERROR(EnsureRepBlocks(ctx, l, m));
+      for (const auto& u : RepUses(l, m)) keys.push_back(u);
+    }
+    plan.push_back(mpc::ShapeOf(mpc::MaskSide::kRight, full_->heads(), keys));
+    plan.push_back(mpc::ShapeOf(mpc::MaskSide::kLeft, full_->heads(), values));
+  }
+  MPCACHE_RETURN_IF_ERROR(ctx.prep().Announce(plan));
+  return plan;
+}
+
+template <typename P>
+Result<Shares<P>> MpcacheKv<P>::Scores(mpc::Context<P>& ctx, int layer, const model::KvPlan& plan,
+                                       const Shares<P>& q) {
+  if (layer < 0 || layer >= layout().n_layers()) return InvalidArgument("KV scores: bad layer");
+  const int length = plan.length();
+  const model::SelectionShape shape = model::ShapeFor(policy_, length);
+  if (!shape.selects()) return full_->Scores(ctx, layer, plan, q);
+  const std::size_t nh = full_->heads().n_heads, L = static_cast<std::size_t>(length);
+  const auto cs = static_cast<std::size_t>(shape.cluster_tokens);
+  const auto m = static_cast<std::size_t>(shape.candidates);
+  const auto k = static_cast<std::size_t>(shape.keep);
+  const int sl = policy_.SelectingLayer(layer);
+  Shares<P> raw;
+  if (sl == layer) {
+    {
+      net::PhaseScope phase(ctx.stats(), "select");
+      MPCACHE_RETURN_IF_ERROR(UpdateRepresentatives(ctx, layer, m));
+    }
+    MPCACHE_ASSIGN_OR_RETURN(auto uses, full_->KeyUses(layer, plan));
+    for (const auto& u : RepUses(layer, m)) uses.push_back(u);
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> all, mpc::AttentionScores<P>(ctx, full_->heads(), q, uses));
+    net::PhaseScope phase(ctx.stats(), "select");
+    raw = Shares<P>(nh * L);
+    Shares<P> cluster(m);  // sum over heads of q_h . r_c
+    for (std::size_t h = 0; h < nh; ++h) {
+      const std::size_t row = h * (L + m);
+      for (std::size_t t = 0; t < L; ++t) CopyShare(raw, h * L + t, all, row + t);
+      for (std::size_t c = 0; c < m; ++c) {
+        cluster.v[c] += all.v[row + L + c];
+        if constexpr (P::kMalicious) cluster.m[c] += all.m[row + L + c];
+      }
+    }
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> one_hot,
+                             mpc::RowRankSelection<P>(ctx_, cluster, 1, m, k, kClusterScoreBits));
+    MPCACHE_ASSIGN_OR_RETURN(auto fixed, mpc::MaskFixed<P>(ctx, std::move(one_hot), k, m));
+    selection_[static_cast<std::size_t>(layer)] = {length, std::move(fixed)};
+  } else {
+    MPCACHE_ASSIGN_OR_RETURN(raw, full_->Scores(ctx, layer, plan, q));
+  }
+  const Selection& sel = selection_[static_cast<std::size_t>(sl)];
+  if (sel.length != length) {
+    return Internal("MPCache: layer " + std::to_string(layer) + " shares the selection of layer " +
+                    std::to_string(sl) + ", which was not made at this step");
+  }
+  net::PhaseScope phase(ctx.stats(), "select");
+  // Gather: G = S x M, M[c][h cs + t] = raw[h][(c + 1) cs + t] (k x n_heads cs).
+  Shares<P> cand(m * nh * cs);
+  for (std::size_t c = 0; c < m; ++c) {
+    for (std::size_t h = 0; h < nh; ++h) {
+      for (std::size_t t = 0; t < cs; ++t) {
+        CopyShare(cand, (c * nh + h) * cs + t, raw, h * L + (c + 1) * cs + t);
+      }
+    }
+  }
+  MPCACHE_ASSIGN_OR_RETURN(Shares<P> gathered, mpc::MatMul<P>(ctx, sel.one_hot, cand, nh * cs));
+  const auto A = static_cast<std::size_t>(shape.attended());
+  const auto tail = static_cast<std::size_t>(shape.tail_start());
+  Shares<P> out(nh * A);
+  for (std::size_t h = 0; h < nh; ++h) {
+    std::size_t at = h * A;
+    for (std::size_t t = 0; t < cs; ++t) CopyShare(out, at++, raw, h * L + t);
+    for (std::size_t j = 0; j < k; ++j) {
+      for (std::size_t t = 0; t < cs; ++t) CopyShare(out, at++, gathered, (j * nh + h) * cs + t);
+    }
+    for (std::size_t t = tail; t < L; ++t) CopyShare(out, at++, raw, h * L + t);
+  }
+  return out;
+}
+
+template <typename P>
+Result<Shares<P>> MpcacheKv<P>::Mix(mpc::Context<P>& ctx, int layer, const model::KvPlan& plan,
+                                    const Shares<P>& probs) {
+  if (layer < 0 || layer >= layout().n_layers()) return InvalidArgument("KV mix: bad layer");
+  const int length = plan.length();
+  const model::SelectionShape shape = model::ShapeFor(policy_, length);
+  if (!shape.selects()) return full_->Mix(ctx, layer, plan, probs);
+  const std::size_t nh = full_->heads().n_heads, L = static_cast<std::size_t>(length);
+  const auto cs = static_cast<std::size_t>(shape.cluster_tokens);
+  const auto m = static_cast<std::size_t>(shape.candidates);
+  const auto k = static_cast<std::size_t>(shape.keep);
+  const auto A = static_cast<std::size_t>(shape.attended());
+  const auto tail = static_cast<std::size_t>(shape.tail_start());
+  if (probs.size() != nh * A) {
+    return InvalidArgument("MPCache mix: " + std::to_string(probs.size()) +
+                           " weights for n_heads x " + std::to_string(A) + " attended positions");
+  }
+  const Selection& sel = selection_[static_cast<std::size_t>(policy_.SelectingLayer(layer))];
+  if (sel.length != length) return Internal("MPCache mix before this step's selection");
+  Shares<P> p(nh * L);
+  {
+    net::PhaseScope phase(ctx.stats(), "select");
+    // Scatter: W^T S, W^T[h cs + t][j] = probs[h][cs + j cs + t] (n_heads cs x k).
+    Shares<P> wt(nh * cs * k);
+    for (std::size_t h = 0; h < nh; ++h) {
+      for (std::size_t t = 0; t < cs; ++t) {
+        for (std::size_t j = 0; j < k; ++j) {
+          CopyShare(wt, (h * cs + t) * k + j, probs, h * A + cs + j * cs + t);
+        }
+      }
+    }
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> spread, mpc::MatMul<P>(ctx, wt, nh * cs, sel.one_hot));
+    for (std::size_t h = 0; h < nh; ++h) {
+      for (std::size_t t = 0; t < cs; ++t) CopyShare(p, h * L + t, probs, h * A + t);
+      for (std::size_t c = 0; c < m; ++c) {
+        for (std::size_t t = 0; t < cs; ++t) {
+          CopyShare(p, h * L + (c + 1) * cs + t, spread, (h * cs + t) * m + c);
+        }
+      }
+      for (std::size_t t = tail; t < L; ++t) {
+        CopyShare(p, h * L + t, probs, h * A + cs * (1 + k) + (t - tail));
+      }
+    }
+  }
+  return full_->Mix(ctx, layer, plan, p);
+}
+
+template class MpcacheKv<mpc::SemiHonest>;
+template class MpcacheKv<mpc::Spdz2k>;
+
+}  // namespace mpcache::infer

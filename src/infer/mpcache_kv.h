@@ -1,0 +1,98 @@
+// MPCache under MPC: the full cache's blocks (infer/kv_cache.h) plus the dynamic cluster
+// selection of model/mpcache_policy.h, all on secret shares. The selection is never
+// opened (reveal: none): every size below follows from L and the policy, so no party's
+// view and no dealer request depends on which clusters were chosen.
+//
+// Per selecting layer and step, with C clusters, m = C - 2 candidates, k kept (public):
+//   representatives  once per completed cluster: per feature max and -min over its keys
+//                    (RowMax, 2 kv_dim rows of cluster_tokens values), combined locally,
+//                    appended to representative blocks under their own fixed masks
+//                    (opens kv_dim values); the mean representative needs no comparison;
+//   scores           ONE product opens q once for the key blocks AND the representative
+//                    blocks: n_heads x (L + m) raw scores; cluster scores summed locally;
+//   rank             RowRankSelection(m scores, k, 64 bits): the secret one-hot S (k x m);
+//   gather           S masked once (k m values), then S x M with M the m candidates'
+//                    raw scores (m x n_heads cs): opens m n_heads cs values;
+//   softmax          over n_heads x (cs (1 + k) + tail) values only (the caller);
+//   scatter          P^T S (P: the k gathered clusters' weights): opens k n_heads cs;
+//   mix              the full cache's product over every value block, the unselected
+//                    positions weighted by an exact secret 0.
+// Rounds added per selecting layer: LtzRounds(64) + LtzRounds(RankBits(m)) + 3 (plus, when
+// a cluster completes, RowMax's and one append round); a sharing layer (policy
+// share_layers) reuses its partner's S: gather and scatter only.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "infer/kv_cache.h"
+#include "model/mpcache_policy.h"
+#include "mpc/compare/binary_context.h"
+#include "mpc/matmul.h"
+
+namespace mpcache::infer {
+
+template <typename P>
+class MpcacheKv final : public KvMemory<P> {
+ public:
+  // `ctx` (whose arithmetic context every call gets) must outlive the memory; compare_bits:
+  // the width of the key comparisons of the min/max representatives.
+  static Result<std::unique_ptr<MpcacheKv>> Create(mpc::BinaryContext<P>& ctx,
+                                                   const model::ModelConfig& config,
+                                                   int max_seq_len, int block_tokens,
+                                                   const model::MpcachePolicy& policy,
+                                                   int compare_bits);
+
+  const model::KvLayout& layout() const override { return full_->layout(); }
+  const model::MpcachePolicy& policy() const { return policy_; }
+
+  Result<std::vector<mpc::AttentionShape>> Prepare(mpc::Context<P>& ctx) override;
+  Status Append(mpc::Context<P>& ctx, int layer, mpc::Shares<P> k, mpc::Shares<P> v) override {
+    return full_->Append(ctx, layer, std::move(k), std::move(v));
+  }
+  // n_heads x attended raw scores (model::AttendedPositions' order, selection secret).
+  Result<mpc::Shares<P>> Scores(mpc::Context<P>& ctx, int layer, const model::KvPlan& plan,
+                                const mpc::Shares<P>& q) override;
+  // probs: n_heads x attended, as Scores returned them.
+  Result<mpc::Shares<P>> Mix(mpc::Context<P>& ctx, int layer, const model::KvPlan& plan,
+                             const mpc::Shares<P>& probs) override;
+  Status EndPrefill(mpc::Context<P>& ctx, int window) override {
+    return full_->EndPrefill(ctx, window);
+  }
+  Status LoadPrefill(mpc::Context<P>& ctx, int layer, const mpc::Shares<P>& k,
+                     const mpc::Shares<P>& v) override {
+    return full_->LoadPrefill(ctx, layer, k, v);
+  }
+
+ private:
+  MpcacheKv(mpc::BinaryContext<P>& ctx, std::unique_ptr<SecureKvCache<P>> full,
+            const model::MpcachePolicy& policy, int compare_bits)
+      : ctx_(ctx),
+        full_(std::move(full)),
+        policy_(policy),
+        compare_bits_(compare_bits),
+        reps_(static_cast<std::size_t>(full_->layout().n_layers())),
+        selection_(static_cast<std::size_t>(full_->layout().n_layers())) {}
+  // Representative blocks of `layer` for `rows` representatives (clusters 1 .. rows).
+  Status EnsureRepBlocks(mpc::Context<P>& ctx, int layer, std::size_t rows);
+  // Computes and appends the representatives of clusters 1 .. m of `layer` not yet held.
+  Status UpdateRepresentatives(mpc::Context<P>& ctx, int layer, std::size_t m);
+  std::vector<mpc::BlockUse<P>> RepUses(int layer, std::size_t m) const;
+
+  mpc::BinaryContext<P>& ctx_;
+  std::unique_ptr<SecureKvCache<P>> full_;
+  model::MpcachePolicy policy_;
+  int compare_bits_;
+  struct Reps {
+    std::vector<mpc::FixedBlock<P>> blocks;
+    std::size_t count = 0;  // representatives held (of clusters 1 .. count)
+  };
+  std::vector<Reps> reps_;  // [layer]
+  struct Selection {
+    int length = -1;               // the L it was made at
+    mpc::FixedOperand<P> one_hot;  // S (k x m) under its fixed mask
+  };
+  std::vector<Selection> selection_;  // [layer], this step's
+};
+
+}  // namespace mpcache::infer

@@ -1,0 +1,86 @@
+// MPCache's dynamic selection policy (SPEC §6.2), the public side and its plaintext
+// arithmetic: ONE copy that the plaintext fixed-point engine (the oracle) and the secure KV
+// memory (infer/mpcache_kv.h) both follow, so a secure run selects what its plaintext twin
+// selects.
+//
+// Per layer and step, with L cached positions (the current token included) cut into
+// clusters of `cluster_tokens` contiguous positions (C = ceil(L / cluster_tokens)):
+//   - cluster 0 (the attention sink) and cluster C - 1 (the newest, possibly partial) are
+//     always attended;
+//   - the candidates, clusters 1 .. C - 2 (all complete), are scored against the query by
+//     their representative r: score_c = sum over every head and feature of q . r_c (one
+//     number per cluster, heads summed, so one selection serves all heads);
+//   - the `keep` best candidates (keep = ceil(keep_ratio x C) - 2, at least 1, public: it
+//     depends only on L) are attended, the others skipped this step.
+// The attended positions, in this order: the sink's, the selected clusters' in decreasing
+// score (ties to the lower cluster), the newest cluster's. When keep >= candidates every
+// position is attended in cache order, exactly as the full cache.
+//
+// Representatives, computed once when a cluster completes:
+//   kMinMax: r = a x max_t k_t + (256 - a) x min_t k_t per feature, a = round(alpha x 256)
+//            (the linearised upper bound  sum q . (alpha r_max + (1 - alpha) r_min)),
+//   kMean:   r = sum_t k_t (the mean up to a positive factor: free, no comparison).
+// Both are exact integers in the ring (no truncation), and so are the scores (q at f bits
+// times r at f + 8 bits): the selection of the secure engine equals the plaintext one
+// whenever its q and keys do.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/fixed_point.h"
+#include "common/result.h"
+
+namespace mpcache::model {
+
+enum class Representative { kMinMax, kMean };
+std::string_view ToString(Representative r);
+
+struct MpcachePolicy {
+  int cluster_tokens = 32;   // level-1 cluster size (tokens)
+  double keep_ratio = 0.25;  // fraction of clusters attended per step (sink, newest included)
+  double alpha = 0.6;        // weight of r_max in the min/max representative
+  Representative representative = Representative::kMinMax;
+  // Adjacent layer pairs share one selection: layers 0 and 1 select for themselves, then
+  // layer 2l + 1 reuses the selection of layer 2l (l >= 1).
+  bool share_layers = false;
+
+  Status Validate() const;
+  int AlphaQ() const;  // round(alpha x 256)
+  // The layer whose selection `layer` attends with.
+  int SelectingLayer(int layer) const {
+    return share_layers && layer >= 3 && layer % 2 == 1 ? layer - 1 : layer;
+  }
+};
+
+// The public shape of one layer's selection at L cached positions.
+struct SelectionShape {
+  int length = 0;          // L
+  int cluster_tokens = 0;  // cs
+  int clusters = 0;        // C = ceil(L / cs)
+  int candidates = 0;      // C - 2 (0 when C < 3)
+  int keep = 0;            // selected candidates (== candidates: no selection)
+  bool selects() const { return keep < candidates; }
+  int tail_start() const { return (clusters - 1) * cluster_tokens; }  // newest cluster
+  int attended() const {
+    return selects() ? cluster_tokens * (1 + keep) + (length - tail_start()) : length;
+  }
+};
+SelectionShape ShapeFor(const MpcachePolicy& policy, int length);
+
+// The representative of one complete cluster: `rows` keys of kv_dim values (row-major, at
+// f bits), kv_dim values out.
+std::vector<Ring64> ClusterRepresentative(const MpcachePolicy& policy, const Ring64* keys,
+                                          std::size_t rows, std::size_t kv_dim);
+
+// Indices of the k largest scores (read as signed 64-bit integers) in decreasing order,
+// ties to the lower index (the secure rank selection's order).
+std::vector<int> TopKIndices(std::span<const Ring64> scores, std::size_t k);
+
+// The positions a selecting step attends, in the documented order; `selected` are
+// candidate indices (0 = cluster 1) from TopKIndices.
+std::vector<int> AttendedPositions(const SelectionShape& shape, std::span<const int> selected);
+
+}  // namespace mpcache::model
