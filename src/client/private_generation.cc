@@ -327,6 +327,8 @@ Result<GenerateResult> Run::Go(std::vector<int> prompt, int max_tokens) {
     r.decode_seconds = d.decode_seconds;
     r.decode_bytes_sent = d.decode_bytes_sent;
     r.decode_rounds = d.decode_rounds;
+    r.mpcache = d.cache == 1;
+    r.attended = static_cast<int>(d.attended);
     result_.parties.push_back(r);
   }
   for (auto& p : parties_) p.link->Close();

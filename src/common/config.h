@@ -59,15 +59,17 @@ struct ModelPaths {
 
 // SPEC §6 knobs.
 struct MpcacheKnobs {
-  CacheMode cache = CacheMode::kFull;  // kMpcache: not available yet (the party refuses it)
-  double static_keep_ratio = 0.6;      // fraction of prompt tokens kept after eviction
-  double observation_window = 0.2;     // last fraction of prompt queries that score tokens
+  CacheMode cache = CacheMode::kFull;
+  double static_keep_ratio = 0.6;   // fraction of prompt tokens kept after eviction
+  double observation_window = 0.2;  // last fraction of prompt queries that score tokens
   int level1_cluster_tokens = 32;
   double level1_keep_ratio = 0.5;
   int level2_cluster_tokens = 16;
   double level2_keep_ratio = 0.2;
-  double alpha = 0.6;              // r = alpha*r_max + (1-alpha)*r_min
-  double layer_share_decay = 0.9;  // cross-layer score reuse
+  double alpha = 0.6;                // r = alpha*r_max + (1-alpha)*r_min
+  bool mean_representative = false;  // representative: mean (instead of minmax)
+  bool share_layers = false;         // layer 2l+1 reuses layer 2l's selection (l >= 1)
+  double layer_share_decay = 0.9;    // cross-layer score reuse (not in effect yet)
   Reveal reveal = Reveal::kNone;
   double dp_epsilon = 1.0;  // reveal: dp only
 };

@@ -95,13 +95,15 @@ struct Done {
   std::uint32_t positions = 0, released = 0, decode_positions = 0;
   double seconds = 0, decode_seconds = 0;
   std::uint64_t decode_bytes_sent = 0, decode_rounds = 0;
+  std::uint32_t cache = 0;     // 0: full cache, 1: MPCache
+  std::uint32_t attended = 0;  // positions the last step attended per layer (MPCache: selected)
   auto Fields() {
     return std::tie(session, party, positions, released, decode_positions, seconds, decode_seconds,
-                    decode_bytes_sent, decode_rounds);
+                    decode_bytes_sent, decode_rounds, cache, attended);
   }
   auto Fields() const {
     return std::tie(session, party, positions, released, decode_positions, seconds, decode_seconds,
-                    decode_bytes_sent, decode_rounds);
+                    decode_bytes_sent, decode_rounds, cache, attended);
   }
 };
 struct ErrorMsg {

@@ -12,6 +12,7 @@
 #include "daemon/party_session.h"
 #include "infer/share_file.h"
 #include "model/checkpoint.h"
+#include "model/mpcache_policy.h"
 #include "net/tls/mesh_config.h"
 #include "net/tls/tls_context.h"
 #include "net/tls/tls_mesh.h"
@@ -234,12 +235,13 @@ Result<std::unique_ptr<PartyService>> PartyService::Create(config::PartyConfig c
                                                            std::shared_ptr<spdlog::logger> log,
                                                            AdversaryHook adversary_for_testing) {
   // Knobs of features this build does not have are refused, not ignored: a party must not
-  // claim MPCache or the balancer while it runs the full cache with a static assignment.
-  if (cfg.mpcache.cache == config::CacheMode::kMpcache) {
-    return InvalidArgument(cfg.file +
-                           ": field 'mpcache.cache': 'mpcache' (KV-cache eviction and cluster "
-                           "selection) is not available in this build yet; fix: write "
-                           "'cache: full'");
+  // claim a leakage mode or the balancer while it runs something else.
+  if (cfg.mpcache.cache == config::CacheMode::kMpcache &&
+      cfg.mpcache.reveal != config::Reveal::kNone) {
+    return InvalidArgument(cfg.file + ": field 'mpcache.reveal': '" +
+                           std::string(config::ToString(cfg.mpcache.reveal)) +
+                           "' is not available in this build yet (the selection stays secret); "
+                           "fix: write 'reveal: none'");
   }
   if (cfg.balancer.enabled) {
     return InvalidArgument(cfg.file +
@@ -250,6 +252,19 @@ Result<std::unique_ptr<PartyService>> PartyService::Create(config::PartyConfig c
   impl->cfg = std::move(cfg);
   impl->log = std::move(log);
   impl->adversary_for_testing = std::move(adversary_for_testing);
+  if (impl->cfg.mpcache.cache == config::CacheMode::kMpcache) {
+    const model::MpcachePolicy policy = model::PolicyFromConfig(impl->cfg.mpcache);
+    if (Status s = policy.Validate(); !s.ok()) {
+      return InvalidArgument(impl->cfg.file + ": section 'mpcache': " + s.error().message());
+    }
+    impl->log->info(
+        "MPCache: clusters of {} tokens, {:.0f}% attended per step, {} representative{}",
+        policy.cluster_tokens, policy.keep_ratio * 100, model::ToString(policy.representative),
+        policy.share_layers ? ", layer pairs share a selection" : "");
+    impl->log->warn(
+        "MPCache: static_keep_ratio, observation_window, level2_* and layer_share_decay are "
+        "not in effect in this build (no eviction after the prompt, one cluster level)");
+  }
   if (impl->adversary_for_testing) {
     impl->log->warn("TEST ONLY: this party deviates from the protocol on purpose (liar mode)");
   }

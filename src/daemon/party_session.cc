@@ -10,6 +10,7 @@
 #include "daemon/tls_client_link.h"
 #include "infer/secure_weights.h"
 #include "infer/session.h"
+#include "model/mpcache_policy.h"
 #include "mpc/compare/binary_context.h"
 #include "net/tls/mesh_config.h"
 #include "net/tls/tls_context.h"
@@ -179,6 +180,9 @@ Result<client_proto::Done> Run(const PartyRuntime& rt, SyncLink& client,
   options.math.frac_bits = cfg.model.frac_bits;
   options.max_seq_len = steps;
   options.debug = cfg.debug;
+  if (cfg.mpcache.cache == config::CacheMode::kMpcache) {
+    options.mpcache = model::PolicyFromConfig(cfg.mpcache);
+  }
   MPCACHE_ASSIGN_OR_RETURN(auto session,
                            infer::GenerationSession<P>::Create(*bctx, weights, options));
   TlsClientLink link(client, req.session, static_cast<int>(req.prompt_len),
@@ -207,6 +211,10 @@ Result<client_proto::Done> Run(const PartyRuntime& rt, SyncLink& client,
   done.decode_positions = static_cast<std::uint32_t>(report.decode_positions);
   done.seconds = report.seconds;
   done.decode_seconds = report.decode_seconds;
+  done.cache = options.mpcache ? 1 : 0;
+  done.attended = static_cast<std::uint32_t>(
+      options.mpcache ? model::ShapeFor(*options.mpcache, report.positions).attended()
+                      : report.positions);
   Metrics& m = *rt.metrics;
   for (const auto& [name, c] : report.decode_phases) {
     done.decode_bytes_sent += c.bytes_sent;

@@ -15,6 +15,7 @@ namespace {
 // The cluster scores compare raw q . r values (2f + 8 fractional bits, no truncation):
 // compared over the whole ring so the secure selection is exact.
 constexpr int kClusterScoreBits = 64;
+constexpr std::size_t kRepChunkValues = std::size_t{1} << 18;
 
 template <typename P>
 void CopyShare(Shares<P>& to, std::size_t i, const Shares<P>& from, std::size_t j) {
@@ -67,8 +68,20 @@ std::vector<mpc::BlockUse<P>> MpcacheKv<P>::RepUses(int layer, std::size_t m) co
 template <typename P>
 Status MpcacheKv<P>::UpdateRepresentatives(mpc::Context<P>& ctx, int layer, std::size_t m) {
   Reps& reps = reps_[static_cast<std::size_t>(layer)];
-  if (reps.count >= m) return Status::Ok();
-  const std::size_t kv = full_->heads().kv_dim, n = m - reps.count;
+  const std::size_t kv = full_->heads().kv_dim;
+  const auto cs = static_cast<std::size_t>(policy_.cluster_tokens);
+  // A long prefill's clusters in chunks of about kRepChunkValues compared values.
+  const std::size_t chunk = std::max<std::size_t>(1, kRepChunkValues / (2 * kv * cs));
+  while (reps.count < m) {
+    MPCACHE_RETURN_IF_ERROR(AddRepresentatives(ctx, layer, std::min(chunk, m - reps.count)));
+  }
+  return Status::Ok();
+}
+
+template <typename P>
+Status MpcacheKv<P>::AddRepresentatives(mpc::Context<P>& ctx, int layer, std::size_t n) {
+  Reps& reps = reps_[static_cast<std::size_t>(layer)];
+  const std::size_t kv = full_->heads().kv_dim, m = reps.count + n;
   const auto cs = static_cast<std::size_t>(policy_.cluster_tokens);
   const auto bt = static_cast<std::size_t>(layout().block_tokens());
   const auto& keys = full_->key_blocks(layer);
@@ -264,6 +277,19 @@ Result<Shares<P>> MpcacheKv<P>::Mix(mpc::Context<P>& ctx, int layer, const model
     }
   }
   return full_->Mix(ctx, layer, plan, p);
+}
+
+template <typename P>
+Status MpcacheKv<P>::EndPrefill(mpc::Context<P>& ctx, int window) {
+  // The representatives the next step's selection needs, now rather than in that step.
+  for (int l = 0; l < layout().n_layers(); ++l) {
+    const model::SelectionShape next = model::ShapeFor(policy_, layout().length(l) + 1);
+    if (next.selects() && policy_.SelectingLayer(l) == l) {
+      MPCACHE_RETURN_IF_ERROR(
+          UpdateRepresentatives(ctx, l, static_cast<std::size_t>(next.candidates)));
+    }
+  }
+  return full_->EndPrefill(ctx, window);
 }
 
 template class MpcacheKv<mpc::SemiHonest>;

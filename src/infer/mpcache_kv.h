@@ -56,9 +56,9 @@ class MpcacheKv final : public KvMemory<P> {
   // probs: n_heads x attended, as Scores returned them.
   Result<mpc::Shares<P>> Mix(mpc::Context<P>& ctx, int layer, const model::KvPlan& plan,
                              const mpc::Shares<P>& probs) override;
-  Status EndPrefill(mpc::Context<P>& ctx, int window) override {
-    return full_->EndPrefill(ctx, window);
-  }
+  // Computes the representatives the next step will score (a long context's clusters in
+  // bulk, not in that step).
+  Status EndPrefill(mpc::Context<P>& ctx, int window) override;
   Status LoadPrefill(mpc::Context<P>& ctx, int layer, const mpc::Shares<P>& k,
                      const mpc::Shares<P>& v) override {
     return full_->LoadPrefill(ctx, layer, k, v);
@@ -77,6 +77,8 @@ class MpcacheKv final : public KvMemory<P> {
   Status EnsureRepBlocks(mpc::Context<P>& ctx, int layer, std::size_t rows);
   // Computes and appends the representatives of clusters 1 .. m of `layer` not yet held.
   Status UpdateRepresentatives(mpc::Context<P>& ctx, int layer, std::size_t m);
+  // The next n representatives of `layer` in one batch.
+  Status AddRepresentatives(mpc::Context<P>& ctx, int layer, std::size_t n);
   std::vector<mpc::BlockUse<P>> RepUses(int layer, std::size_t m) const;
 
   mpc::BinaryContext<P>& ctx_;

@@ -25,6 +25,16 @@ Status MpcachePolicy::Validate() const {
   return Status::Ok();
 }
 
+MpcachePolicy PolicyFromConfig(const config::MpcacheKnobs& knobs) {
+  MpcachePolicy p;
+  p.cluster_tokens = knobs.level1_cluster_tokens;
+  p.keep_ratio = knobs.level1_keep_ratio;
+  p.alpha = knobs.alpha;
+  p.representative = knobs.mean_representative ? Representative::kMean : Representative::kMinMax;
+  p.share_layers = knobs.share_layers;
+  return p;
+}
+
 int MpcachePolicy::AlphaQ() const {
   return static_cast<int>(std::lround(alpha * 256));
 }

@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "common/config.h"
 #include "common/fixed_point.h"
 #include "common/result.h"
 
@@ -54,6 +55,9 @@ struct MpcachePolicy {
     return share_layers && layer >= 3 && layer % 2 == 1 ? layer - 1 : layer;
   }
 };
+
+// The policy a party's `mpcache:` section configures (level-1 clusters; validated there).
+MpcachePolicy PolicyFromConfig(const config::MpcacheKnobs& knobs);
 
 // The public shape of one layer's selection at L cached positions.
 struct SelectionShape {

@@ -14,4 +14,42 @@ int EmitJsonOrError(const Result<nlohmann::json>& result, bool json) {
   return 0;
 }
 
+Result<std::optional<model::MpcachePolicy>> CacheFlags::Policy() const {
+  if (cache == "full") return std::optional<model::MpcachePolicy>();
+  model::MpcachePolicy p = policy;
+  p.representative =
+      representative == "mean" ? model::Representative::kMean : model::Representative::kMinMax;
+  MPCACHE_RETURN_IF_ERROR(p.Validate());
+  return std::optional<model::MpcachePolicy>(p);
+}
+
+nlohmann::json CacheFlags::Describe() const {
+  nlohmann::json j;
+  j["mode"] = cache;
+  if (cache == "mpcache") {
+    j["cluster_tokens"] = policy.cluster_tokens;
+    j["keep_ratio"] = policy.keep_ratio;
+    j["alpha"] = policy.alpha;
+    j["representative"] = representative;
+    j["share_layers"] = policy.share_layers;
+  }
+  return j;
+}
+
+void AddCacheFlags(CLI::App& cmd, CacheFlags& f) {
+  cmd.add_option("--cache", f.cache, "KV cache: full, or mpcache (dynamic cluster selection)")
+      ->check(CLI::IsMember({"full", "mpcache"}));
+  cmd.add_option("--cluster", f.policy.cluster_tokens, "MPCache: tokens per cluster")
+      ->check(CLI::Range(1, 4096));
+  cmd.add_option("--keep", f.policy.keep_ratio,
+                 "MPCache: fraction of clusters attended per step, sink and newest included")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd.add_option("--alpha", f.policy.alpha, "MPCache: weight of r_max in the representative")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd.add_option("--representative", f.representative, "MPCache: minmax or mean")
+      ->check(CLI::IsMember({"minmax", "mean"}));
+  cmd.add_flag("--share-layers", f.policy.share_layers,
+               "MPCache: layer 2l+1 reuses layer 2l's selection (l >= 1)");
+}
+
 }  // namespace mpcache::tools

@@ -5,8 +5,11 @@
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
 
 #include "common/result.h"
+#include "model/mpcache_policy.h"
 
 namespace mpcache::tools {
 
@@ -19,6 +22,19 @@ void AddGenerateCommand(CLI::App& app, int* exit_code);
 // The common end of a command: prints the error on stderr (returns 1), or with `json` the
 // object on one stdout line (returns 0); returns -1 when the caller prints its text report.
 int EmitJsonOrError(const Result<nlohmann::json>& result, bool json);
+
+// --cache full|mpcache and MPCache's knobs (--cluster, --keep, --alpha, --representative,
+// --share-layers), as `generate` and `decode-step` take them.
+struct CacheFlags {
+  std::string cache = "full";
+  model::MpcachePolicy policy;
+  std::string representative = "minmax";
+  // The policy when --cache mpcache (validated), none for the full cache.
+  Result<std::optional<model::MpcachePolicy>> Policy() const;
+  // The knobs as JSON (the cache mode alone for the full cache).
+  nlohmann::json Describe() const;
+};
+void AddCacheFlags(CLI::App& cmd, CacheFlags& flags);
 
 // `decode-step`: one secure decoding step at a given context (decode_step_command.cc).
 void AddDecodeStepCommand(CLI::App& app, int* exit_code);

@@ -1,5 +1,5 @@
-// `mpcache-bench decode-step --model M | --dims D --layers L --context C --cache full
-//  --security S [--json]` (SPEC §11)
+// `mpcache-bench decode-step --model M | --dims D --layers L --context C --cache full|mpcache
+//  --security S [--json]` (SPEC §11; MPCache knobs: commands.h AddCacheFlags)
 //
 // One decoding step at context C, three parties in one process over the in-memory mesh, the
 // in-process dealers feeding them on demand. Setup (not measured): the context's keys and
@@ -8,9 +8,10 @@
 // step's), with --dims synthetic K/V rows of the keys' scale (the step's cost does not depend
 // on the values) — entered by party 0 and masked into their blocks in bulk, then MAC-checked.
 // Measured: the step itself, fully secure: the token's secret one-hot (entered by party 0)
-// through every layer attending all C + 1 rows, the logits, their secret argmax and the MAC
-// check of everything opened. Reported: seconds (slowest party), bytes sent per party (the
-// busiest), rounds, and per phase (the attention products are `scores` and `mix`).
+// through every layer attending all C + 1 rows (or MPCache's selection of them), the logits, their
+// secret argmax and the MAC check of everything opened. Reported: seconds (slowest party), bytes
+// sent per party (the busiest), rounds, and per phase (the attention products are `scores` and
+// `mix`).
 #include <algorithm>
 #include <chrono>
 #include <iostream>
@@ -38,7 +39,8 @@ struct DecodeStepOptions {
   std::string model, dims;
   int layers = 0;  // 0: the model's
   int context = 0;
-  std::string cache = "full";
+  CacheFlags cache;
+  std::optional<model::MpcachePolicy> policy;  // from `cache`
   std::string security = "malicious";
   int block = model::KvLayout::kDefaultBlockTokens;
   int threads = 1;
@@ -65,6 +67,7 @@ Result<Prefill> RealPrefill(const model::ModelWeights& w, const DecodeStepOption
   fo.math.frac_bits = o.frac_bits;
   fo.max_seq_len = o.context + 1;
   fo.kv_block_tokens = o.block;
+  fo.mpcache = o.policy;
   MPCACHE_ASSIGN_OR_RETURN(model::FixedEngine e, model::FixedEngine::Create(w, fo));
   const int vocab = w.config.vocab_size;
   for (int t = 0; t < o.context; ++t) {
@@ -121,6 +124,7 @@ struct PartyOutcome {
   std::map<std::string, net::PhaseCounters> phases;
   int token = -1;
   int planned_rows = 0;
+  net::PhaseCounters end_prefill;
 };
 
 constexpr std::size_t kPrefillChunkRows = 256;  // rows entered and masked per round
@@ -138,6 +142,7 @@ Result<PartyOutcome> RunParty(mpc::BinaryContext<P>& b,
   so.math.frac_bits = o.frac_bits;
   so.max_seq_len = o.context + 1;
   so.kv_block_tokens = o.block;
+  so.mpcache = o.policy;
   MPCACHE_ASSIGN_OR_RETURN(auto engine, infer::SecureLlama<P>::Create(*bctx, weights, so));
   const model::ModelConfig& c = ring->config;
   const auto kv = static_cast<std::size_t>(c.kv_dim());
@@ -170,6 +175,17 @@ Result<PartyOutcome> RunParty(mpc::BinaryContext<P>& b,
                            mpc::Input<P>(*ctx, 0, one_hot, static_cast<std::size_t>(c.vocab_size)));
   MPCACHE_RETURN_IF_ERROR(mpc::CheckAllMacs(*bctx));
   PartyOutcome out;
+  {
+    // End of the prefill: MPCache's representatives of the context's clusters (measured
+    // apart: a one-off cost of the prompt, then one cluster every cluster_tokens steps).
+    ctx->stats().Reset();
+    const auto t = std::chrono::steady_clock::now();
+    MPCACHE_RETURN_IF_ERROR(engine->kv().EndPrefill(*ctx, 0));
+    MPCACHE_RETURN_IF_ERROR(mpc::CheckAllMacs(*bctx));
+    out.end_prefill = ctx->stats().Total();
+    out.end_prefill.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  }
   out.setup_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t_setup).count();
 
@@ -185,7 +201,8 @@ Result<PartyOutcome> RunParty(mpc::BinaryContext<P>& b,
   }
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   out.phases = ctx->stats().phases();
-  out.planned_rows = engine->kv().Plan(0).length();
+  const int length = engine->kv().Plan(0).length();
+  out.planned_rows = o.policy ? model::ShapeFor(*o.policy, length).attended() : length;
 
   // Not measured: the token, opened to check it against the plaintext twin.
   mpc::Shares<P> index(1);
@@ -274,7 +291,8 @@ Result<nlohmann::json> RunDecodeStep(const DecodeStepOptions& o) {
   j["config"] = config.Describe();
   j["layers"] = config.n_layers;
   j["context"] = o.context;
-  j["cache"] = o.cache;
+  j["cache"] = o.cache.cache;
+  j["mpcache"] = o.cache.Describe();
   j["security"] = o.security;
   j["weights"] = "public";
   j["kv_block_tokens"] = std::min(o.block, o.context + 1);
@@ -286,6 +304,23 @@ Result<nlohmann::json> RunDecodeStep(const DecodeStepOptions& o) {
   j["selected_tokens"] = p0.planned_rows;
   j["phases"] = phases;
   j["setup_seconds"] = setup;
+  if (o.policy) {
+    // Per cluster: what one completed cluster's representative costs (amortised per step
+    // over cluster_tokens steps).
+    std::uint64_t bytes = 0;
+    double secs = 0;
+    for (const auto& r : outcomes) {
+      bytes = std::max(bytes, r->end_prefill.bytes_sent);
+      secs = std::max(secs, r->end_prefill.seconds);
+    }
+    const int clusters =
+        std::max(1, model::ShapeFor(*o.policy, o.context + 1).candidates * config.n_layers);
+    j["representatives"] = {
+        {"clusters", clusters},
+        {"seconds_per_cluster", secs / clusters},
+        {"bytes_per_party_per_cluster", bytes / static_cast<std::uint64_t>(clusters)},
+        {"rounds", p0.end_prefill.rounds}};
+  }
   j["token"] = p0.token;
   if (prefill.plain_next >= 0) {
     j["plain_token"] = prefill.plain_next;
@@ -294,18 +329,18 @@ Result<nlohmann::json> RunDecodeStep(const DecodeStepOptions& o) {
   return j;
 }
 
-int RunDecodeStepCommand(const DecodeStepOptions& o) {
+int RunDecodeStepCommand(DecodeStepOptions o) {
   if (o.model.empty() == o.dims.empty()) {
     std::cerr << "error: give exactly one of --model FILE (a checkpoint) or --dims D (7b or "
                  "DIMxLAYERSxHEADS[...], synthetic weights)\n";
     return 2;
   }
-  if (o.cache != "full") {
-    std::cerr << "error: --cache " << o.cache
-              << " is not available in this build yet (MPCache's selection is the next "
-                 "KvMemory implementation); use --cache full\n";
+  auto policy = o.cache.Policy();
+  if (!policy.ok()) {
+    std::cerr << "error: " << policy.error().ToString() << "\n";
     return 2;
   }
+  o.policy = *policy;
   Result<nlohmann::json> j =
       o.security == "malicious" ? RunDecodeStep<mpc::Spdz2k>(o) : RunDecodeStep<mpc::SemiHonest>(o);
   if (const int rc = EmitJsonOrError(j, o.json); rc >= 0) return rc;
@@ -339,8 +374,7 @@ void AddDecodeStepCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--context", opts->context, "Cached positions before the step")
       ->required()
       ->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--cache", opts->cache, "KV cache: full (mpcache: not yet)")
-      ->check(CLI::IsMember({"full", "mpcache"}));
+  AddCacheFlags(*cmd, opts->cache);
   cmd->add_option("--security", opts->security, "malicious (SPDZ2k) or semi-honest")
       ->check(CLI::IsMember({"malicious", "semi-honest"}));
   cmd->add_option("--kv-block", opts->block, "KV rows per block (one fixed mask each)")

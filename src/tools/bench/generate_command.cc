@@ -1,5 +1,5 @@
 // `mpcache-bench generate --model M --tokenizer T --prompt P --steps N
-//  --security malicious|semi-honest --weights public|private [--cache full] [--json]`
+//  --security malicious|semi-honest --weights public|private [--cache full|mpcache] [--json]`
 //
 // A whole private greedy generation with three parties in one process over the in-memory
 // mesh, the in-process dealers feeding them on demand and a simulated client (infer/
@@ -28,7 +28,7 @@ struct GenerateOptions {
   int steps = 64;
   std::string security = "malicious";
   std::string weights = "public";
-  std::string cache = "full";
+  CacheFlags cache;
   int threads = 1;
   std::uint64_t seed = 1;
   int frac_bits = kRecommendedFracBits;
@@ -58,6 +58,7 @@ Result<nlohmann::json> RunGenerate(const GenerateOptions& o) {
   io.preprocess_first = o.offline_first;
   io.session.math.frac_bits = o.frac_bits;
   io.session.max_seq_len = std::max(steps, 1);
+  MPCACHE_ASSIGN_OR_RETURN(io.session.mpcache, o.cache.Policy());
   MPCACHE_ASSIGN_OR_RETURN(infer::InProcessResult r,
                            infer::RunInProcess<P>(ring, prompt, tok.bos_id(), steps, io));
 
@@ -95,7 +96,8 @@ Result<nlohmann::json> RunGenerate(const GenerateOptions& o) {
   j["model"] = config.Describe();
   j["security"] = o.security;
   j["weights"] = o.weights;
-  j["cache"] = o.cache;
+  j["cache"] = o.cache.cache;
+  j["mpcache"] = o.cache.Describe();
   j["frac_bits"] = o.frac_bits;
   j["seconds_per_token"] = r.report.decode_seconds * per;
   j["bytes_per_token"] = static_cast<double>(total.bytes_sent) * per;
@@ -126,12 +128,6 @@ Result<nlohmann::json> RunGenerate(const GenerateOptions& o) {
 }
 
 int RunGenerateCommand(const GenerateOptions& o) {
-  if (o.cache != "full") {
-    std::cerr << "error: --cache " << o.cache
-              << " is not available in this engine yet (the MPCache KV selection is its own "
-                 "module); use --cache full\n";
-    return 2;
-  }
   Result<nlohmann::json> j =
       o.security == "malicious" ? RunGenerate<mpc::Spdz2k>(o) : RunGenerate<mpc::SemiHonest>(o);
   if (const int rc = EmitJsonOrError(j, o.json); rc >= 0) return rc;
@@ -169,8 +165,7 @@ void AddGenerateCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--shares", opts->shares,
                   "With --weights private: folder of `mpcache-model share` files (default: split "
                   "the model in memory)");
-  cmd->add_option("--cache", opts->cache, "KV cache: full (mpcache: not yet)")
-      ->check(CLI::IsMember({"full", "mpcache"}));
+  AddCacheFlags(*cmd, opts->cache);
   cmd->add_option("--threads", opts->threads, "Worker threads per party for local products");
   cmd->add_option("--seed", opts->seed, "Dealer/party seeds (reproducible runs)");
   cmd->add_option("--frac-bits", opts->frac_bits, "Fixed-point fractional bits");

@@ -52,6 +52,8 @@ int Generate(const std::string& config_path, const mpcache::client::GenerateOpti
     j["seconds_per_token"] = p0.decode_seconds * per;
     j["bytes_per_token"] = static_cast<double>(p0.decode_bytes_sent) * per;
     j["rounds_per_token"] = static_cast<double>(p0.decode_rounds) * per;
+    j["cache"] = p0.mpcache ? "mpcache" : "full";
+    j["selected_tokens"] = p0.attended;
     nlohmann::json parties = nlohmann::json::array();
     for (const auto& p : r->parties) {
       const double q = p.decode_positions > 0 ? 1.0 / p.decode_positions : 0.0;
@@ -72,7 +74,9 @@ int Generate(const std::string& config_path, const mpcache::client::GenerateOpti
             << p0.decode_seconds * per << " s/token, "
             << static_cast<double>(p0.decode_bytes_sent) * per << " bytes/token and "
             << static_cast<double>(p0.decode_rounds) * per
-            << " rounds/token sent per party (party 0, decode)\n";
+            << " rounds/token sent per party (party 0, decode); cache "
+            << (p0.mpcache ? "mpcache" : "full") << ", last step attended " << p0.attended << " of "
+            << p0.positions << " positions\n";
   return 0;
 }
 

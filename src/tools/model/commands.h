@@ -11,5 +11,7 @@ void AddInfoCommand(CLI::App& app, int* exit_code);
 void AddRunCommand(CLI::App& app, int* exit_code);
 void AddSynthCommand(CLI::App& app, int* exit_code);
 void AddShareCommand(CLI::App& app, int* exit_code);
+// MPCache vs the full cache in the fixed-point twin (accuracy_command.cc).
+void AddAccuracyCommand(CLI::App& app, int* exit_code);
 
 }  // namespace mpcache::tools

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
     mpcache::tools::AddRunCommand(app, &exit_code);
     mpcache::tools::AddSynthCommand(app, &exit_code);
     mpcache::tools::AddShareCommand(app, &exit_code);
+    mpcache::tools::AddAccuracyCommand(app, &exit_code);
     try {
       app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

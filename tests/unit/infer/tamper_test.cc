@@ -13,6 +13,7 @@
 #include "infer/in_process.h"
 #include "model/synth.h"
 #include "mpc/adversary.h"
+#include "net/comm_stats.h"
 #include "unit/mpc/lie.h"
 
 namespace mpcache::infer {
@@ -26,9 +27,13 @@ class ArmedLiar final : public mpc::Adversary {
       : domain_(domain), nth_(nth), elem_(elem), bit_(bit) {}
   bool armed = false;
   bool lied = false;
+  // When set: only openings made while this phase is current count (e.g. "select").
+  const net::CommStats* stats = nullptr;
+  std::string phase;
   void OnOpen(mpc::Domain d, std::uint64_t /*index*/, std::size_t n,
               std::span<std::uint8_t> out) override {
     if (!armed || lied || d != domain_ || n == 0) return;
+    if (stats != nullptr && stats->phase() != phase) return;
     if (seen_++ != nth_) return;
     const std::size_t e = static_cast<std::size_t>(elem_ % n);
     if (d == mpc::Domain::kBinary) {
@@ -85,6 +90,53 @@ TEST(SecureTamper, ConsistentLieMidGenerationFailsTheMacCheckBeforeRelease) {
       return Status::Ok();
     };
     auto run = RunInProcess<mpc::Spdz2k>(*model, prompt, 1, 6, InProcessOptions{}, hook);
+    ASSERT_TRUE(liar.lied) << "the run ended before the lie";
+    ASSERT_FALSE(run.ok()) << "a consistent lie was accepted";
+    EXPECT_EQ(run.error().code(), ErrorCode::kMacCheckFailed) << run.error().ToString();
+  }
+}
+
+// MPCache's selection (ranking comparisons, the one-hot's masking, gather and scatter) is
+// opened like everything else: a consistent lie in any of its openings, of either domain,
+// fails the MAC check. (A narrow comparison opening of `bits` bits is used mod 2^bits: the
+// lies here stay inside that, at bit 0, or at bits the full-width openings use.)
+TEST(SecureTamper, ConsistentLieInMpcacheSelectionFailsTheMacCheck) {
+  auto config = model::ParseDims("16x1x2x2x32x20x8");
+  ASSERT_TRUE(config.ok());
+  auto w = model::MakeSyntheticWeights(*config, 4);
+  ASSERT_TRUE(w.ok());
+  auto model = EncodeModel(*w, kRecommendedFracBits);
+  ASSERT_TRUE(model.ok());
+  const std::vector<int> prompt = {1, 3, 5, 7};
+  InProcessOptions o;
+  o.session.mpcache = model::MpcachePolicy{};
+  o.session.mpcache->cluster_tokens = 1;
+  o.session.mpcache->keep_ratio = 0.3;
+  auto honest = RunInProcess<mpc::Spdz2k>(*model, prompt, 1, 7, o);
+  ASSERT_TRUE(honest.ok()) << honest.error().ToString();
+  ASSERT_TRUE(honest->phases[0].count("select"));
+  const std::vector<Case> cases = {
+      {mpc::Domain::kArith, 4, 0, 63}, {mpc::Domain::kArith, 4, 1, 0},
+      {mpc::Domain::kArith, 5, 2, 0},  {mpc::Domain::kArith, 5, 3, 31},
+      {mpc::Domain::kArith, 5, 4, 63}, {mpc::Domain::kBinary, 4, 0, 0},
+      {mpc::Domain::kBinary, 5, 3, 0},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.domain == mpc::Domain::kArith ? "arith" : "binary") +
+                 " select opening " + std::to_string(c.nth) + " after position " +
+                 std::to_string(c.after_position) + ", bit " + std::to_string(c.bit));
+    ArmedLiar liar(c.domain, c.nth, 0x9E3779B97F4A7C15ull * (c.nth + 1), c.bit);
+    liar.phase = "select";
+    InProcessHook<mpc::Spdz2k> hook = [&](int party, int pos,
+                                          SecureLlama<mpc::Spdz2k>& e) -> Status {
+      if (party != 2 || pos != c.after_position) return Status::Ok();
+      liar.stats = &e.context().arith().stats();
+      e.context().arith().set_adversary_for_testing(&liar);
+      e.context().set_adversary_for_testing(&liar);
+      liar.armed = true;
+      return Status::Ok();
+    };
+    auto run = RunInProcess<mpc::Spdz2k>(*model, prompt, 1, 7, o, hook);
     ASSERT_TRUE(liar.lied) << "the run ended before the lie";
     ASSERT_FALSE(run.ok()) << "a consistent lie was accepted";
     EXPECT_EQ(run.error().code(), ErrorCode::kMacCheckFailed) << run.error().ToString();

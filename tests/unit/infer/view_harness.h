@@ -270,6 +270,7 @@ struct RunConfig {
   std::uint32_t burn_items = 0;
   bool record_messages = false;
   std::vector<Mutation> mutations;
+  SessionOptions session;  // e.g. MPCache's policy
 };
 
 struct RunRecord {
@@ -411,7 +412,8 @@ Result<RunRecord> RunRecorded(const std::shared_ptr<const RingModel>& model,
         auto bctx, mpc::BinaryContext<P>::Create(*ctx, prep, DeriveSeed(lseed, 200 + self)));
     bctx->set_adversary_for_testing(&adversary);
     MPCACHE_ASSIGN_OR_RETURN(SecureWeights<P> weights, PublicWeights<P>(*ctx, model));
-    MPCACHE_ASSIGN_OR_RETURN(auto session, GenerationSession<P>::Create(*bctx, weights, {}));
+    MPCACHE_ASSIGN_OR_RETURN(auto session,
+                             GenerationSession<P>::Create(*bctx, weights, cfg.session));
     RecordingLink link(client.Link(self), log, cfg.record_messages);
     MPCACHE_RETURN_IF_ERROR(session->Generate(link, static_cast<int>(prompt.size()), steps));
     rounds[static_cast<std::size_t>(self)] = ch.stats().Total().rounds;

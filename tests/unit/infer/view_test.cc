@@ -29,6 +29,7 @@
 #include <set>
 
 #include "model/checkpoint.h"
+#include "model/fixed_engine.h"
 #include "model/synth.h"
 #include "unit/infer/view_checks.h"
 
@@ -433,6 +434,94 @@ TEST(SecureView, AttentionTriplesFollowTheAnnouncedPlan) {
     EXPECT_TRUE(a->announced[p] == plan) << "party " << p << " announced another plan";
     EXPECT_TRUE(b->announced[p] == plan) << "the plan depends on the prompt (party " << p << ")";
   }
+}
+
+// ---- 4. MPCache's selection stays secret (reveal: none) ------------------------------------
+
+// Clusters of one token, a third of them attended: from the fourth position on every layer
+// ranks its candidates, gathers and scatters through the secret one-hot.
+model::MpcachePolicy ViewPolicy() {
+  model::MpcachePolicy p;
+  p.cluster_tokens = 1;
+  p.keep_ratio = 0.3;
+  return p;
+}
+constexpr int kMpcacheSteps = 6;
+const std::vector<int> kSelectA{1, 5, 9, 2, 7};
+const std::vector<int> kSelectB{1, 20, 4, 17, 8};
+
+// What the plaintext twin attends at every position and layer for `prompt` (then greedy).
+std::vector<std::vector<std::vector<int>>> PlainSelections(const std::vector<int>& prompt) {
+  auto config = model::ParseDims("32x1x4x2x64x40x16");
+  auto w = model::MakeSyntheticWeights(*config, 9);
+  model::FixedEngineOptions fo;
+  fo.mpcache = ViewPolicy();
+  auto e = model::FixedEngine::Create(*w, fo);
+  EXPECT_TRUE(e.ok());
+  std::vector<std::vector<std::vector<int>>> out;
+  int token = prompt[0];
+  for (int pos = 0; pos < kMpcacheSteps; ++pos) {
+    EXPECT_TRUE(e->Forward(token, pos).ok());
+    out.push_back(e->Attended());
+    token = pos + 1 < static_cast<int>(prompt.size()) ? prompt[static_cast<std::size_t>(pos + 1)]
+                                                      : e->Argmax();
+  }
+  return out;
+}
+
+template <typename P>
+void ExpectSelectionStaysSecret() {
+  RunConfig base;
+  base.session.mpcache = ViewPolicy();
+  // 1. Every opening, the selection's included, is masked by a fresh dealer mask.
+  std::vector<RunRecord> exact;
+  for (int k = 0; k < kExactRuns; ++k) {
+    RunConfig c = base;
+    c.dealer_seed = c.local_seed = 11;
+    c.burn = k;
+    c.burn_items = kFreeMasks;
+    auto r = RunRecorded<P>(SmallModel(), kSelectA, kMpcacheSteps, c);
+    ASSERT_TRUE(r.ok()) << r.error().ToString();
+    exact.push_back(std::move(*r));
+  }
+  const Report rep = CheckExact(exact);
+  Print("exact (MPCache)", rep);
+  EXPECT_TRUE(rep.findings.empty()) << rep.Text();
+  // 2. Two prompts whose selections differ: the same requests to the dealer (item, size,
+  //    order), the same messages (peer, size, order) and rounds at every party.
+  const auto sel_a = PlainSelections(kSelectA), sel_b = PlainSelections(kSelectB);
+  ASSERT_NE(sel_a, sel_b) << "the two prompts select the same clusters: nothing to compare";
+  for (std::size_t pos = 0; pos < sel_a.size(); ++pos) {
+    for (std::size_t l = 0; l < sel_a[pos].size(); ++l) {
+      ASSERT_EQ(sel_a[pos][l].size(), sel_b[pos][l].size()) << "attended counts must be public";
+    }
+  }
+  RunConfig c = base;
+  c.record_messages = true;
+  auto a = RunRecorded<P>(SmallModel(), kSelectA, kMpcacheSteps, c);
+  auto b = RunRecorded<P>(SmallModel(), kSelectB, kMpcacheSteps, c);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a->tokens.size(), b->tokens.size()) << "both runs must decode as many positions";
+  ASSERT_EQ(a->openings.size(), b->openings.size());
+  std::size_t selecting = 0;
+  for (std::size_t i = 0; i < a->openings.size(); ++i) {
+    EXPECT_EQ(a->openings[i].requests, b->openings[i].requests) << a->openings[i].Name();
+    EXPECT_EQ(a->openings[i].n, b->openings[i].n) << a->openings[i].Name();
+    for (const Request& q : a->openings[i].requests) selecting += q.item == Item::kMatrixTriple;
+  }
+  EXPECT_GT(selecting, 0u) << "no gather or scatter product recorded";
+  for (std::size_t p = 0; p < 3; ++p) {
+    EXPECT_EQ(a->sent[p], b->sent[p]) << "party " << p << " sent other messages";
+    EXPECT_EQ(a->rounds[p], b->rounds[p]);
+    EXPECT_TRUE(a->announced[p] == b->announced[p]) << "party " << p;
+  }
+}
+
+TEST(SecureView, MpcacheSelectionStaysSecretSemiHonest) {
+  ExpectSelectionStaysSecret<mpc::SemiHonest>();
+}
+TEST(SecureView, MpcacheSelectionStaysSecretMalicious) {
+  ExpectSelectionStaysSecret<mpc::Spdz2k>();
 }
 
 TEST(SecureView, ExactCheckCatchesLeaksSemiHonest) {

@@ -1,0 +1,231 @@
+// mpcache-model accuracy: what MPCache's selection costs in accuracy, measured in the
+// plaintext fixed-point engine — the exact twin of the secure engine (same policy code, same
+// arithmetic), so the figures hold for MPC runs too.
+//
+// For every prompt (one per line of --prompts): the full cache generates greedily to --steps
+// positions (the reference sequence); then, for every keep ratio, MPCache
+//   - teacher-forced on the reference: the share of positions whose greedy token equals the
+//     reference's next token (agreement),
+//   - free-running: whether its own greedy generation equals the reference, and where it
+//     first departs.
+// With --text FILE: the mean log-likelihood per token of that text (teacher-forced) under the
+// full cache and each MPCache setting.
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "model/checkpoint.h"
+#include "model/fixed_engine.h"
+#include "model/tokenizer.h"
+#include "tools/model/commands.h"
+
+namespace mpcache::tools {
+namespace {
+
+struct AccuracyArgs {
+  std::string model, tokenizer, prompts, text;
+  int steps = 512;
+  std::vector<double> keeps{0.5, 0.25, 0.1};
+  int cluster = 32;
+  std::string representative = "minmax";
+  double alpha = 0.6;
+  bool json = false;
+};
+
+Result<std::vector<std::string>> ReadLines(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return NotFound("cannot read the prompts file " + path);
+  std::vector<std::string> out;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (!line.empty() && line[0] != '#') out.push_back(line);
+  }
+  if (out.empty()) return InvalidArgument(path + " holds no prompt (one per line; # comments)");
+  return out;
+}
+
+// Feeds `tokens` (teacher-forced, positions 0 .. n-1) and returns the greedy token after each
+// position and, when `ll` is set, adds log p(tokens[i + 1]) to it.
+Result<std::vector<int>> TeacherForced(model::FixedEngine& e, const std::vector<int>& tokens,
+                                       double* ll) {
+  std::vector<int> greedy;
+  for (std::size_t pos = 0; pos + 1 < tokens.size(); ++pos) {
+    MPCACHE_ASSIGN_OR_RETURN(auto logits, e.Forward(tokens[pos], static_cast<int>(pos)));
+    greedy.push_back(e.Argmax());
+    if (ll != nullptr) {
+      double mx = -std::numeric_limits<double>::infinity(), sum = 0;
+      for (double v : logits) mx = std::max(mx, v);
+      for (double v : logits) sum += std::exp(v - mx);
+      *ll += logits[static_cast<std::size_t>(tokens[pos + 1])] - mx - std::log(sum);
+    }
+  }
+  return greedy;
+}
+
+// Greedy generation from `prompt` to `steps` positions (stops after a BOS, as llama2.c).
+Result<std::vector<int>> Greedy(model::FixedEngine& e, const std::vector<int>& prompt, int steps) {
+  std::vector<int> tokens = prompt;
+  for (int pos = 0; pos + 1 < steps; ++pos) {
+    if (auto r = e.Forward(tokens[static_cast<std::size_t>(pos)], pos); !r.ok()) return r.error();
+    if (pos + 1 < static_cast<int>(prompt.size())) continue;
+    tokens.push_back(e.Argmax());
+    if (tokens.back() == 1) break;
+  }
+  return tokens;
+}
+
+Result<nlohmann::json> Measure(const AccuracyArgs& a) {
+  MPCACHE_ASSIGN_OR_RETURN(model::ModelWeights w, model::LoadCheckpoint(a.model));
+  MPCACHE_ASSIGN_OR_RETURN(model::Tokenizer tok,
+                           model::Tokenizer::LoadLlama2c(a.tokenizer, w.config.vocab_size));
+  MPCACHE_ASSIGN_OR_RETURN(std::vector<std::string> prompts, ReadLines(a.prompts));
+  const int steps = std::min(a.steps, w.config.seq_len);
+  const auto engine = [&](std::optional<double> keep) -> Result<model::FixedEngine> {
+    model::FixedEngineOptions fo;
+    fo.max_seq_len = steps;
+    if (keep) {
+      model::MpcachePolicy p;
+      p.cluster_tokens = a.cluster;
+      p.keep_ratio = *keep;
+      p.alpha = a.alpha;
+      p.representative = a.representative == "mean" ? model::Representative::kMean
+                                                    : model::Representative::kMinMax;
+      fo.mpcache = p;
+    }
+    return model::FixedEngine::Create(w, fo);
+  };
+  struct Tally {
+    std::size_t agree = 0, positions = 0, identical = 0;
+    double first_departure = 0;  // summed over prompts (reference length when identical)
+    double ll = 0;
+    std::size_t ll_tokens = 0;
+  };
+  std::vector<Tally> tally(a.keeps.size());
+  std::size_t generated = 0;
+  for (std::size_t i = 0; i < prompts.size(); ++i) {
+    MPCACHE_ASSIGN_OR_RETURN(std::vector<int> prompt, tok.Encode(prompts[i], true, false));
+    MPCACHE_ASSIGN_OR_RETURN(model::FixedEngine full, engine(std::nullopt));
+    MPCACHE_ASSIGN_OR_RETURN(std::vector<int> ref, Greedy(full, prompt, steps));
+    generated += ref.size() - prompt.size();
+    for (std::size_t k = 0; k < a.keeps.size(); ++k) {
+      MPCACHE_ASSIGN_OR_RETURN(model::FixedEngine forced, engine(a.keeps[k]));
+      MPCACHE_ASSIGN_OR_RETURN(std::vector<int> greedy, TeacherForced(forced, ref, nullptr));
+      for (std::size_t pos = prompt.size() - 1; pos < greedy.size(); ++pos) {
+        tally[k].agree += greedy[pos] == ref[pos + 1];
+        ++tally[k].positions;
+      }
+      MPCACHE_ASSIGN_OR_RETURN(model::FixedEngine free, engine(a.keeps[k]));
+      MPCACHE_ASSIGN_OR_RETURN(std::vector<int> own, Greedy(free, prompt, steps));
+      std::size_t same = 0;
+      while (same < own.size() && same < ref.size() && own[same] == ref[same]) ++same;
+      tally[k].identical += own == ref;
+      tally[k].first_departure += static_cast<double>(same);
+    }
+    std::cerr << "\rprompt " << (i + 1) << "/" << prompts.size() << std::flush;
+  }
+  std::cerr << "\n";
+  nlohmann::json j;
+  j["model"] = a.model;
+  j["prompts"] = prompts.size();
+  j["steps"] = steps;
+  j["generated_tokens"] = generated;
+  j["cluster_tokens"] = a.cluster;
+  j["representative"] = a.representative;
+  j["alpha"] = a.alpha;
+  double full_ll = 0;
+  std::size_t text_tokens = 0;
+  if (!a.text.empty()) {
+    std::ifstream in(a.text);
+    if (!in) return NotFound("cannot read the held-out text " + a.text);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    MPCACHE_ASSIGN_OR_RETURN(std::vector<int> text, tok.Encode(ss.str(), true, false));
+    if (static_cast<int>(text.size()) > steps) text.resize(static_cast<std::size_t>(steps));
+    text_tokens = text.size() - 1;
+    MPCACHE_ASSIGN_OR_RETURN(model::FixedEngine full, engine(std::nullopt));
+    if (auto r = TeacherForced(full, text, &full_ll); !r.ok()) return r.error();
+    for (std::size_t k = 0; k < a.keeps.size(); ++k) {
+      MPCACHE_ASSIGN_OR_RETURN(model::FixedEngine e, engine(a.keeps[k]));
+      if (auto r = TeacherForced(e, text, &tally[k].ll); !r.ok()) return r.error();
+    }
+    j["text_tokens"] = text_tokens;
+    j["full_mean_log_likelihood"] = full_ll / static_cast<double>(text_tokens);
+  }
+  nlohmann::json rows = nlohmann::json::array();
+  for (std::size_t k = 0; k < a.keeps.size(); ++k) {
+    const Tally& t = tally[k];
+    nlohmann::json r;
+    r["keep_ratio"] = a.keeps[k];
+    r["agreement"] = t.positions ? static_cast<double>(t.agree) / t.positions : 1.0;
+    r["identical_generations"] = t.identical;
+    r["mean_first_departure"] = t.first_departure / static_cast<double>(prompts.size());
+    if (text_tokens > 0) r["mean_log_likelihood"] = t.ll / static_cast<double>(text_tokens);
+    rows.push_back(r);
+  }
+  j["mpcache"] = rows;
+  return j;
+}
+
+}  // namespace
+
+void AddAccuracyCommand(CLI::App& app, int* exit_code) {
+  auto a = std::make_shared<AccuracyArgs>();
+  auto* cmd = app.add_subcommand(
+      "accuracy",
+      "MPCache vs the full cache in the fixed-point engine (the secure engine's twin): greedy "
+      "agreement over long generations and log-likelihood of held-out text");
+  cmd->add_option("--model", a->model, "Checkpoint (llama2.c .bin or GGUF)")->required();
+  cmd->add_option("--tokenizer", a->tokenizer, "llama2.c tokenizer.bin")->required();
+  cmd->add_option("--prompts", a->prompts, "Prompts, one per line (# starts a comment)")
+      ->required();
+  cmd->add_option("--text", a->text, "Held-out text for the log-likelihood");
+  cmd->add_option("--steps", a->steps, "Positions per generation, prompt included")
+      ->check(CLI::Range(2, 1 << 20))
+      ->capture_default_str();
+  cmd->add_option("--keep", a->keeps, "MPCache keep ratios to compare, e.g. 0.5,0.25,0.1")
+      ->delimiter(',')
+      ->check(CLI::Range(0.001, 1.0));
+  cmd->add_option("--cluster", a->cluster, "Tokens per cluster")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  cmd->add_option("--representative", a->representative, "minmax or mean")
+      ->check(CLI::IsMember({"minmax", "mean"}));
+  cmd->add_option("--alpha", a->alpha, "Weight of r_max in the representative")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_flag("--json", a->json, "Print one JSON object on stdout");
+  cmd->callback([a, exit_code] {
+    Result<nlohmann::json> j = Measure(*a);
+    if (!j.ok()) {
+      std::cerr << "mpcache-model accuracy: " << j.error().ToString() << "\n";
+      *exit_code = 1;
+      return;
+    }
+    if (a->json) {
+      std::cout << j->dump() << "\n";
+      return;
+    }
+    std::cout << "prompts " << (*j)["prompts"] << ", " << (*j)["steps"]
+              << " positions each, clusters of " << a->cluster << " (" << a->representative
+              << ")\n";
+    if (j->contains("full_mean_log_likelihood")) {
+      std::cout << "full cache: mean log-likelihood " << (*j)["full_mean_log_likelihood"]
+                << " over " << (*j)["text_tokens"] << " tokens\n";
+    }
+    for (const auto& r : (*j)["mpcache"]) {
+      std::cout << "keep " << r["keep_ratio"] << ": agreement " << r["agreement"]
+                << ", identical generations " << r["identical_generations"]
+                << ", mean first departure " << r["mean_first_departure"];
+      if (r.contains("mean_log_likelihood")) {
+        std::cout << ", mean log-likelihood " << r["mean_log_likelihood"];
+      }
+      std::cout << "\n";
+    }
+  });
+}
+
+}  // namespace mpcache::tools

@@ -1,0 +1,154 @@
+// MPCache's secure KV memory (infer/mpcache_kv.h) against its plaintext twin
+// (model/mpcache_policy.h), exactly (mod 2^64: every step is exact ring arithmetic), in both
+// security modes and with both representatives; and its rounds and bytes held to the
+// header's theory:
+//   Scores: 1 (q, keys and representatives) + LtzRounds(64) + LtzRounds(RankBits(m)) (rank)
+//           + 1 (mask S) + 1 (gather) rounds; B x (dim + k m + m n_heads cs) + the rank's
+//           comparisons per peer;
+//   Mix:    1 (scatter) + 1 (mix) rounds; B x (n_heads cs k + n_heads L) per peer.
+#include "infer/mpcache_kv.h"
+
+#include <gtest/gtest.h>
+
+#include "common/prg.h"
+#include "mpc/compare/compare.h"
+#include "mpc/compare/rank_select.h"
+#include "preproc/local_parties.h"
+#include "unit/compare/cmp_harness.h"
+
+namespace mpcache::infer {
+namespace {
+
+using mpc::Shares;
+using mpc::testing::RevealChecked;
+using mpc::testing::ShareVec;
+using Vec = std::vector<std::uint64_t>;
+
+struct Case {
+  int cluster = 2, length = 13;
+  double keep = 0.5;
+  model::Representative rep = model::Representative::kMinMax;
+  int block = 4;
+};
+
+// Signed values in [-2^20, 2^20): keys and queries at the scale of f = 18 activations.
+Vec Small(std::size_t n, Prg& prg) {
+  Vec v(n);
+  for (auto& e : v)
+    e = static_cast<std::uint64_t>(static_cast<std::int64_t>(prg.NextU64() >> 43) - (1 << 20));
+  return v;
+}
+
+template <typename P>
+void ExpectTwin(const Case& c) {
+  model::ModelConfig config;
+  config.dim = 12;
+  config.n_heads = 4;
+  config.n_kv_heads = 2;
+  config.n_layers = 1;
+  config.seq_len = 64;
+  const std::size_t nh = 4, hs = 3, kv = 6, L = static_cast<std::size_t>(c.length);
+  model::MpcachePolicy policy;
+  policy.cluster_tokens = c.cluster;
+  policy.keep_ratio = c.keep;
+  policy.representative = c.rep;
+  const model::SelectionShape shape = model::ShapeFor(policy, c.length);
+  ASSERT_TRUE(shape.selects());
+  const auto cs = static_cast<std::size_t>(c.cluster),
+             m = static_cast<std::size_t>(shape.candidates),
+             k = static_cast<std::size_t>(shape.keep),
+             A = static_cast<std::size_t>(shape.attended());
+  Prg prg(TestSeed(41));
+  const Vec keys = Small(L * kv, prg), values = Small(L * kv, prg), q = Small(nh * hs, prg);
+  const Vec probs = Small(nh * A, prg);
+
+  // The plaintext twin: representatives, cluster scores, the selection, and the products
+  // over the attended positions.
+  std::vector<Vec> reps;
+  for (std::size_t cl = 1; cl <= m; ++cl) {
+    reps.push_back(model::ClusterRepresentative(policy, keys.data() + cl * cs * kv, cs, kv));
+  }
+  Vec cluster(m, 0);
+  for (std::size_t cl = 0; cl < m; ++cl) {
+    for (std::size_t h = 0; h < nh; ++h) {
+      for (std::size_t i = 0; i < hs; ++i)
+        cluster[cl] += q[h * hs + i] * reps[cl][(h / 2) * hs + i];
+    }
+  }
+  const std::vector<int> rows = model::AttendedPositions(shape, model::TopKIndices(cluster, k));
+  ASSERT_EQ(rows.size(), A);
+  Vec want_scores(nh * A, 0), want_mix(nh * hs, 0);
+  for (std::size_t h = 0; h < nh; ++h) {
+    for (std::size_t t = 0; t < A; ++t) {
+      const std::size_t pos = static_cast<std::size_t>(rows[t]);
+      for (std::size_t i = 0; i < hs; ++i) {
+        want_scores[h * A + t] += q[h * hs + i] * keys[pos * kv + (h / 2) * hs + i];
+        want_mix[h * hs + i] += probs[h * A + t] * values[pos * kv + (h / 2) * hs + i];
+      }
+    }
+  }
+
+  struct Out {
+    Vec scores, mix;
+    net::PhaseCounters score_cost, mix_cost;
+  };
+  auto lp = preproc::LocalParties<P>::Create(preproc::LocalPartiesFromSeed(43));
+  ASSERT_TRUE(lp.ok());
+  auto res = (*lp)->Run([&](mpc::BinaryContext<P>& b) -> Result<Out> {
+    mpc::Context<P>& ctx = b.arith();
+    MPCACHE_ASSIGN_OR_RETURN(auto mem, MpcacheKv<P>::Create(b, config, 64, c.block, policy, 40));
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> sk, ShareVec(ctx, keys));
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> sv, ShareVec(ctx, values));
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> sq, ShareVec(ctx, q));
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> sp, ShareVec(ctx, probs));
+    MPCACHE_RETURN_IF_ERROR(mem->LoadPrefill(ctx, 0, sk, sv));
+    MPCACHE_RETURN_IF_ERROR(mem->EndPrefill(ctx, 0));  // the representatives, not measured
+    const model::KvPlan plan = mem->Plan(0);
+    Out out;
+    auto t0 = ctx.stats().Total();
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> s, mem->Scores(ctx, 0, plan, sq));
+    auto t1 = ctx.stats().Total();
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> o, mem->Mix(ctx, 0, plan, sp));
+    auto t2 = ctx.stats().Total();
+    out.score_cost.rounds = t1.rounds - t0.rounds;
+    out.score_cost.bytes_sent = t1.bytes_sent - t0.bytes_sent;
+    out.mix_cost.rounds = t2.rounds - t1.rounds;
+    out.mix_cost.bytes_sent = t2.bytes_sent - t1.bytes_sent;
+    MPCACHE_ASSIGN_OR_RETURN(out.scores, RevealChecked(b, s));
+    MPCACHE_ASSIGN_OR_RETURN(out.mix, RevealChecked(b, o));
+    return out;
+  });
+  for (const auto& r : res) ASSERT_TRUE(r.ok()) << r.error().ToString();
+  EXPECT_EQ(res[0]->scores, want_scores);
+  EXPECT_EQ(res[0]->mix, want_mix);
+  constexpr std::uint64_t B = mpc::OpenBytes<P>();
+  const int rb = mpc::RankBits(m);
+  const std::uint64_t rank_bytes =
+      mpc::RankTopKBytesPerPeer(1, m, k, 64, mpc::OpenBytes<P>(64), mpc::OpenBytes<P>(rb), B) -
+      2 * B * k * m;  // RowRankSelection: no values product
+  const std::uint64_t score_rounds =
+      3 + static_cast<std::uint64_t>(mpc::LtzRounds(64) + mpc::LtzRounds(rb));
+  const std::uint64_t score_bytes = 2 * (B * (nh * hs + k * m + m * nh * cs) + rank_bytes);
+  const std::uint64_t mix_bytes = 2 * B * (nh * cs * k + nh * L);
+  for (const auto& r : res) {
+    EXPECT_EQ(r->score_cost.rounds, score_rounds);
+    EXPECT_EQ(r->score_cost.bytes_sent, score_bytes);
+    EXPECT_EQ(r->mix_cost.rounds, 2u);
+    EXPECT_EQ(r->mix_cost.bytes_sent, mix_bytes);
+  }
+}
+
+template <typename P>
+class MpcacheKvTest : public ::testing::Test {};
+using Modes = ::testing::Types<mpc::SemiHonest, mpc::Spdz2k>;
+TYPED_TEST_SUITE(MpcacheKvTest, Modes);
+
+TYPED_TEST(MpcacheKvTest, MinMaxSelectionEqualsThePlaintextTwinAndCostsTheTheory) {
+  ExpectTwin<TypeParam>({});
+}
+TYPED_TEST(MpcacheKvTest, MeanRepresentativeOverSeveralBlocks) {
+  ExpectTwin<TypeParam>({3, 29, 0.3, model::Representative::kMean, 5});
+}
+
+}  // namespace
+}  // namespace mpcache::infer
