@@ -125,7 +125,12 @@ Result<client_proto::Done> Run(const PartyRuntime& rt, SyncLink& client,
       SyncLink::Connect(*rt.io, *rt.tls, net::ToEndpoint(cfg.dealer), std::string(net::kDealerName),
                         0, cfg.max_frame_bytes, ms(cfg.timeouts.connect_ms), "the dealer"));
   // The party asks for and accepts no matrix item beyond what its model can need.
-  MPCACHE_ASSIGN_OR_RETURN(MatrixShapeLimits shapes, ShapeLimitsForModel(rt.model->config));
+  std::optional<model::MpcachePolicy> policy;
+  if (cfg.mpcache.cache == config::CacheMode::kMpcache) {
+    policy = model::PolicyFromConfig(cfg.mpcache);
+  }
+  MPCACHE_ASSIGN_OR_RETURN(MatrixShapeLimits shapes,
+                           ShapeLimitsForModel(rt.model->config, policy));
   MPCACHE_ASSIGN_OR_RETURN(
       auto prep, RemotePreprocessing<P>::Open(std::move(dealer_link), join, recv, shapes));
   rt.log->debug("{} dealer session joined", tag);
@@ -180,9 +185,7 @@ Result<client_proto::Done> Run(const PartyRuntime& rt, SyncLink& client,
   options.math.frac_bits = cfg.model.frac_bits;
   options.max_seq_len = steps;
   options.debug = cfg.debug;
-  if (cfg.mpcache.cache == config::CacheMode::kMpcache) {
-    options.mpcache = model::PolicyFromConfig(cfg.mpcache);
-  }
+  options.mpcache = policy;
   MPCACHE_ASSIGN_OR_RETURN(auto session,
                            infer::GenerationSession<P>::Create(*bctx, weights, options));
   TlsClientLink link(client, req.session, static_cast<int>(req.prompt_len),

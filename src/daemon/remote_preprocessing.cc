@@ -54,7 +54,8 @@ std::string Describe(const BatchRequest& r) {
 
 }  // namespace
 
-Result<MatrixShapeLimits> ShapeLimitsForModel(const model::ModelConfig& c) {
+Result<MatrixShapeLimits> ShapeLimitsForModel(const model::ModelConfig& c,
+                                              const std::optional<model::MpcachePolicy>& mpcache) {
   MPCACHE_RETURN_IF_ERROR(c.Validate());
   const auto u = [](int v) { return static_cast<std::uint64_t>(v); };
   const std::uint64_t d = u(c.dim), hd = u(c.hidden_dim), v = u(c.vocab_size);
@@ -80,6 +81,18 @@ Result<MatrixShapeLimits> ShapeLimitsForModel(const model::ModelConfig& c) {
                            MulSize(nh, std::max({hs, nkv, seq}), "model attention triple size"));
   out.max_elements = std::max({out.max_elements, attention, out.max_dim});
   out.source = "the model's shapes: " + c.Describe();
+  if (mpcache) {
+    // S: kept x candidates (both below seq / cluster_tokens); gather B (candidates x n_heads
+    // cs) and C (kept x n_heads cs), scatter B (n_heads cs x kept) and C (n_heads cs x
+    // candidates): at most n_heads x seq elements.
+    const std::uint64_t cs = u(mpcache->cluster_tokens), clusters = (seq + cs - 1) / cs;
+    MPCACHE_ASSIGN_OR_RETURN(std::uint64_t other, MulSize(nh, cs, "MPCache triple size"));
+    MPCACHE_ASSIGN_OR_RETURN(std::uint64_t one_hot, MulSize(clusters, clusters, "MPCache one-hot"));
+    MPCACHE_ASSIGN_OR_RETURN(std::uint64_t spread, MulSize(nh, seq + cs, "MPCache triple size"));
+    out.max_other = std::max(out.max_other, other);
+    out.max_elements = std::max({out.max_elements, one_hot, spread});
+    out.source += " with MPCache clusters of " + std::to_string(cs) + " tokens";
+  }
   return out;
 }
 

@@ -30,10 +30,12 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "daemon/dealer_protocol.h"
 #include "daemon/message_link.h"
+#include "model/mpcache_policy.h"
 #include "model/weights.h"
 #include "preproc/party_store.h"
 
@@ -50,8 +52,11 @@ struct MatrixShapeLimits {
 };
 // The shapes the secure Llama forward uses for a model of config c (infer/): the private
 // weights' matrices, the KV-cache rows (head_size x n_kv_heads and back), and their triples
-// (other = 1 for the linear layers and the embedding, n_heads for the attention).
-Result<MatrixShapeLimits> ShapeLimitsForModel(const model::ModelConfig& c);
+// (other = 1 for the linear layers and the embedding, n_heads for the attention), and with
+// MPCache (infer/mpcache_kv.h) the selection's one-hot (kept x candidate clusters) and its
+// gather and scatter triples (other = n_heads x cluster_tokens).
+Result<MatrixShapeLimits> ShapeLimitsForModel(
+    const model::ModelConfig& c, const std::optional<model::MpcachePolicy>& mpcache = {});
 
 struct DealerTraffic {
   std::uint64_t requests = 0;        // requests sent

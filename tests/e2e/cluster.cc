@@ -187,7 +187,8 @@ Cluster::Cluster(ClusterOptions options) {
       << ".key\n  ca: certs/ca.crt\n"
       << "model:\n  checkpoint: " << checkpoint << "\n  tokenizer: " << models
       << "/tok512.bin\n  frac_bits: " << (options.private_weights ? 18 : 16)
-      << "\nmpcache:\n  cache: full\nlogging:\n  level: info\nmetrics:\n  port: "
+      << "\nmpcache:\n"
+      << options.mpcache << "logging:\n  level: info\nmetrics:\n  port: "
       << metrics_[static_cast<std::size_t>(i)] << "\n";
   }
   {

@@ -47,6 +47,8 @@ struct ClusterOptions {
   bool private_weights = false;  // share files from mpcache-model share
   // With private weights: this party's file comes from a second `mpcache-model share` run.
   int other_split_party = -1;
+  // The parties' `mpcache:` section body (indented two spaces); default: the full cache.
+  std::string mpcache = "  cache: full\n";
 };
 
 class Cluster {

@@ -113,6 +113,37 @@ TEST(Daemons, GoldenTextAndPerTokenBytesMatchInProcess) {
   EXPECT_GT(dealer[2], 100 * dealer[0]);
 }
 
+// MPCache through the daemons (the party YAML's mpcache section): clusters of 20 tokens,
+// three quarters attended — the selection runs from position 60 on (4 clusters, one of the
+// two candidates kept), where the plaintext twin still writes the golden story; the same
+// generation in one process costs the same.
+TEST(Daemons, GoldenTextWithMpcache) {
+  ClusterOptions o;
+  o.mpcache =
+      "  cache: mpcache\n  level1_cluster_tokens: 20\n  level1_keep_ratio: 0.75\n"
+      "  level2_cluster_tokens: 10\n";
+  Cluster c(o);
+  ASSERT_TRUE(c.StartAll()) << c.Log("party0");
+  ClientRun r = RunClient(c, "Once upon a time", 64, true, 240s, "mpcache");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["text"].get<std::string>(), kGolden64);
+  EXPECT_EQ(j["cache"].get<std::string>(), "mpcache");
+  EXPECT_EQ(j["selected_tokens"].get<int>(), 44);  // 20 (sink) + 20 (kept) + 4 (newest)
+  EXPECT_NE(c.Log("party0").find("MPCache: clusters of 20 tokens"), std::string::npos);
+  const std::string bench_out = c.dir() + "/bench.json";
+  Process bench({MPCACHE_BENCH_BIN, "generate", "--model", ModelDir() + "/stories260K.bin",
+                 "--tokenizer", ModelDir() + "/tok512.bin", "--prompt", "Once upon a time",
+                 "--steps", "64", "--security", "malicious", "--weights", "public", "--frac-bits",
+                 "16", "--cache", "mpcache", "--cluster", "20", "--keep", "0.75", "--json"},
+                bench_out, c.dir() + "/bench.err");
+  ASSERT_EQ(bench.Wait(240s), 0) << ReadFile(c.dir() + "/bench.err");
+  const auto b = nlohmann::json::parse(ReadFile(bench_out));
+  EXPECT_EQ(b["text"].get<std::string>(), kGolden64);
+  EXPECT_DOUBLE_EQ(j["bytes_per_token"].get<double>(), b["bytes_per_token"].get<double>());
+  EXPECT_DOUBLE_EQ(j["rounds_per_token"].get<double>(), b["rounds_per_token"].get<double>());
+}
+
 TEST(Daemons, KilledPartyIsNamedAndTheOthersServeTheNextRequest) {
   Cluster c(ClusterOptions{.recv_ms = 6000});
   ASSERT_TRUE(c.StartAll()) << c.dir();

@@ -177,6 +177,13 @@ TEST(PartyLimits, Llama2_7BShapes) {
   EXPECT_EQ(shapes.max_elements, 32000u * 4096u);  // the embedding
   EXPECT_EQ(shapes.max_dim, 32000u);
   EXPECT_EQ(shapes.max_other, 32u);
+  // MPCache's gather and scatter triples: other = n_heads x cluster_tokens; the rest fits.
+  model::MpcachePolicy policy;
+  policy.cluster_tokens = 16;
+  auto with = ShapeLimitsForModel(c, policy).value();
+  EXPECT_EQ(with.max_other, 32u * 16u);
+  EXPECT_EQ(with.max_elements, 32000u * 4096u);
+  EXPECT_EQ(with.max_dim, 32000u);
   c.n_heads = 0;
   EXPECT_FALSE(ShapeLimitsForModel(c).ok());
 }
