@@ -129,8 +129,7 @@ Result<client_proto::Done> Run(const PartyRuntime& rt, SyncLink& client,
   if (cfg.mpcache.cache == config::CacheMode::kMpcache) {
     policy = model::PolicyFromConfig(cfg.mpcache);
   }
-  MPCACHE_ASSIGN_OR_RETURN(MatrixShapeLimits shapes,
-                           ShapeLimitsForModel(rt.model->config, policy));
+  MPCACHE_ASSIGN_OR_RETURN(MatrixShapeLimits shapes, ShapeLimitsForModel(rt.model->config, policy));
   MPCACHE_ASSIGN_OR_RETURN(
       auto prep, RemotePreprocessing<P>::Open(std::move(dealer_link), join, recv, shapes));
   rt.log->debug("{} dealer session joined", tag);

@@ -186,10 +186,10 @@ Cluster::Cluster(ClusterOptions options) {
       << timeouts << "tls:\n  cert: certs/party" << i << ".crt\n  key: certs/party" << i
       << ".key\n  ca: certs/ca.crt\n"
       << "model:\n  checkpoint: " << checkpoint << "\n  tokenizer: " << models
-      << "/tok512.bin\n  frac_bits: " << (options.private_weights ? 18 : 16)
-      << "\nmpcache:\n"
-      << options.mpcache << "logging:\n  level: info\nmetrics:\n  port: "
-      << metrics_[static_cast<std::size_t>(i)] << "\n";
+      << "/tok512.bin\n  frac_bits: " << (options.private_weights ? 18 : 16) << "\nmpcache:\n"
+      << options.mpcache
+      << "logging:\n  level: info\nmetrics:\n  port: " << metrics_[static_cast<std::size_t>(i)]
+      << "\n";
   }
   {
     std::ofstream f(dir_ + "/dealer.yaml");

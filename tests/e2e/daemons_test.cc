@@ -132,10 +132,18 @@ TEST(Daemons, GoldenTextWithMpcache) {
   EXPECT_EQ(j["selected_tokens"].get<int>(), 44);  // 20 (sink) + 20 (kept) + 4 (newest)
   EXPECT_NE(c.Log("party0").find("MPCache: clusters of 20 tokens"), std::string::npos);
   const std::string bench_out = c.dir() + "/bench.json";
-  Process bench({MPCACHE_BENCH_BIN, "generate", "--model", ModelDir() + "/stories260K.bin",
-                 "--tokenizer", ModelDir() + "/tok512.bin", "--prompt", "Once upon a time",
-                 "--steps", "64", "--security", "malicious", "--weights", "public", "--frac-bits",
-                 "16", "--cache", "mpcache", "--cluster", "20", "--keep", "0.75", "--json"},
+  Process bench({MPCACHE_BENCH_BIN, "generate",
+                 "--model",         ModelDir() + "/stories260K.bin",
+                 "--tokenizer",     ModelDir() + "/tok512.bin",
+                 "--prompt",        "Once upon a time",
+                 "--steps",         "64",
+                 "--security",      "malicious",
+                 "--weights",       "public",
+                 "--frac-bits",     "16",
+                 "--cache",         "mpcache",
+                 "--cluster",       "20",
+                 "--keep",          "0.75",
+                 "--json"},
                 bench_out, c.dir() + "/bench.err");
   ASSERT_EQ(bench.Wait(240s), 0) << ReadFile(c.dir() + "/bench.err");
   const auto b = nlohmann::json::parse(ReadFile(bench_out));
