@@ -15,7 +15,14 @@ int EmitJsonOrError(const Result<nlohmann::json>& result, bool json) {
 }
 
 Result<std::optional<model::MpcachePolicy>> CacheFlags::Policy() const {
-  if (cache == "full") return std::optional<model::MpcachePolicy>();
+  if (cache == "full") {
+    if (knobs_given) {
+      return InvalidArgument(
+          "--cluster, --keep, --alpha, --representative and --share-layers are MPCache's "
+          "knobs: add --cache mpcache (the full cache has none)");
+    }
+    return std::optional<model::MpcachePolicy>();
+  }
   model::MpcachePolicy p = policy;
   p.representative =
       representative == "mean" ? model::Representative::kMean : model::Representative::kMinMax;
@@ -39,17 +46,23 @@ nlohmann::json CacheFlags::Describe() const {
 void AddCacheFlags(CLI::App& cmd, CacheFlags& f) {
   cmd.add_option("--cache", f.cache, "KV cache: full, or mpcache (dynamic cluster selection)")
       ->check(CLI::IsMember({"full", "mpcache"}));
+  const auto given = [&f](auto&&...) { f.knobs_given = true; };
   cmd.add_option("--cluster", f.policy.cluster_tokens, "MPCache: tokens per cluster")
-      ->check(CLI::Range(1, 4096));
+      ->check(CLI::Range(1, 4096))
+      ->each(given);
   cmd.add_option("--keep", f.policy.keep_ratio,
                  "MPCache: fraction of clusters attended per step, sink and newest included")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(CLI::Range(0.0, 1.0))
+      ->each(given);
   cmd.add_option("--alpha", f.policy.alpha, "MPCache: weight of r_max in the representative")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(CLI::Range(0.0, 1.0))
+      ->each(given);
   cmd.add_option("--representative", f.representative, "MPCache: minmax or mean")
-      ->check(CLI::IsMember({"minmax", "mean"}));
+      ->check(CLI::IsMember({"minmax", "mean"}))
+      ->each(given);
   cmd.add_flag("--share-layers", f.policy.share_layers,
-               "MPCache: layer 2l+1 reuses layer 2l's selection (l >= 1)");
+               "MPCache: layer 2l+1 reuses layer 2l's selection (l >= 1)")
+      ->each(given);
 }
 
 }  // namespace mpcache::tools
