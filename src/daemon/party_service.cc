@@ -1,5 +1,6 @@
 #include "daemon/party_service.h"
 
+#include <spdlog/sinks/null_sink.h>
 #include <spdlog/spdlog.h>
 
 #include <condition_variable>
@@ -250,7 +251,10 @@ Result<std::unique_ptr<PartyService>> PartyService::Create(config::PartyConfig c
   }
   auto impl = std::make_unique<Impl>();
   impl->cfg = std::move(cfg);
-  impl->log = std::move(log);
+  // No logger given (a test, an embedding program): log nowhere rather than crash.
+  impl->log = log ? std::move(log)
+                  : std::make_shared<spdlog::logger>(
+                        "party", std::make_shared<spdlog::sinks::null_sink_mt>());
   impl->adversary_for_testing = std::move(adversary_for_testing);
   if (impl->cfg.mpcache.cache == config::CacheMode::kMpcache) {
     const model::MpcachePolicy policy = model::PolicyFromConfig(impl->cfg.mpcache);

@@ -1,5 +1,5 @@
-// The party daemon refuses knobs of features this build does not have instead of silently
-// running without them.
+// The party daemon refuses knobs of features this build does not have, and an MPCache
+// section that cannot run, at start instead of silently running without them.
 #include <gtest/gtest.h>
 
 #include "daemon/party_service.h"
@@ -7,23 +7,47 @@
 namespace mpcache::daemon {
 namespace {
 
-TEST(PartyServiceConfig, RefusesMpcacheAndTheBalancerUntilTheyExist) {
+TEST(PartyServiceConfig, RefusesWhatThisBuildCannotRunNamingTheField) {
   config::PartyConfig cfg;
   cfg.file = "party0.yaml";
   cfg.mpcache.cache = config::CacheMode::kMpcache;
+  cfg.mpcache.reveal = config::Reveal::kDp;
+  // No logger: the refusal still comes back as an error, never a crash.
   auto r = PartyService::Create(cfg, nullptr);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().message().find("party0.yaml: field 'mpcache.cache'"), std::string::npos)
+  EXPECT_NE(r.error().message().find("party0.yaml: field 'mpcache.reveal'"), std::string::npos)
       << r.error().message();
-  EXPECT_NE(r.error().message().find("cache: full"), std::string::npos);
+  EXPECT_NE(r.error().message().find("reveal: none"), std::string::npos);
 
-  cfg.mpcache.cache = config::CacheMode::kFull;
+  cfg.mpcache.reveal = config::Reveal::kNone;
+  cfg.mpcache.level1_cluster_tokens = 0;
+  r = PartyService::Create(cfg, nullptr);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("party0.yaml: section 'mpcache'"), std::string::npos)
+      << r.error().message();
+  EXPECT_NE(r.error().message().find("level1_cluster_tokens"), std::string::npos);
+
+  cfg.mpcache = {};
   cfg.balancer.enabled = true;
   r = PartyService::Create(cfg, nullptr);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message().find("field 'balancer.enabled'"), std::string::npos)
       << r.error().message();
   EXPECT_NE(r.error().message().find("enabled: false"), std::string::npos);
+}
+
+TEST(PartyServiceConfig, AValidMpcacheSectionPassesToTheIdentityCheck) {
+  // Past the MPCache checks the next refusal is the TLS identity's (no files here): the
+  // section itself was accepted, with no logger given.
+  config::PartyConfig cfg;
+  cfg.file = "party0.yaml";
+  cfg.mpcache.cache = config::CacheMode::kMpcache;
+  cfg.tls.cert = "/nonexistent/party0.crt";
+  cfg.tls.key = "/nonexistent/party0.key";
+  cfg.tls.ca = "/nonexistent/ca.crt";
+  auto r = PartyService::Create(cfg, nullptr);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message().find("mpcache"), std::string::npos) << r.error().message();
 }
 
 }  // namespace
