@@ -92,6 +92,15 @@ Result<MatrixShapeLimits> ShapeLimitsForModel(const model::ModelConfig& c,
     out.max_other = std::max(out.max_other, other);
     out.max_elements = std::max({out.max_elements, one_hot, spread});
     out.source += " with MPCache clusters of " + std::to_string(cs) + " tokens";
+    if (mpcache->evicts()) {
+      // Static eviction: the one-hot (kept x candidates, both below seq) times the
+      // candidates' [K | V] (candidates x 2 kv): other = 2 kv.
+      MPCACHE_ASSIGN_OR_RETURN(std::uint64_t evict, MulSize(seq, seq, "MPCache eviction one-hot"));
+      MPCACHE_ASSIGN_OR_RETURN(std::uint64_t rows, MulSize(seq, 2 * kv, "MPCache eviction rows"));
+      out.max_other = std::max(out.max_other, 2 * kv);
+      out.max_elements = std::max({out.max_elements, evict, rows});
+      out.source += " and the look-once eviction";
+    }
   }
   return out;
 }

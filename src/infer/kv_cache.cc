@@ -130,6 +130,22 @@ Result<Shares<P>> SecureKvCache<P>::Mix(mpc::Context<P>& ctx, int layer, const m
 }
 
 template <typename P>
+Status SecureKvCache<P>::Compact(mpc::Context<P>& ctx, int layer, const Shares<P>& k,
+                                 const Shares<P>& v) {
+  const std::size_t kv = heads_.kv_dim;
+  if (layer < 0 || layer >= layout_.n_layers() || k.size() % kv != 0 || v.size() != k.size()) {
+    return InvalidArgument("KV eviction: layer " + std::to_string(layer) + " keeping " +
+                           std::to_string(k.size()) + " key and " + std::to_string(v.size()) +
+                           " value shares (whole rows of kv_dim " + std::to_string(kv) + ")");
+  }
+  MPCACHE_RETURN_IF_ERROR(layout_.Compact(layer, static_cast<int>(k.size() / kv)));
+  keys_[static_cast<std::size_t>(layer)].clear();
+  values_[static_cast<std::size_t>(layer)].clear();
+  if (k.size() == 0) return Status::Ok();
+  return LoadPrefill(ctx, layer, k, v);
+}
+
+template <typename P>
 Status SecureKvCache<P>::EndPrefill(mpc::Context<P>& /*ctx*/, int window) {
   return layout_.EndPrefill(window);
 }

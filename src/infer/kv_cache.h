@@ -53,6 +53,12 @@ class SecureKvCache final : public KvMemory<P> {
   const std::vector<mpc::FixedBlock<P>>& key_blocks(int layer) const {
     return keys_[static_cast<std::size_t>(layer)];
   }
+  const std::vector<mpc::FixedBlock<P>>& value_blocks(int layer) const {
+    return values_[static_cast<std::size_t>(layer)];
+  }
+  // Eviction: `layer`'s blocks are dropped (their masks never used again) and the kept rows
+  // k, v (n x kv_dim each, the policy's order) appended anew under fresh masks, one round.
+  Status Compact(mpc::Context<P>& ctx, int layer, const mpc::Shares<P>& k, const mpc::Shares<P>& v);
   // Makes sure `layer` has `blocks` blocks (fetching each new block's two masks).
   Status EnsureBlocks(mpc::Context<P>& ctx, int layer, int blocks);
 

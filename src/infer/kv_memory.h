@@ -10,8 +10,9 @@
 //   Plan(l)             the public shape of what the layer's attention reads;
 //   Scores(l, plan, q)  raw q . k_t for every head and planned row (n_heads x L);
 //   Mix(l, plan, p)     raw sum_t p[h, t] v_t (dim values);
-// and EndPrefill(window) once after the prompt (a policy's eviction point). LoadPrefill
-// appends many secret rows of a layer at once (one round): a long context's prefill.
+// and BeginPrompt(n) before the prompt's first position (a policy may score the cache with
+// the prompt's last queries), EndPrefill(window) once after it (a policy's eviction point).
+// LoadPrefill appends many secret rows of a layer at once (one round): a long context's prefill.
 #pragma once
 
 #include <vector>
@@ -38,6 +39,7 @@ class KvMemory {
                                         const mpc::Shares<P>& q) = 0;
   virtual Result<mpc::Shares<P>> Mix(mpc::Context<P>& ctx, int layer, const model::KvPlan& plan,
                                      const mpc::Shares<P>& probs) = 0;
+  virtual Status BeginPrompt(int /*prompt_len*/) { return Status::Ok(); }
   virtual Status EndPrefill(mpc::Context<P>& ctx, int window) = 0;
   // k, v: n x kv_dim secret rows of `layer` in position order.
   virtual Status LoadPrefill(mpc::Context<P>& ctx, int layer, const mpc::Shares<P>& k,

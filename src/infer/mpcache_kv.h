@@ -20,9 +20,23 @@
 // Rounds added per selecting layer: LtzRounds(64) + LtzRounds(RankBits(m)) + 3 (plus, when
 // a cluster completes, RowMax's and one append round); a sharing layer (policy
 // share_layers) reuses its partner's S: gather and scatter only.
+//
+// Static eviction (policy static_keep_ratio < 1; model::EvictionFor's shape, public): while
+// the prompt's last W queries run, Mix adds each row's softmax weights (summed over heads)
+// to the layer's secret importance (local, free). At EndPrefill, for all layers together:
+//   rank        RowRankSelection(n_layers rows of m importances, keep, ImportanceBits):
+//               the secret one-hot E_l (keep x m) per layer, in one batch;
+//   compact     per layer E_l x [K | V] of the candidates (m x 2 kv_dim): 1 round, opens
+//               keep m + 2 m kv_dim values;
+//   reload      the kept rows (sink, E_l's rows, window) appended under fresh block masks:
+//               1 round per layer, opens 2 kept kv_dim values; the old blocks are dropped;
+//   representatives of the new clusters (as above).
+// Rounds: LtzRounds(ImportanceBits) + LtzRounds(RankBits(m)) + 2 n_layers (+ the
+// representatives'); nothing about which rows stayed is opened.
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "infer/kv_cache.h"
@@ -41,7 +55,7 @@ class MpcacheKv final : public KvMemory<P> {
                                                    const model::ModelConfig& config,
                                                    int max_seq_len, int block_tokens,
                                                    const model::MpcachePolicy& policy,
-                                                   int compare_bits);
+                                                   int compare_bits, int frac_bits);
 
   const model::KvLayout& layout() const override { return full_->layout(); }
   const model::MpcachePolicy& policy() const { return policy_; }
@@ -56,8 +70,10 @@ class MpcacheKv final : public KvMemory<P> {
   // probs: n_heads x attended, as Scores returned them.
   Result<mpc::Shares<P>> Mix(mpc::Context<P>& ctx, int layer, const model::KvPlan& plan,
                              const mpc::Shares<P>& probs) override;
-  // Computes the representatives the next step will score (a long context's clusters in
-  // bulk, not in that step).
+  // With static eviction: the prompt's length fixes the eviction's public shape.
+  Status BeginPrompt(int prompt_len) override;
+  // Evicts (static eviction), then computes the representatives the next step will score
+  // (a long context's clusters in bulk, not in that step).
   Status EndPrefill(mpc::Context<P>& ctx, int window) override;
   Status LoadPrefill(mpc::Context<P>& ctx, int layer, const mpc::Shares<P>& k,
                      const mpc::Shares<P>& v) override {
@@ -66,11 +82,12 @@ class MpcacheKv final : public KvMemory<P> {
 
  private:
   MpcacheKv(mpc::BinaryContext<P>& ctx, std::unique_ptr<SecureKvCache<P>> full,
-            const model::MpcachePolicy& policy, int compare_bits)
+            const model::MpcachePolicy& policy, int compare_bits, int frac_bits)
       : ctx_(ctx),
         full_(std::move(full)),
         policy_(policy),
         compare_bits_(compare_bits),
+        frac_bits_(frac_bits),
         reps_(static_cast<std::size_t>(full_->layout().n_layers())),
         selection_(static_cast<std::size_t>(full_->layout().n_layers())) {}
   // Representative blocks of `layer` for `rows` representatives (clusters 1 .. rows).
@@ -80,11 +97,19 @@ class MpcacheKv final : public KvMemory<P> {
   // The next n representatives of `layer` in one batch.
   Status AddRepresentatives(mpc::Context<P>& ctx, int layer, std::size_t n);
   std::vector<mpc::BlockUse<P>> RepUses(int layer, std::size_t m) const;
+  // Adds this query's weights (n_heads x L, cache order) to `layer`'s importance when it is
+  // one of the prompt's observation window.
+  void Observe(int layer, int length, const mpc::Shares<P>& weights);
+  // The static eviction of every layer (EndPrefill).
+  Status Evict(mpc::Context<P>& ctx);
 
   mpc::BinaryContext<P>& ctx_;
   std::unique_ptr<SecureKvCache<P>> full_;
   model::MpcachePolicy policy_;
   int compare_bits_;
+  int frac_bits_;
+  std::optional<model::EvictionShape> eviction_;  // set by BeginPrompt when the policy evicts
+  std::vector<mpc::Shares<P>> importance_;        // [layer] (prompt rows) while observing
   struct Reps {
     std::vector<mpc::FixedBlock<P>> blocks;
     std::size_t count = 0;  // representatives held (of clusters 1 .. count)

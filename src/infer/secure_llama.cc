@@ -42,9 +42,10 @@ Result<std::unique_ptr<SecureLlama<P>>> SecureLlama<P>::Create(mpc::BinaryContex
   const int seq = options.max_seq_len == 0 ? weights.config.seq_len : options.max_seq_len;
   std::unique_ptr<KvMemory<P>> cache;
   if (options.mpcache) {
-    MPCACHE_ASSIGN_OR_RETURN(cache,
-                             MpcacheKv<P>::Create(ctx, weights.config, seq, options.kv_block_tokens,
-                                                  *options.mpcache, options.math.compare_bits));
+    MPCACHE_ASSIGN_OR_RETURN(
+        cache,
+        MpcacheKv<P>::Create(ctx, weights.config, seq, options.kv_block_tokens, *options.mpcache,
+                             options.math.compare_bits, options.math.frac_bits));
   } else {
     MPCACHE_ASSIGN_OR_RETURN(
         cache, SecureKvCache<P>::Create(weights.config, seq, options.kv_block_tokens));

@@ -97,6 +97,8 @@ Result<SessionReport> GenerationSession<P>::Generate(ClientLink& client, int pro
     return chunk.Slice(static_cast<std::size_t>(pos - chunk_first) * vocab, vocab);
   };
   MPCACHE_ASSIGN_OR_RETURN(Shares<P> one_hot, prompt_row(0));
+  // The KV policy learns the prompt's (public) length: its static eviction's shape.
+  MPCACHE_RETURN_IF_ERROR(engine_->kv().BeginPrompt(prompt_len));
   for (int pos = 0; pos < steps; ++pos) {
     if (pos == prompt_len - 1) {
       decode_start = Clock::now();
@@ -106,6 +108,10 @@ Result<SessionReport> GenerationSession<P>::Generate(ClientLink& client, int pro
       return s.error().WithContext("secure forward at position " + std::to_string(pos));
     }
     report.positions = pos + 1;
+    if (pos == prompt_len - 1) {
+      // The prompt is in the cache: the policy's eviction point (its own window).
+      MPCACHE_RETURN_IF_ERROR(engine_->kv().EndPrefill(engine_->context().arith(), 0));
+    }
     if (pos + 1 < prompt_len) {
       if (after_position) MPCACHE_RETURN_IF_ERROR(after_position(pos, *engine_));
       if (pos + 1 < steps) {

@@ -183,6 +183,18 @@ Result<std::span<const double>> FixedEngine::Forward(int token, int pos) {
       }
     }
     Vec probs = math_.Softmax(scores, nh, cols);
+    if (eviction_ && !kv_->layout().prefill_done() && pos >= eviction_->observe_from()) {
+      // The window's queries score every row they attend: their weights, summed over heads.
+      Vec& imp = importance_[l];
+      if (imp.size() < static_cast<std::size_t>(kv_->layout().length(layer))) {
+        imp.resize(static_cast<std::size_t>(kv_->layout().length(layer)), 0);
+      }
+      for (std::size_t h = 0; h < nh; ++h) {
+        for (std::size_t t = 0; t < cols; ++t) {
+          imp[static_cast<std::size_t>(rows[t])] += probs[h * cols + t];
+        }
+      }
+    }
     Vec att_raw(d, 0);
     for (std::size_t h = 0; h < nh; ++h) {
       const std::size_t kv_off = (h / kv_mul) * hs;
@@ -222,6 +234,45 @@ Result<std::span<const double>> FixedEngine::Forward(int token, int pos) {
     if (options_.collect_ranges) ranges_.logits.Add(logits_[i]);
   }
   return std::span<const double>(logits_);
+}
+
+Status FixedEngine::BeginPrompt(int prompt_len) {
+  if (prompt_len < 1 || prompt_len > max_seq_len_ || kv_->layout().position() != 0) {
+    return InvalidArgument("a prompt of " + std::to_string(prompt_len) +
+                           " tokens, announced at position " +
+                           std::to_string(kv_->layout().position()) +
+                           " (announce it before position 0, within the context of " +
+                           std::to_string(max_seq_len_) + ")");
+  }
+  eviction_.reset();
+  if (options_.mpcache && options_.mpcache->evicts()) {
+    eviction_ = EvictionFor(*options_.mpcache, prompt_len);
+    importance_.assign(static_cast<std::size_t>(config_.n_layers), {});
+  }
+  return Status::Ok();
+}
+
+Status FixedEngine::EndPrefill(int window) {
+  if (eviction_ && eviction_->evicts()) {
+    const EvictionShape& e = *eviction_;
+    kept_.clear();
+    if (kv_->layout().position() != e.prompt) {
+      return InvalidArgument("end of a prefill of " + std::to_string(e.prompt) +
+                             " tokens at position " + std::to_string(kv_->layout().position()));
+    }
+    for (int l = 0; l < config_.n_layers; ++l) {
+      Vec& imp = importance_[static_cast<std::size_t>(l)];
+      imp.resize(static_cast<std::size_t>(e.prompt), 0);
+      const std::span<const Ring64> cand(imp.data() + e.sink,
+                                         static_cast<std::size_t>(e.candidates));
+      const std::vector<int> picked = TopKIndices(cand, static_cast<std::size_t>(e.keep));
+      kept_.push_back(KeptRows(e, picked));
+      MPCACHE_RETURN_IF_ERROR(kv_->Compact(l, kept_.back()));
+      reps_[static_cast<std::size_t>(l)].clear();  // the clusters are new
+    }
+    importance_.clear();
+  }
+  return kv_->layout().EndPrefill(window);
 }
 
 std::vector<int> FixedEngine::Select(int layer, const Vec& q) {

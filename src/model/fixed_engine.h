@@ -83,11 +83,18 @@ class FixedEngine {
   const KvLayout& kv_layout() const { return kv_->layout(); }
   // The cached (roped) keys and values, in the layout's blocks.
   const PlainKvCache<Ring64>& kv_cache() const { return *kv_; }
-  // End of the prefill (the KV policy's hook; see kv_layout.h).
-  Status EndPrefill(int window) { return kv_->layout().EndPrefill(window); }
+  // The prompt's length, before its first position: with MPCache's static eviction
+  // (mpcache_policy.h EvictionFor) the last queries of the prompt score the cached tokens.
+  Status BeginPrompt(int prompt_len);
+  // End of the prefill (the KV policy's hook; see kv_layout.h): with static eviction each
+  // layer keeps its sink, its most important candidates and the window, the rest is gone.
+  Status EndPrefill(int window);
   // The positions each layer attended in the last Forward (every position with the full
   // cache; the policy's selection with MPCache).
   const std::vector<std::vector<int>>& Attended() const { return attended_; }
+  // The prompt positions each layer kept at the static eviction (KeptRows' order; empty
+  // when nothing was evicted).
+  const std::vector<std::vector<int>>& Kept() const { return kept_; }
 
  private:
   FixedEngine(const ModelConfig& config, FixedEngineOptions options);
@@ -111,7 +118,10 @@ class FixedEngine {
   Vec embedding_, rms_final_, wcls_;  // wcls_ empty when shared
   std::vector<EncodedLayer> layers_;
   std::optional<PlainKvCache<Ring64>> kv_;
-  std::vector<std::vector<Vec>> reps_;  // [layer][cluster] representatives (MPCache)
+  std::vector<std::vector<Vec>> reps_;     // [layer][cluster] representatives (MPCache)
+  std::optional<EvictionShape> eviction_;  // set by BeginPrompt when the policy evicts
+  std::vector<Vec> importance_;            // [layer][row] scores of the static eviction
+  std::vector<std::vector<int>> kept_;     // [layer] positions kept by the eviction
   std::vector<std::vector<int>> attended_;
   Vec logits_ring_;
   std::vector<double> logits_;

@@ -20,7 +20,25 @@ Result<KvLayout> KvLayout::Create(int n_layers, int max_seq_len, int block_token
 }
 
 int KvLayout::position() const {
-  return *std::min_element(length_.begin(), length_.end());
+  int p = length_[0] + evicted_[0];
+  for (std::size_t l = 1; l < length_.size(); ++l) p = std::min(p, length_[l] + evicted_[l]);
+  return p;
+}
+
+Status KvLayout::Compact(int layer, int kept) {
+  if (layer < 0 || layer >= n_layers()) {
+    return InvalidArgument("KV eviction in layer " + std::to_string(layer) + " of a " +
+                           std::to_string(n_layers()) + "-layer memory");
+  }
+  int& len = length_[static_cast<std::size_t>(layer)];
+  if (prefill_done_ || kept < 0 || kept > len) {
+    return InvalidArgument("KV eviction keeping " + std::to_string(kept) + " of " +
+                           std::to_string(len) + " rows" +
+                           (prefill_done_ ? " after the end of the prefill" : ""));
+  }
+  evicted_[static_cast<std::size_t>(layer)] += len - kept;
+  len = 0;
+  return Status::Ok();
 }
 
 Result<KvLayout::Slot> KvLayout::Append(int layer) {
@@ -71,6 +89,35 @@ Status PlainKvCache<T>::Append(int layer, std::span<const T> k, std::span<const 
   const std::size_t off = static_cast<std::size_t>(s.row) * kv_dim_;
   std::copy(k.begin(), k.end(), kb[static_cast<std::size_t>(s.block)].data() + off);
   std::copy(v.begin(), v.end(), vb[static_cast<std::size_t>(s.block)].data() + off);
+  return Status::Ok();
+}
+
+template <typename T>
+Status PlainKvCache<T>::Compact(int layer, std::span<const int> kept) {
+  if (layer < 0 || layer >= layout_.n_layers()) {
+    return InvalidArgument("KV eviction in layer " + std::to_string(layer));
+  }
+  const int len = layout_.length(layer), bt = layout_.block_tokens();
+  std::vector<T> k, v;
+  k.reserve(kept.size() * kv_dim_);
+  v.reserve(kept.size() * kv_dim_);
+  for (const int r : kept) {
+    if (r < 0 || r >= len) {
+      return InvalidArgument("KV eviction keeps row " + std::to_string(r) + " of " +
+                             std::to_string(len));
+    }
+    const T* kr = Key(layer, r / bt, r % bt);
+    const T* vr = Value(layer, r / bt, r % bt);
+    k.insert(k.end(), kr, kr + kv_dim_);
+    v.insert(v.end(), vr, vr + kv_dim_);
+  }
+  MPCACHE_RETURN_IF_ERROR(layout_.Compact(layer, static_cast<int>(kept.size())));
+  keys_[static_cast<std::size_t>(layer)].clear();
+  values_[static_cast<std::size_t>(layer)].clear();
+  for (std::size_t i = 0; i < kept.size(); ++i) {
+    MPCACHE_RETURN_IF_ERROR(Append(layer, std::span<const T>(k).subspan(i * kv_dim_, kv_dim_),
+                                   std::span<const T>(v).subspan(i * kv_dim_, kv_dim_)));
+  }
   return Status::Ok();
 }
 

@@ -51,8 +51,11 @@ class KvLayout {
   // Rows stored in `layer`, and the blocks they occupy.
   int length(int layer) const { return length_[static_cast<std::size_t>(layer)]; }
   int blocks(int layer) const { return (length(layer) + block_tokens_ - 1) / block_tokens_; }
-  // The position the next token gets: tokens whose every layer has been appended.
+  // The position the next token gets: tokens whose every layer has been appended (evicted
+  // rows included: a position is counted once appended, whatever is kept of it).
   int position() const;
+  // Rows of `layer` evicted so far (length + evicted = positions appended to the layer).
+  int evicted(int layer) const { return evicted_[static_cast<std::size_t>(layer)]; }
 
   struct Slot {
     int block = 0, row = 0;
@@ -69,14 +72,18 @@ class KvLayout {
   // window a policy may score the cache with). The full cache keeps everything.
   Status EndPrefill(int window);
   bool prefill_done() const { return prefill_done_; }
+  // Eviction: `layer` drops all its rows, counted as evicted, and the caller appends the
+  // `kept` rows it keeps again (in their new order); before the end of the prefill only.
+  Status Compact(int layer, int kept);
 
  private:
   KvLayout(int n_layers, int max_seq_len, int block_tokens)
       : max_seq_len_(max_seq_len),
         block_tokens_(block_tokens),
-        length_(static_cast<std::size_t>(n_layers), 0) {}
+        length_(static_cast<std::size_t>(n_layers), 0),
+        evicted_(static_cast<std::size_t>(n_layers), 0) {}
   int max_seq_len_ = 0, block_tokens_ = 0;
-  std::vector<int> length_;
+  std::vector<int> length_, evicted_;
   bool prefill_done_ = false;
 };
 
@@ -98,6 +105,9 @@ class PlainKvCache {
 
   // Appends the rows k, v (kv_dim each) to `layer`.
   Status Append(int layer, std::span<const T> k, std::span<const T> v);
+  // Eviction: `layer` keeps only the rows `kept` (indices of its current rows), in that
+  // order; the others are gone (KvLayout::Compact).
+  Status Compact(int layer, std::span<const int> kept);
   // Row `row` of block `block` of `layer` (kv_dim values).
   const T* Key(int layer, int block, int row) const {
     return keys_[static_cast<std::size_t>(layer)][static_cast<std::size_t>(block)].data() +

@@ -19,6 +19,14 @@ Status MpcachePolicy::Validate() const {
     return InvalidArgument("MPCache keep ratio " + std::to_string(keep_ratio) +
                            " must be in (0, 1] (level1_keep_ratio)");
   }
+  if (!(static_keep_ratio > 0 && static_keep_ratio <= 1)) {
+    return InvalidArgument("MPCache static keep ratio " + std::to_string(static_keep_ratio) +
+                           " must be in (0, 1] (static_keep_ratio; 1 = no eviction)");
+  }
+  if (!(observation_window > 0 && observation_window <= 1)) {
+    return InvalidArgument("MPCache observation window " + std::to_string(observation_window) +
+                           " must be in (0, 1] of the prompt (observation_window)");
+  }
   if (!(alpha >= 0 && alpha <= 1)) {
     return InvalidArgument("MPCache alpha " + std::to_string(alpha) + " must be in [0, 1]");
   }
@@ -32,6 +40,8 @@ MpcachePolicy PolicyFromConfig(const config::MpcacheKnobs& knobs) {
   p.alpha = knobs.alpha;
   p.representative = knobs.mean_representative ? Representative::kMean : Representative::kMinMax;
   p.share_layers = knobs.share_layers;
+  p.static_keep_ratio = knobs.static_keep_ratio;
+  p.observation_window = knobs.observation_window;
   return p;
 }
 
@@ -48,6 +58,43 @@ SelectionShape ShapeFor(const MpcachePolicy& policy, int length) {
   const auto wanted = static_cast<int>(std::ceil(policy.keep_ratio * s.clusters - 1e-9)) - 2;
   s.keep = s.candidates == 0 ? 0 : std::clamp(wanted, 1, s.candidates);
   return s;
+}
+
+EvictionShape EvictionFor(const MpcachePolicy& policy, int prompt_len) {
+  EvictionShape s;
+  s.prompt = std::max(0, prompt_len);
+  s.sink = std::min(policy.cluster_tokens, s.prompt);
+  const auto w = static_cast<int>(std::ceil(policy.observation_window * s.prompt - 1e-9));
+  s.window = std::min(s.prompt - s.sink, std::max(1, w));
+  s.candidates = s.prompt - s.sink - s.window;
+  if (!policy.evicts()) {
+    s.keep = s.candidates;
+    return s;
+  }
+  const auto budget = static_cast<int>(std::ceil(policy.static_keep_ratio * s.prompt - 1e-9));
+  s.keep = std::clamp(budget - s.sink - s.window, 0, s.candidates);
+  return s;
+}
+
+int ImportanceBits(int frac_bits, const EvictionShape& shape, int n_heads) {
+  // |a - b| <= W nh (2^f + 1) < 2^(bits - 1).
+  const auto bound = static_cast<std::uint64_t>(std::max(1, shape.window)) *
+                     static_cast<std::uint64_t>(std::max(1, n_heads));
+  int log = 0;
+  while ((std::uint64_t{1} << log) < bound) ++log;
+  return std::min(64, frac_bits + log + 2);
+}
+
+std::vector<int> KeptRows(const EvictionShape& shape, std::span<const int> selected) {
+  std::vector<int> out;
+  for (int t = 0; t < shape.sink; ++t) out.push_back(t);
+  if (!shape.evicts()) {
+    for (int c = 0; c < shape.candidates; ++c) out.push_back(shape.sink + c);
+  } else {
+    for (const int c : selected) out.push_back(shape.sink + c);
+  }
+  for (int t = shape.observe_from(); t < shape.prompt; ++t) out.push_back(t);
+  return out;
 }
 
 std::vector<Ring64> ClusterRepresentative(const MpcachePolicy& policy, const Ring64* keys,

@@ -47,8 +47,13 @@ struct MpcachePolicy {
   // Adjacent layer pairs share one selection: layers 0 and 1 select for themselves, then
   // layer 2l + 1 reuses the selection of layer 2l (l >= 1).
   bool share_layers = false;
+  // Static look-once eviction after the prompt (SPEC §6.1): the fraction of the prompt's
+  // tokens kept (1 = no eviction) and the fraction of its last queries that score them.
+  double static_keep_ratio = 1.0;
+  double observation_window = 0.2;
 
   Status Validate() const;
+  bool evicts() const { return static_keep_ratio < 1.0; }
   int AlphaQ() const;  // round(alpha x 256)
   // The layer whose selection `layer` attends with.
   int SelectingLayer(int layer) const {
@@ -73,6 +78,33 @@ struct SelectionShape {
   }
 };
 SelectionShape ShapeFor(const MpcachePolicy& policy, int length);
+
+// Static eviction of a prompt of n tokens, public (it depends on n and the policy only; the
+// number kept is the budget, never a data-dependent count):
+//   sink       the first cluster (min(cluster_tokens, n) rows), always kept;
+//   window     the last W = max(1, ceil(observation_window x n)) prompt positions: their
+//              queries score the other tokens, and they are always kept (the recent window);
+//   candidates the m = n - sink - W rows between, scored by importance_t = sum over the
+//              window's queries and every head of the softmax weight they give row t (the
+//              head average up to the public factor n_heads); the attention's own weights, so
+//              scoring costs no communication;
+//   keep       ceil(static_keep_ratio x n) - sink - W candidates (clamped to 0 .. m) with the
+//              highest importance (ties to the lower row) stay, the others are gone.
+// After eviction a layer holds, in this order: the sink's rows, the kept candidates in
+// decreasing importance, the window's rows (KeptRows).
+struct EvictionShape {
+  int prompt = 0, sink = 0, window = 0, candidates = 0, keep = 0;
+  bool evicts() const { return keep < candidates; }
+  int observe_from() const { return prompt - window; }  // the first scoring query
+  int kept() const { return sink + keep + window; }     // rows left (== prompt if none evicted)
+};
+EvictionShape EvictionFor(const MpcachePolicy& policy, int prompt_len);
+// Comparison width that ranks importance sums exactly: they lie in [-W n_heads, W n_heads 2^f]
+// (weights at f bits, each within one LSB of [0, 1]).
+int ImportanceBits(int frac_bits, const EvictionShape& shape, int n_heads);
+// The rows a layer keeps, in the documented order; `selected` are candidate indices (0 = row
+// `sink`) from TopKIndices over the candidates' importance.
+std::vector<int> KeptRows(const EvictionShape& shape, std::span<const int> selected);
 
 // The representative of one complete cluster: `rows` keys of kv_dim values (row-major, at
 // f bits), kv_dim values out.

@@ -18,7 +18,8 @@ Result<std::optional<model::MpcachePolicy>> CacheFlags::Policy() const {
   if (cache == "full") {
     if (knobs_given) {
       return InvalidArgument(
-          "--cluster, --keep, --alpha, --representative and --share-layers are MPCache's "
+          "--cluster, --keep, --alpha, --representative, --share-layers, --static-keep and "
+          "--window are MPCache's "
           "knobs: add --cache mpcache (the full cache has none)");
     }
     return std::optional<model::MpcachePolicy>();
@@ -39,6 +40,8 @@ nlohmann::json CacheFlags::Describe() const {
     j["alpha"] = policy.alpha;
     j["representative"] = representative;
     j["share_layers"] = policy.share_layers;
+    j["static_keep_ratio"] = policy.static_keep_ratio;
+    j["observation_window"] = policy.observation_window;
   }
   return j;
 }
@@ -62,6 +65,14 @@ void AddCacheFlags(CLI::App& cmd, CacheFlags& f) {
       ->each(given);
   cmd.add_flag("--share-layers", f.policy.share_layers,
                "MPCache: layer 2l+1 reuses layer 2l's selection (l >= 1)")
+      ->each(given);
+  cmd.add_option("--static-keep", f.policy.static_keep_ratio,
+                 "MPCache: fraction of the prompt kept by the look-once eviction (1 = none)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->each(given);
+  cmd.add_option("--window", f.policy.observation_window,
+                 "MPCache: the eviction's observation window (fraction of the prompt)")
+      ->check(CLI::Range(0.0, 1.0))
       ->each(given);
 }
 

@@ -8,8 +8,10 @@
 //     reference's next token (agreement),
 //   - free-running: whether its own greedy generation equals the reference, and where it
 //     first departs.
-// With --text FILE: the mean log-likelihood per token of that text (teacher-forced) under the
-// full cache and each MPCache setting.
+// With --text FILE: the mean log-likelihood per token of that text's second half, its first
+// half being the prompt (teacher-forced), under the full cache and each MPCache setting.
+// --static-keep R < 1 adds the static look-once eviction at the end of every prompt (the
+// generations' prompts and the text's first half), --window its observation window.
 #include <cmath>
 #include <fstream>
 #include <iostream>
@@ -34,6 +36,8 @@ struct AccuracyArgs {
   int cluster = 32;
   std::string representative = "minmax";
   double alpha = 0.6;
+  double static_keep = 1.0;
+  double window = 0.2;
   bool json = false;
 };
 
@@ -49,15 +53,18 @@ Result<std::vector<std::string>> ReadLines(const std::string& path) {
   return out;
 }
 
-// Feeds `tokens` (teacher-forced, positions 0 .. n-1) and returns the greedy token after each
-// position and, when `ll` is set, adds log p(tokens[i + 1]) to it.
+// Feeds `tokens` (teacher-forced, positions 0 .. n-1; the first prompt_len are the prompt)
+// and returns the greedy token after each position and, when `ll` is set, adds log
+// p(tokens[i + 1]) to it for every i >= prompt_len - 1.
 Result<std::vector<int>> TeacherForced(model::FixedEngine& e, const std::vector<int>& tokens,
-                                       double* ll) {
+                                       std::size_t prompt_len, double* ll) {
   std::vector<int> greedy;
+  MPCACHE_RETURN_IF_ERROR(e.BeginPrompt(static_cast<int>(prompt_len)));
   for (std::size_t pos = 0; pos + 1 < tokens.size(); ++pos) {
     MPCACHE_ASSIGN_OR_RETURN(auto logits, e.Forward(tokens[pos], static_cast<int>(pos)));
+    if (pos + 1 == prompt_len) MPCACHE_RETURN_IF_ERROR(e.EndPrefill(0));
     greedy.push_back(e.Argmax());
-    if (ll != nullptr) {
+    if (ll != nullptr && pos + 1 >= prompt_len) {
       double mx = -std::numeric_limits<double>::infinity(), sum = 0;
       for (double v : logits) mx = std::max(mx, v);
       for (double v : logits) sum += std::exp(v - mx);
@@ -70,8 +77,10 @@ Result<std::vector<int>> TeacherForced(model::FixedEngine& e, const std::vector<
 // Greedy generation from `prompt` to `steps` positions (stops after a BOS, as llama2.c).
 Result<std::vector<int>> Greedy(model::FixedEngine& e, const std::vector<int>& prompt, int steps) {
   std::vector<int> tokens = prompt;
+  MPCACHE_RETURN_IF_ERROR(e.BeginPrompt(static_cast<int>(prompt.size())));
   for (int pos = 0; pos + 1 < steps; ++pos) {
     if (auto r = e.Forward(tokens[static_cast<std::size_t>(pos)], pos); !r.ok()) return r.error();
+    if (pos + 1 == static_cast<int>(prompt.size())) MPCACHE_RETURN_IF_ERROR(e.EndPrefill(0));
     if (pos + 1 < static_cast<int>(prompt.size())) continue;
     tokens.push_back(e.Argmax());
     if (tokens.back() == 1) break;
@@ -95,6 +104,9 @@ Result<nlohmann::json> Measure(const AccuracyArgs& a) {
       p.alpha = a.alpha;
       p.representative = a.representative == "mean" ? model::Representative::kMean
                                                     : model::Representative::kMinMax;
+      p.static_keep_ratio = a.static_keep;
+      p.observation_window = a.window;
+      MPCACHE_RETURN_IF_ERROR(p.Validate());
       fo.mpcache = p;
     }
     return model::FixedEngine::Create(w, fo);
@@ -103,7 +115,7 @@ Result<nlohmann::json> Measure(const AccuracyArgs& a) {
     std::size_t agree = 0, positions = 0, identical = 0;
     double first_departure = 0;  // summed over prompts (reference length when identical)
     double ll = 0;
-    std::size_t ll_tokens = 0;
+    int kept_rows = 0;  // layer 0's cached rows after the held-out text (eviction's effect)
   };
   std::vector<Tally> tally(a.keeps.size());
   std::size_t generated = 0;
@@ -114,7 +126,8 @@ Result<nlohmann::json> Measure(const AccuracyArgs& a) {
     generated += ref.size() - prompt.size();
     for (std::size_t k = 0; k < a.keeps.size(); ++k) {
       MPCACHE_ASSIGN_OR_RETURN(model::FixedEngine forced, engine(a.keeps[k]));
-      MPCACHE_ASSIGN_OR_RETURN(std::vector<int> greedy, TeacherForced(forced, ref, nullptr));
+      MPCACHE_ASSIGN_OR_RETURN(std::vector<int> greedy,
+                               TeacherForced(forced, ref, prompt.size(), nullptr));
       for (std::size_t pos = prompt.size() - 1; pos < greedy.size(); ++pos) {
         tally[k].agree += greedy[pos] == ref[pos + 1];
         ++tally[k].positions;
@@ -137,6 +150,8 @@ Result<nlohmann::json> Measure(const AccuracyArgs& a) {
   j["cluster_tokens"] = a.cluster;
   j["representative"] = a.representative;
   j["alpha"] = a.alpha;
+  j["static_keep_ratio"] = a.static_keep;
+  j["observation_window"] = a.window;
   double full_ll = 0;
   std::size_t text_tokens = 0;
   if (!a.text.empty()) {
@@ -146,14 +161,18 @@ Result<nlohmann::json> Measure(const AccuracyArgs& a) {
     ss << in.rdbuf();
     MPCACHE_ASSIGN_OR_RETURN(std::vector<int> text, tok.Encode(ss.str(), true, false));
     if (static_cast<int>(text.size()) > steps) text.resize(static_cast<std::size_t>(steps));
-    text_tokens = text.size() - 1;
+    if (text.size() < 4) return InvalidArgument(a.text + " holds fewer than 4 tokens");
+    const std::size_t half = text.size() / 2;
+    text_tokens = text.size() - half;
     MPCACHE_ASSIGN_OR_RETURN(model::FixedEngine full, engine(std::nullopt));
-    if (auto r = TeacherForced(full, text, &full_ll); !r.ok()) return r.error();
+    if (auto r = TeacherForced(full, text, half, &full_ll); !r.ok()) return r.error();
     for (std::size_t k = 0; k < a.keeps.size(); ++k) {
       MPCACHE_ASSIGN_OR_RETURN(model::FixedEngine e, engine(a.keeps[k]));
-      if (auto r = TeacherForced(e, text, &tally[k].ll); !r.ok()) return r.error();
+      if (auto r = TeacherForced(e, text, half, &tally[k].ll); !r.ok()) return r.error();
+      if (!e.Attended().empty()) tally[k].kept_rows = e.kv_layout().length(0);
     }
     j["text_tokens"] = text_tokens;
+    j["text_prompt_tokens"] = half;
     j["full_mean_log_likelihood"] = full_ll / static_cast<double>(text_tokens);
   }
   nlohmann::json rows = nlohmann::json::array();
@@ -164,7 +183,10 @@ Result<nlohmann::json> Measure(const AccuracyArgs& a) {
     r["agreement"] = t.positions ? static_cast<double>(t.agree) / t.positions : 1.0;
     r["identical_generations"] = t.identical;
     r["mean_first_departure"] = t.first_departure / static_cast<double>(prompts.size());
-    if (text_tokens > 0) r["mean_log_likelihood"] = t.ll / static_cast<double>(text_tokens);
+    if (text_tokens > 0) {
+      r["mean_log_likelihood"] = t.ll / static_cast<double>(text_tokens);
+      r["text_cached_rows"] = t.kept_rows;
+    }
     rows.push_back(r);
   }
   j["mpcache"] = rows;
@@ -197,6 +219,13 @@ void AddAccuracyCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::IsMember({"minmax", "mean"}));
   cmd->add_option("--alpha", a->alpha, "Weight of r_max in the representative")
       ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--static-keep", a->static_keep,
+                  "Fraction of each prompt kept by the static eviction (1 = none)")
+      ->check(CLI::Range(0.001, 1.0))
+      ->capture_default_str();
+  cmd->add_option("--window", a->window, "Observation window of the eviction (prompt fraction)")
+      ->check(CLI::Range(0.001, 1.0))
+      ->capture_default_str();
   cmd->add_flag("--json", a->json, "Print one JSON object on stdout");
   cmd->callback([a, exit_code] {
     Result<nlohmann::json> j = Measure(*a);
@@ -214,7 +243,7 @@ void AddAccuracyCommand(CLI::App& app, int* exit_code) {
               << ")\n";
     if (j->contains("full_mean_log_likelihood")) {
       std::cout << "full cache: mean log-likelihood " << (*j)["full_mean_log_likelihood"]
-                << " over " << (*j)["text_tokens"] << " tokens\n";
+                << " over the text's last " << (*j)["text_tokens"] << " tokens\n";
     }
     for (const auto& r : (*j)["mpcache"]) {
       std::cout << "keep " << r["keep_ratio"] << ": agreement " << r["agreement"]

@@ -30,8 +30,12 @@ inline PlainRun RunPlain(const model::ModelWeights& w, const std::vector<int>& p
   r.fixed_tokens = prompt;
   r.float_tokens = prompt;
   bool float_done = false;
+  EXPECT_TRUE(xe->BeginPrompt(static_cast<int>(prompt.size())).ok());
   for (int pos = 0; pos < steps; ++pos) {
     EXPECT_TRUE(xe->Forward(r.fixed_tokens[static_cast<std::size_t>(pos)], pos).ok());
+    if (pos + 1 == static_cast<int>(prompt.size())) {
+      EXPECT_TRUE(xe->EndPrefill(0).ok());
+    }
     if (!float_done) {
       auto logits = fe->Forward(r.float_tokens[static_cast<std::size_t>(pos)], pos);
       EXPECT_TRUE(logits.ok());

@@ -96,7 +96,8 @@ void ExpectTwin(const Case& c) {
   ASSERT_TRUE(lp.ok());
   auto res = (*lp)->Run([&](mpc::BinaryContext<P>& b) -> Result<Out> {
     mpc::Context<P>& ctx = b.arith();
-    MPCACHE_ASSIGN_OR_RETURN(auto mem, MpcacheKv<P>::Create(b, config, 64, c.block, policy, 40));
+    MPCACHE_ASSIGN_OR_RETURN(auto mem,
+                             MpcacheKv<P>::Create(b, config, 64, c.block, policy, 40, 16));
     MPCACHE_ASSIGN_OR_RETURN(Shares<P> sk, ShareVec(ctx, keys));
     MPCACHE_ASSIGN_OR_RETURN(Shares<P> sv, ShareVec(ctx, values));
     MPCACHE_ASSIGN_OR_RETURN(Shares<P> sq, ShareVec(ctx, q));

@@ -439,16 +439,19 @@ TEST(SecureView, AttentionTriplesFollowTheAnnouncedPlan) {
 // ---- 4. MPCache's selection stays secret (reveal: none) ------------------------------------
 
 // Clusters of one token, a third of them attended: from the fourth position on every layer
-// ranks its candidates, gathers and scatters through the secret one-hot.
+// ranks its candidates, gathers and scatters through the secret one-hot; and the look-once
+// eviction after the 5-token prompt keeps 3 of its rows (the sink, one of the 3 candidates,
+// the window's last row).
 model::MpcachePolicy ViewPolicy() {
   model::MpcachePolicy p;
   p.cluster_tokens = 1;
   p.keep_ratio = 0.3;
+  p.static_keep_ratio = 0.6;
   return p;
 }
 constexpr int kMpcacheSteps = 6;
 const std::vector<int> kSelectA{1, 5, 9, 2, 7};
-const std::vector<int> kSelectB{1, 20, 4, 17, 8};
+const std::vector<int> kSelectB{1, 3, 30, 12, 6};
 
 // What the plaintext twin attends at every position and layer for `prompt` (then greedy).
 std::vector<std::vector<std::vector<int>>> PlainSelections(const std::vector<int>& prompt) {
@@ -460,9 +463,14 @@ std::vector<std::vector<std::vector<int>>> PlainSelections(const std::vector<int
   EXPECT_TRUE(e.ok());
   std::vector<std::vector<std::vector<int>>> out;
   int token = prompt[0];
+  EXPECT_TRUE(e->BeginPrompt(static_cast<int>(prompt.size())).ok());
   for (int pos = 0; pos < kMpcacheSteps; ++pos) {
     EXPECT_TRUE(e->Forward(token, pos).ok());
     out.push_back(e->Attended());
+    if (pos + 1 == static_cast<int>(prompt.size())) {
+      EXPECT_TRUE(e->EndPrefill(0).ok());
+      out.push_back(e->Kept());  // what the eviction kept: differs between the prompts
+    }
     token = pos + 1 < static_cast<int>(prompt.size()) ? prompt[static_cast<std::size_t>(pos + 1)]
                                                       : e->Argmax();
   }
@@ -491,6 +499,9 @@ void ExpectSelectionStaysSecret() {
   //    order), the same messages (peer, size, order) and rounds at every party.
   const auto sel_a = PlainSelections(kSelectA), sel_b = PlainSelections(kSelectB);
   ASSERT_NE(sel_a, sel_b) << "the two prompts select the same clusters: nothing to compare";
+  const std::size_t evicted_at = kSelectA.size();  // the entry after the prompt's last
+  ASSERT_EQ(sel_a[evicted_at].size(), 1u) << "one layer kept rows";
+  ASSERT_NE(sel_a[evicted_at], sel_b[evicted_at]) << "the eviction keeps the same rows for both";
   for (std::size_t pos = 0; pos < sel_a.size(); ++pos) {
     for (std::size_t l = 0; l < sel_a[pos].size(); ++l) {
       ASSERT_EQ(sel_a[pos][l].size(), sel_b[pos][l].size()) << "attended counts must be public";
