@@ -143,5 +143,52 @@ TEST(SecureTamper, ConsistentLieInMpcacheSelectionFailsTheMacCheck) {
   }
 }
 
+// The static eviction's openings (the importance ranking's comparisons of both domains, the
+// gathering product, the kept rows' reload) are checked like every other: a consistent lie
+// in any of them fails the MAC check before the first token leaves.
+TEST(SecureTamper, ConsistentLieInMpcacheEvictionFailsTheMacCheck) {
+  auto config = model::ParseDims("16x1x2x2x32x20x12");
+  ASSERT_TRUE(config.ok());
+  auto w = model::MakeSyntheticWeights(*config, 4);
+  ASSERT_TRUE(w.ok());
+  auto model = EncodeModel(*w, kRecommendedFracBits);
+  ASSERT_TRUE(model.ok());
+  const std::vector<int> prompt = {1, 3, 5, 7, 9, 11};
+  InProcessOptions o;
+  o.session.mpcache = model::MpcachePolicy{};
+  o.session.mpcache->cluster_tokens = 1;
+  o.session.mpcache->keep_ratio = 1.0;
+  o.session.mpcache->static_keep_ratio = 0.7;  // sink 1, window 2, keep 2 of 3 candidates
+  auto honest = RunInProcess<mpc::Spdz2k>(*model, prompt, 1, 8, o);
+  ASSERT_TRUE(honest.ok()) << honest.error().ToString();
+  ASSERT_TRUE(honest->phases[0].count("evict"));
+  // Arithmetic openings 0 .. 3 are the ranking's (comparisons of 22-bit importances: lies
+  // at bits inside that width), the last ones the product and the reload (full width).
+  const std::vector<Case> cases = {
+      {mpc::Domain::kArith, 4, 0, 0},  {mpc::Domain::kArith, 4, 1, 21},
+      {mpc::Domain::kArith, 4, 2, 0},  {mpc::Domain::kArith, 4, 3, 0},
+      {mpc::Domain::kBinary, 4, 0, 0}, {mpc::Domain::kBinary, 4, 1, 0},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.domain == mpc::Domain::kArith ? "arith" : "binary") +
+                 " evict opening " + std::to_string(c.nth) + ", bit " + std::to_string(c.bit));
+    ArmedLiar liar(c.domain, c.nth, 0x9E3779B97F4A7C15ull * (c.nth + 1), c.bit);
+    liar.phase = "evict";
+    InProcessHook<mpc::Spdz2k> hook = [&](int party, int pos,
+                                          SecureLlama<mpc::Spdz2k>& e) -> Status {
+      if (party != 2 || pos != c.after_position) return Status::Ok();
+      liar.stats = &e.context().arith().stats();
+      e.context().arith().set_adversary_for_testing(&liar);
+      e.context().set_adversary_for_testing(&liar);
+      liar.armed = true;
+      return Status::Ok();
+    };
+    auto run = RunInProcess<mpc::Spdz2k>(*model, prompt, 1, 8, o, hook);
+    ASSERT_TRUE(liar.lied) << "the run ended before the lie";
+    ASSERT_FALSE(run.ok()) << "a consistent lie was accepted";
+    EXPECT_EQ(run.error().code(), ErrorCode::kMacCheckFailed) << run.error().ToString();
+  }
+}
+
 }  // namespace
 }  // namespace mpcache::infer
