@@ -437,6 +437,7 @@ Result<std::unique_ptr<MacCheckSteps>> Context<P>::BeginMacCheck() {
   } else {
     if (failed_) return MacCheckFailed("a MAC check failed earlier: this session opens nothing");
     if (pending_ == 0 && !broadcast_pending_) return std::unique_ptr<MacCheckSteps>();
+    ++checks_begun_;
     return std::unique_ptr<MacCheckSteps>(new ContextCheckSteps<P>(*this));
   }
 }

@@ -135,6 +135,8 @@ class Context {
 
   // Number of values opened since the last check (0 in semi-honest mode).
   std::size_t pending_checks() const { return pending_; }
+  // Batched MAC checks begun in this session (each covers everything pending then).
+  std::uint64_t checks_begun() const { return checks_begun_; }
 
   // Fold a broadcast value that every party must have received identically (input
   // sharing) into the transcript hash compared at the next check.
@@ -167,6 +169,7 @@ class Context {
   ShareKey key_;
   bool failed_ = false;
   std::size_t pending_ = 0;
+  std::uint64_t checks_begun_ = 0;
   std::vector<OpenedChunk> log_;
   // Coin for the check coefficients: my committed seed share and nonce, and the peers'
   // commitments (index = party id).

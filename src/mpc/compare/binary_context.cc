@@ -307,6 +307,7 @@ Result<std::unique_ptr<MacCheckSteps>> BinaryContext<P>::BeginMacCheck() {
   } else {
     if (failed_) return MacCheckFailed("a MAC check failed earlier: this session opens nothing");
     if (pending_ == 0) return std::unique_ptr<MacCheckSteps>();
+    ++checks_begun_;
     return std::unique_ptr<MacCheckSteps>(new BinaryCheckSteps<P>(*this));
   }
 }

@@ -51,6 +51,8 @@ class BinaryContext {
   PartyId self() const { return arith_.self(); }
   bool failed() const { return failed_; }
   std::size_t pending_checks() const { return pending_; }
+  // Batched MAC checks of the binary domain begun in this session.
+  std::uint64_t checks_begun() const { return checks_begun_; }
 
   // Open several bit vectors in one round.
   Result<std::vector<PublicBits>> OpenMany(std::vector<BitShares<P>>&& xs);
@@ -83,6 +85,7 @@ class BinaryContext {
   BitKey key_;
   bool failed_ = false;
   std::size_t pending_ = 0;
+  std::uint64_t checks_begun_ = 0;
   std::vector<OpenedChunk> log_;
   Seed coin_share_{};
   Digest coin_nonce_{};

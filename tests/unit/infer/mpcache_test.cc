@@ -73,5 +73,44 @@ TEST(Mpcache, MeanSharedLayersMatchesPlaintext) {
                           Policy(2, 0.3, model::Representative::kMean, true), {1, 3}, 18);
 }
 
+// Malicious mode checks every opening of a decoding step, of all layers and both domains
+// (attention, selection, softmax, argmax), in ONE batched check before the token leaves:
+// between two decoding positions each domain begins exactly one check, whatever the number
+// of layers, and the mac_check phase costs its 3 rounds per step.
+void ExpectOneMacCheckPerStep(const std::string& dims) {
+  const model::ModelWeights w = Synth(dims, 3);
+  auto ring = EncodeModel(w, kRecommendedFracBits);
+  ASSERT_TRUE(ring.ok()) << ring.error().ToString();
+  InProcessOptions o;
+  o.session.kv_block_tokens = 4;
+  o.session.mpcache = Policy(2, 0.4, model::Representative::kMinMax, false);
+  o.session.mpcache->static_keep_ratio = 0.6;
+  const std::vector<int> prompt{1, 5, 9, 3, 7, 11, 2, 6, 10, 4};
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> at;  // party 0, per decoding position
+  InProcessHook<mpc::Spdz2k> hook = [&](int party, int pos, SecureLlama<mpc::Spdz2k>& e) {
+    if (party == 0 && pos + 1 >= static_cast<int>(prompt.size())) {
+      at.emplace_back(e.context().arith().checks_begun(), e.context().checks_begun());
+    }
+    return Status::Ok();
+  };
+  const int steps = 18;
+  auto run = RunInProcess<mpc::Spdz2k>(*ring, prompt, 1, steps, o, hook);
+  ASSERT_TRUE(run.ok()) << run.error().ToString();
+  ASSERT_GE(at.size(), 4u);
+  for (std::size_t i = 1; i < at.size(); ++i) {
+    EXPECT_EQ(at[i].first - at[i - 1].first, 1u) << "arithmetic checks before position " << i;
+    EXPECT_EQ(at[i].second - at[i - 1].second, 1u) << "binary checks before position " << i;
+  }
+  const auto& mac = run->report.decode_phases.at("mac_check");
+  EXPECT_EQ(mac.rounds, 3u * static_cast<std::uint64_t>(run->report.released));
+}
+
+TEST(Mpcache, OneBatchedMacCheckPerDecodingStepOneLayer) {
+  ExpectOneMacCheckPerStep("32x1x4x2x64x40x32");
+}
+TEST(Mpcache, OneBatchedMacCheckPerDecodingStepFourLayers) {
+  ExpectOneMacCheckPerStep("32x4x4x2x64x40x32");
+}
+
 }  // namespace
 }  // namespace mpcache::infer
