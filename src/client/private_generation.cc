@@ -329,6 +329,8 @@ Result<GenerateResult> Run::Go(std::vector<int> prompt, int max_tokens) {
     r.decode_rounds = d.decode_rounds;
     r.mpcache = d.cache == 1;
     r.attended = static_cast<int>(d.attended);
+    r.revealed = d.revealed;
+    r.epsilon = d.epsilon;
     result_.parties.push_back(r);
   }
   for (auto& p : parties_) p.link->Close();

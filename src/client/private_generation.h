@@ -27,8 +27,10 @@ struct PartyReport {
   int positions = 0, released = 0, decode_positions = 0;
   double seconds = 0, decode_seconds = 0;
   std::uint64_t decode_bytes_sent = 0, decode_rounds = 0;
-  bool mpcache = false;  // the party ran MPCache's selection (else the full cache)
-  int attended = 0;      // positions its last step attended per layer
+  bool mpcache = false;        // the party ran MPCache's selection (else the full cache)
+  int attended = 0;            // positions its last step attended per layer
+  std::uint64_t revealed = 0;  // MPCache selections revealed to the parties (reveal: plain | dp)
+  double epsilon = 0;          // the DP budget they spent (reveal: dp)
 };
 
 struct GenerateResult {

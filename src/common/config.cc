@@ -365,6 +365,8 @@ Result<MpcacheKnobs> ReadMpcache(Section& top, bool debug) {
   MPCACHE_ASSIGN_OR_RETURN(auto reveal, s.Choice("reveal", {"none", "dp", "plain"}, 0));
   k.reveal = static_cast<Reveal>(reveal);
   MPCACHE_ASSIGN_OR_RETURN(k.dp_epsilon, s.Real("dp_epsilon", k.dp_epsilon, 0, 1000, true));
+  MPCACHE_ASSIGN_OR_RETURN(k.dp_sensitivity,
+                           s.Real("dp_sensitivity", k.dp_sensitivity, 0, 1e9, true));
   MPCACHE_RETURN_IF_ERROR(s.Finish());
   if (l1 % l2 != 0) {
     return s.Fail(

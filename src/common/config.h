@@ -71,7 +71,8 @@ struct MpcacheKnobs {
   bool share_layers = false;         // layer 2l+1 reuses layer 2l's selection (l >= 1)
   double layer_share_decay = 0.9;    // cross-layer score reuse (not in effect yet)
   Reveal reveal = Reveal::kNone;
-  double dp_epsilon = 1.0;  // reveal: dp only
+  double dp_epsilon = 1.0;      // reveal: dp only: epsilon per revealed selection
+  double dp_sensitivity = 1.0;  // reveal: dp only: L1 bound of a selection's score change
 };
 
 struct BalancerConfig {

@@ -97,13 +97,15 @@ struct Done {
   std::uint64_t decode_bytes_sent = 0, decode_rounds = 0;
   std::uint32_t cache = 0;     // 0: full cache, 1: MPCache
   std::uint32_t attended = 0;  // positions the last step attended per layer (MPCache: selected)
+  std::uint64_t revealed = 0;  // selections revealed to the parties (reveal: plain | dp)
+  double epsilon = 0;          // the DP budget they spent (reveal: dp)
   auto Fields() {
     return std::tie(session, party, positions, released, decode_positions, seconds, decode_seconds,
-                    decode_bytes_sent, decode_rounds, cache, attended);
+                    decode_bytes_sent, decode_rounds, cache, attended, revealed, epsilon);
   }
   auto Fields() const {
     return std::tie(session, party, positions, released, decode_positions, seconds, decode_seconds,
-                    decode_bytes_sent, decode_rounds, cache, attended);
+                    decode_bytes_sent, decode_rounds, cache, attended, revealed, epsilon);
   }
 };
 struct ErrorMsg {

@@ -105,6 +105,12 @@ void PartyService::Impl::DescribeMetrics() {
   m.Add("mpcache_requests_failed_total", 0);
   m.Add("mpcache_mac_check_failures_total", 0);
   m.Add("mpcache_tokens_generated_total", 0);
+  m.Describe("mpcache_revealed_selections_total", "counter",
+             "MPCache selections revealed to the parties (reveal: plain | dp)");
+  m.Describe("mpcache_dp_epsilon_spent_total", "counter",
+             "Differential-privacy budget spent by revealed selections (reveal: dp)");
+  m.Add("mpcache_revealed_selections_total", 0);
+  m.Add("mpcache_dp_epsilon_spent_total", 0);
 }
 
 HttpReply PartyService::Impl::Http(std::string_view target) {
@@ -237,12 +243,11 @@ Result<std::unique_ptr<PartyService>> PartyService::Create(config::PartyConfig c
                                                            AdversaryHook adversary_for_testing) {
   // Knobs of features this build does not have are refused, not ignored: a party must not
   // claim a leakage mode or the balancer while it runs something else.
-  if (cfg.mpcache.cache == config::CacheMode::kMpcache &&
-      cfg.mpcache.reveal != config::Reveal::kNone) {
-    return InvalidArgument(cfg.file + ": field 'mpcache.reveal': '" +
-                           std::string(config::ToString(cfg.mpcache.reveal)) +
-                           "' is not available in this build yet (the selection stays secret); "
-                           "fix: write 'reveal: none'");
+  if (cfg.mpcache.reveal == config::Reveal::kPlain && !cfg.debug) {
+    return InvalidArgument(cfg.file +
+                           ": field 'mpcache.reveal': 'plain' shows every party which tokens were "
+                           "selected and is for debugging only; fix: write 'reveal: none' (or "
+                           "dp), or set 'debug: true' on a test deployment");
   }
   if (cfg.balancer.enabled) {
     return InvalidArgument(cfg.file +

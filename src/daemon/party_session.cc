@@ -215,8 +215,10 @@ Result<client_proto::Done> Run(const PartyRuntime& rt, SyncLink& client,
   done.decode_seconds = report.decode_seconds;
   done.cache = options.mpcache ? 1 : 0;
   done.attended = static_cast<std::uint32_t>(
-      options.mpcache ? model::ShapeFor(*options.mpcache, report.positions).attended()
-                      : report.positions);
+      options.mpcache ? model::ShapeFor(*options.mpcache, report.cached_rows).attended()
+                      : report.cached_rows);
+  done.revealed = report.revealed_selections;
+  done.epsilon = report.epsilon_spent;
   Metrics& m = *rt.metrics;
   for (const auto& [name, c] : report.decode_phases) {
     done.decode_bytes_sent += c.bytes_sent;
@@ -227,6 +229,8 @@ Result<client_proto::Done> Run(const PartyRuntime& rt, SyncLink& client,
     m.Add("mpcache_phase_seconds_total", c.seconds, l);
   }
   m.Add("mpcache_tokens_generated_total", report.released);
+  m.Add("mpcache_revealed_selections_total", static_cast<double>(report.revealed_selections));
+  m.Add("mpcache_dp_epsilon_spent_total", report.epsilon_spent);
   m.Add("mpcache_decode_seconds_total", report.decode_seconds);
   if (report.decode_seconds > 0) {
     m.Set("mpcache_tokens_per_second", report.decode_positions / report.decode_seconds);

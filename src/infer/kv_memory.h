@@ -40,6 +40,10 @@ class KvMemory {
   virtual Result<mpc::Shares<P>> Mix(mpc::Context<P>& ctx, int layer, const model::KvPlan& plan,
                                      const mpc::Shares<P>& probs) = 0;
   virtual Status BeginPrompt(int /*prompt_len*/) { return Status::Ok(); }
+  // What a policy revealed to the parties (MPCache's reveal: plain | dp) and the
+  // differential-privacy budget that spent; nothing for the full cache.
+  virtual std::uint64_t revealed_selections() const { return 0; }
+  virtual double epsilon_spent() const { return 0.0; }
   virtual Status EndPrefill(mpc::Context<P>& ctx, int window) = 0;
   // k, v: n x kv_dim secret rows of `layer` in position order.
   virtual Status LoadPrefill(mpc::Context<P>& ctx, int layer, const mpc::Shares<P>& k,

@@ -1,9 +1,11 @@
 #include "infer/mpcache_kv.h"
 
+#include <cmath>
 #include <string>
 
 #include "mpc/compare/rank_select.h"
 #include "mpc/compare/select.h"
+#include "mpc/io.h"
 #include "net/comm_stats.h"
 
 namespace mpcache::infer {
@@ -196,10 +198,23 @@ Result<Shares<P>> MpcacheKv<P>::Scores(mpc::Context<P>& ctx, int layer, const mo
         if constexpr (P::kMalicious) cluster.m[c] += all.m[row + L + c];
       }
     }
-    MPCACHE_ASSIGN_OR_RETURN(Shares<P> one_hot,
-                             mpc::RowRankSelection<P>(ctx_, cluster, 1, m, k, kClusterScoreBits));
-    MPCACHE_ASSIGN_OR_RETURN(auto fixed, mpc::MaskFixed<P>(ctx, std::move(one_hot), k, m));
-    selection_[static_cast<std::size_t>(layer)] = {length, std::move(fixed)};
+    if (policy_.reveals()) {
+      MPCACHE_ASSIGN_OR_RETURN(std::vector<int> picked,
+                               RevealSelection(ctx, std::move(cluster), k));
+      Selection sel;
+      sel.length = length;
+      sel.revealed = true;
+      sel.picked = std::move(picked);
+      selection_[static_cast<std::size_t>(layer)] = std::move(sel);
+    } else {
+      MPCACHE_ASSIGN_OR_RETURN(Shares<P> one_hot,
+                               mpc::RowRankSelection<P>(ctx_, cluster, 1, m, k, kClusterScoreBits));
+      MPCACHE_ASSIGN_OR_RETURN(auto fixed, mpc::MaskFixed<P>(ctx, std::move(one_hot), k, m));
+      Selection sel;
+      sel.length = length;
+      sel.one_hot = std::move(fixed);
+      selection_[static_cast<std::size_t>(layer)] = std::move(sel);
+    }
   } else {
     MPCACHE_ASSIGN_OR_RETURN(raw, full_->Scores(ctx, layer, plan, q));
   }
@@ -209,6 +224,18 @@ Result<Shares<P>> MpcacheKv<P>::Scores(mpc::Context<P>& ctx, int layer, const mo
                     std::to_string(sl) + ", which was not made at this step");
   }
   net::PhaseScope phase(ctx.stats(), "select");
+  const auto A = static_cast<std::size_t>(shape.attended());
+  if (sel.revealed) {
+    // A public selection: the attended positions' scores, copied.
+    const std::vector<int> rows = model::AttendedPositions(shape, sel.picked);
+    Shares<P> out(nh * A);
+    for (std::size_t h = 0; h < nh; ++h) {
+      for (std::size_t t = 0; t < A; ++t) {
+        CopyShare(out, h * A + t, raw, h * L + static_cast<std::size_t>(rows[t]));
+      }
+    }
+    return out;
+  }
   // Gather: G = S x M, M[c][h cs + t] = raw[h][(c + 1) cs + t] (k x n_heads cs).
   Shares<P> cand(m * nh * cs);
   for (std::size_t c = 0; c < m; ++c) {
@@ -219,7 +246,6 @@ Result<Shares<P>> MpcacheKv<P>::Scores(mpc::Context<P>& ctx, int layer, const mo
     }
   }
   MPCACHE_ASSIGN_OR_RETURN(Shares<P> gathered, mpc::MatMul<P>(ctx, sel.one_hot, cand, nh * cs));
-  const auto A = static_cast<std::size_t>(shape.attended());
   const auto tail = static_cast<std::size_t>(shape.tail_start());
   Shares<P> out(nh * A);
   for (std::size_t h = 0; h < nh; ++h) {
@@ -256,6 +282,17 @@ Result<Shares<P>> MpcacheKv<P>::Mix(mpc::Context<P>& ctx, int layer, const model
   const Selection& sel = selection_[static_cast<std::size_t>(policy_.SelectingLayer(layer))];
   if (sel.length != length) return Internal("MPCache mix before this step's selection");
   Shares<P> p(nh * L);
+  if (sel.revealed) {
+    // A public selection: the weights go back to their positions, the others stay 0.
+    const std::vector<int> rows = model::AttendedPositions(shape, sel.picked);
+    for (std::size_t h = 0; h < nh; ++h) {
+      for (std::size_t t = 0; t < A; ++t) {
+        CopyShare(p, h * L + static_cast<std::size_t>(rows[t]), probs, h * A + t);
+      }
+    }
+    Observe(layer, length, p);
+    return full_->Mix(ctx, layer, plan, p);
+  }
   {
     net::PhaseScope phase(ctx.stats(), "select");
     // Scatter: W^T S, W^T[h cs + t][j] = probs[h][cs + j cs + t] (n_heads cs x k).
@@ -282,6 +319,37 @@ Result<Shares<P>> MpcacheKv<P>::Mix(mpc::Context<P>& ctx, int layer, const model
   }
   Observe(layer, length, p);
   return full_->Mix(ctx, layer, plan, p);
+}
+
+template <typename P>
+Result<std::vector<int>> MpcacheKv<P>::RevealSelection(mpc::Context<P>& ctx, Shares<P> cluster,
+                                                       std::size_t keep) {
+  const std::size_t m = cluster.size();
+  if (policy_.reveal == config::Reveal::kDp) {
+    // This party's own Laplace noise (scale dp_sensitivity / dp_epsilon, in score units),
+    // entered with everyone else's in one round: the opened scores carry the sum.
+    if (!noise_prg_) noise_prg_.emplace(ctx.PrivateSeed());
+    const double scale = policy_.dp_sensitivity / policy_.dp_epsilon;
+    const double unit = std::ldexp(1.0, policy_.ScoreFracBits(frac_bits_));
+    const double cap = std::ldexp(1.0, 62) / unit;  // |noise| below 2^62 ring units
+    last_noise_.assign(m, 0);
+    for (std::size_t c = 0; c < m; ++c) {
+      double u = 0;
+      do {
+        u = noise_prg_->NextDouble() - 0.5;
+      } while (std::abs(u) >= 0.5);
+      const double lap = -scale * std::copysign(1.0, u) * std::log1p(-2 * std::abs(u));
+      const double clamped = std::clamp(lap, -cap, cap);
+      last_noise_[c] = static_cast<std::uint64_t>(std::llround(clamped * unit));
+    }
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> noise, mpc::InputSum<P>(ctx, last_noise_));
+    mpc::AddInPlace(cluster, noise);
+  }
+  MPCACHE_ASSIGN_OR_RETURN(last_revealed_, ctx.OpenOwned(std::move(cluster)));
+  // Nothing revealed is acted on before everything opened so far passed its check.
+  MPCACHE_RETURN_IF_ERROR(mpc::CheckAllMacs<P>(ctx_));
+  ++revealed_;
+  return model::TopKIndices(last_revealed_, keep);
 }
 
 template <typename P>

@@ -33,6 +33,15 @@
 //   representatives of the new clusters (as above).
 // Rounds: LtzRounds(ImportanceBits) + LtzRounds(RankBits(m)) + 2 n_layers (+ the
 // representatives'); nothing about which rows stayed is opened.
+//
+// reveal: plain | dp (policy.reveal): the m cluster scores are opened instead of ranked —
+// dp first adds the sum of every party's own Laplace noise (InputSum, 1 round: each party
+// inputs m noise values of scale dp_sensitivity / dp_epsilon in score units), and in
+// malicious mode everything opened so far is MAC-checked (3 rounds) before the revealed
+// selection is acted on; the selection is then public (TopKIndices of the opened scores),
+// so gather and scatter are local copies. Rounds per selecting layer: 1 (+1 dp) + 1 open
+// (+3 malicious) instead of the rank's and the three products'. Every revealed selection
+// under dp spends dp_epsilon (basic composition: epsilon_spent()).
 #pragma once
 
 #include <memory>
@@ -75,6 +84,18 @@ class MpcacheKv final : public KvMemory<P> {
   // Evicts (static eviction), then computes the representatives the next step will score
   // (a long context's clusters in bulk, not in that step).
   Status EndPrefill(mpc::Context<P>& ctx, int window) override;
+  // Selections revealed to the parties so far (reveal: plain | dp) and the privacy budget
+  // they spent (dp: dp_epsilon each; 0 otherwise).
+  std::uint64_t revealed_selections() const override { return revealed_; }
+  double epsilon_spent() const override {
+    return policy_.reveal == config::Reveal::kDp
+               ? policy_.dp_epsilon * static_cast<double>(revealed_)
+               : 0.0;
+  }
+  // Tests: this party's own noise and the opened (noisy) scores of the last revealed
+  // selection.
+  const std::vector<std::uint64_t>& last_noise() const { return last_noise_; }
+  const std::vector<std::uint64_t>& last_revealed() const { return last_revealed_; }
   Status LoadPrefill(mpc::Context<P>& ctx, int layer, const mpc::Shares<P>& k,
                      const mpc::Shares<P>& v) override {
     return full_->LoadPrefill(ctx, layer, k, v);
@@ -102,6 +123,9 @@ class MpcacheKv final : public KvMemory<P> {
   void Observe(int layer, int length, const mpc::Shares<P>& weights);
   // The static eviction of every layer (EndPrefill).
   Status Evict(mpc::Context<P>& ctx);
+  // reveal: plain | dp: opens the (noisy) cluster scores and returns the selection.
+  Result<std::vector<int>> RevealSelection(mpc::Context<P>& ctx, mpc::Shares<P> cluster,
+                                           std::size_t keep);
 
   mpc::BinaryContext<P>& ctx_;
   std::unique_ptr<SecureKvCache<P>> full_;
@@ -117,9 +141,14 @@ class MpcacheKv final : public KvMemory<P> {
   std::vector<Reps> reps_;  // [layer]
   struct Selection {
     int length = -1;               // the L it was made at
-    mpc::FixedOperand<P> one_hot;  // S (k x m) under its fixed mask
+    mpc::FixedOperand<P> one_hot;  // S (k x m) under its fixed mask (reveal: none)
+    bool revealed = false;         // reveal: plain | dp: the selection is public
+    std::vector<int> picked;       // ... these candidates, in decreasing (noisy) score
   };
   std::vector<Selection> selection_;  // [layer], this step's
+  std::optional<Prg> noise_prg_;      // reveal: dp, this party's private noise
+  std::uint64_t revealed_ = 0;
+  std::vector<std::uint64_t> last_noise_, last_revealed_;
 };
 
 }  // namespace mpcache::infer

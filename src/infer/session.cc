@@ -140,6 +140,9 @@ Result<SessionReport> GenerationSession<P>::Generate(ClientLink& client, int pro
     }
     if (report.decode_positions > 0) report.decode_phases[name] = d;
   }
+  report.cached_rows = engine_->kv().layout().length(0);
+  report.revealed_selections = engine_->kv().revealed_selections();
+  report.epsilon_spent = engine_->kv().epsilon_spent();
   report.seconds = std::chrono::duration<double>(t1 - t0).count();
   report.decode_seconds = std::chrono::duration<double>(t1 - decode_start).count();
   return report;

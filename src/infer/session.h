@@ -34,6 +34,9 @@ struct SessionReport {
   int decode_positions = 0;   // positions whose forward ran after the prompt (>= prompt_len)
   // Traffic, rounds and time of the decode positions alone (prefill excluded), per phase.
   std::map<std::string, net::PhaseCounters> decode_phases;
+  int cached_rows = 0;                    // rows layer 0 holds at the end (after any eviction)
+  std::uint64_t revealed_selections = 0;  // MPCache reveal: plain | dp
+  double epsilon_spent = 0;               // reveal: dp, basic composition
 };
 
 template <typename P>

@@ -27,6 +27,11 @@ Status MpcachePolicy::Validate() const {
     return InvalidArgument("MPCache observation window " + std::to_string(observation_window) +
                            " must be in (0, 1] of the prompt (observation_window)");
   }
+  if (reveal == config::Reveal::kDp && !(dp_epsilon > 0 && dp_sensitivity > 0)) {
+    return InvalidArgument("MPCache reveal: dp needs dp_epsilon > 0 and dp_sensitivity > 0 (got " +
+                           std::to_string(dp_epsilon) + " and " + std::to_string(dp_sensitivity) +
+                           ")");
+  }
   if (!(alpha >= 0 && alpha <= 1)) {
     return InvalidArgument("MPCache alpha " + std::to_string(alpha) + " must be in [0, 1]");
   }
@@ -42,6 +47,9 @@ MpcachePolicy PolicyFromConfig(const config::MpcacheKnobs& knobs) {
   p.share_layers = knobs.share_layers;
   p.static_keep_ratio = knobs.static_keep_ratio;
   p.observation_window = knobs.observation_window;
+  p.reveal = knobs.reveal;
+  p.dp_epsilon = knobs.dp_epsilon;
+  p.dp_sensitivity = knobs.dp_sensitivity;
   return p;
 }
 

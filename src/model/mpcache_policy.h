@@ -51,9 +51,23 @@ struct MpcachePolicy {
   // tokens kept (1 = no eviction) and the fraction of its last queries that score them.
   double static_keep_ratio = 1.0;
   double observation_window = 0.2;
+  // What the parties learn of each selection (SPEC §6.5): kNone nothing; kPlain the cluster
+  // scores and the selection (debugging only); kDp the scores plus the sum of the three
+  // parties' Laplace noises of scale dp_sensitivity / dp_epsilon each (in score units,
+  // ScoreFracBits below), so the revealed selection is dp_epsilon-DP with respect to score
+  // vectors that differ by at most dp_sensitivity in L1, even to two colluding parties.
+  config::Reveal reveal = config::Reveal::kNone;
+  double dp_epsilon = 1.0;
+  double dp_sensitivity = 1.0;
 
   Status Validate() const;
   bool evicts() const { return static_keep_ratio < 1.0; }
+  bool reveals() const { return reveal != config::Reveal::kNone; }
+  // Fractional bits of a raw cluster score (q at f bits times r: f + 8 bits for minmax,
+  // f for mean).
+  int ScoreFracBits(int frac_bits) const {
+    return 2 * frac_bits + (representative == Representative::kMinMax ? 8 : 0);
+  }
   int AlphaQ() const;  // round(alpha x 256)
   // The layer whose selection `layer` attends with.
   int SelectingLayer(int layer) const {

@@ -135,6 +135,13 @@ class Context {
 
   // Number of values opened since the last check (0 in semi-honest mode).
   std::size_t pending_checks() const { return pending_; }
+  // A fresh seed from this party's private randomness (local_seed's PRG: OsSeed() in
+  // production), for private draws of a protocol above this one (MPCache's DP noise).
+  Seed PrivateSeed() {
+    Seed s{};
+    local_prg_.Fill(s.data(), s.size());
+    return s;
+  }
   // Batched MAC checks begun in this session (each covers everything pending then).
   std::uint64_t checks_begun() const { return checks_begun_; }
 

@@ -35,6 +35,44 @@ Result<Shares<P>> Input(Context<P>& ctx, PartyId owner, std::span<const std::uin
 }
 
 template <typename P>
+Result<Shares<P>> InputSum(Context<P>& ctx, std::span<const std::uint64_t> mine) {
+  if (ctx.failed()) return MacCheckFailed("a MAC check failed earlier: this session is closed");
+  const std::size_t n = mine.size();
+  const int parties = ctx.num_parties();
+  std::vector<InputMasks<P>> masks;
+  for (PartyId p = 0; p < parties; ++p) {
+    MPCACHE_ASSIGN_OR_RETURN(InputMasks<P> m, ctx.prep().GetInputMasks(n, p));
+    masks.push_back(std::move(m));
+  }
+  std::vector<std::vector<std::uint64_t>> d(static_cast<std::size_t>(parties),
+                                            std::vector<std::uint64_t>(n));
+  auto& own = d[static_cast<std::size_t>(ctx.self())];
+  const auto& clear = masks[static_cast<std::size_t>(ctx.self())].clear;
+  for (std::size_t i = 0; i < n; ++i) own[i] = mine[i] - clear[i];
+  for (PartyId p = 0; p < parties; ++p) {
+    if (p != ctx.self())
+      MPCACHE_RETURN_IF_ERROR(ctx.channel().template SendValues<std::uint64_t>(p, own));
+  }
+  MPCACHE_RETURN_IF_ERROR(ctx.channel().Flush());
+  ctx.stats().RecordRound();
+  for (PartyId p = 0; p < parties; ++p) {
+    if (p != ctx.self()) {
+      MPCACHE_RETURN_IF_ERROR(
+          ctx.channel().template RecvValues<std::uint64_t>(p, d[static_cast<std::size_t>(p)]));
+    }
+  }
+  Shares<P> sum(n);
+  for (PartyId p = 0; p < parties; ++p) {
+    const auto pu = static_cast<std::size_t>(p);
+    ctx.RecordBroadcast(d[pu]);
+    Shares<P> x = std::move(masks[pu].r);
+    AddPublicInPlace(ctx.key(), x, d[pu]);
+    AddInPlace(sum, x);
+  }
+  return sum;
+}
+
+template <typename P>
 Result<Shares<P>> InputFromClient(Context<P>& ctx, InputMasks<P>&& masks,
                                   std::span<const std::uint64_t> d) {
   if (ctx.failed()) return MacCheckFailed("a MAC check failed earlier: this session is closed");
@@ -97,6 +135,7 @@ Result<std::vector<std::uint64_t>> OutputToClient(Context<P>& ctx, const Shares<
 #define MPCACHE_INSTANTIATE_IO(P)                                                                  \
   template Result<Shares<P>> Input<P>(Context<P>&, PartyId, std::span<const std::uint64_t>,        \
                                       std::size_t);                                                \
+  template Result<Shares<P>> InputSum<P>(Context<P>&, std::span<const std::uint64_t>);             \
   template Result<Shares<P>> InputFromClient<P>(Context<P>&, InputMasks<P>&&,                      \
                                                 std::span<const std::uint64_t>);                   \
   template Result<std::vector<std::uint64_t>> OutputTo<P>(Context<P>&, const Shares<P>&, PartyId); \

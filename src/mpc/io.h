@@ -5,6 +5,9 @@
 //   send nothing); everyone sets [x] = [r] + d. In Spdz2k mode d is folded into the
 //   transcript hash that the next CheckMacs() compares, so an owner that sends different
 //   d to different parties is caught.
+// InputSum: every party inputs its own n values at once and the parties get [sum_p x_p]:
+//   1 round, 8n bytes from each party to each peer; the three d vectors are folded into the
+//   transcript hash in party order (each party's own noise share in MPCache's reveal: dp).
 // InputFromClient: same, with masks whose clear value the dealer gave to the client; the
 //   parties receive d from the client out of band and call this with it.
 // OutputTo(receiver): Spdz2k: open x + r with r an input mask owned by the receiver
@@ -27,6 +30,10 @@ namespace mpcache::mpc {
 template <typename P>
 Result<Shares<P>> Input(Context<P>& ctx, PartyId owner, std::span<const std::uint64_t> values,
                         std::size_t n);
+
+// `mine`: this party's n values.
+template <typename P>
+Result<Shares<P>> InputSum(Context<P>& ctx, std::span<const std::uint64_t> mine);
 
 template <typename P>
 Result<Shares<P>> InputFromClient(Context<P>& ctx, InputMasks<P>&& masks,

@@ -117,6 +117,23 @@ TEST(Daemons, GoldenTextAndPerTokenBytesMatchInProcess) {
 // three quarters attended — the selection runs from position 60 on (4 clusters, one of the
 // two candidates kept), where the plaintext twin still writes the golden story; the same
 // generation in one process costs the same.
+// reveal: dp through the daemons: each selection is opened with the parties' noise, and the
+// client's stats carry how many were revealed and the epsilon they spent (0.25 each).
+TEST(Daemons, MpcacheRevealDpReportsItsPrivacyBudget) {
+  ClusterOptions o;
+  o.mpcache =
+      "  cache: mpcache\n  level1_cluster_tokens: 2\n  level1_keep_ratio: 0.5\n"
+      "  level2_cluster_tokens: 1\n  reveal: dp\n  dp_epsilon: 0.25\n  dp_sensitivity: 1\n";
+  Cluster c(o);
+  ASSERT_TRUE(c.StartAll()) << c.Log("party0");
+  ClientRun r = RunClient(c, "Once upon a time", 12, true, 120s, "mpcache");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto revealed = j["revealed_selections"].get<std::uint64_t>();
+  EXPECT_GT(revealed, 0u);
+  EXPECT_DOUBLE_EQ(j["dp_epsilon_spent"].get<double>(), 0.25 * static_cast<double>(revealed));
+}
+
 TEST(Daemons, GoldenTextWithMpcache) {
   ClusterOptions o;
   o.mpcache =

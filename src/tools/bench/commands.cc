@@ -18,8 +18,8 @@ Result<std::optional<model::MpcachePolicy>> CacheFlags::Policy() const {
   if (cache == "full") {
     if (knobs_given) {
       return InvalidArgument(
-          "--cluster, --keep, --alpha, --representative, --share-layers, --static-keep and "
-          "--window are MPCache's "
+          "--cluster, --keep, --alpha, --representative, --share-layers, --static-keep, "
+          "--window, --reveal, --dp-epsilon and --dp-sensitivity are MPCache's "
           "knobs: add --cache mpcache (the full cache has none)");
     }
     return std::optional<model::MpcachePolicy>();
@@ -27,6 +27,9 @@ Result<std::optional<model::MpcachePolicy>> CacheFlags::Policy() const {
   model::MpcachePolicy p = policy;
   p.representative =
       representative == "mean" ? model::Representative::kMean : model::Representative::kMinMax;
+  p.reveal = reveal == "dp"      ? config::Reveal::kDp
+             : reveal == "plain" ? config::Reveal::kPlain
+                                 : config::Reveal::kNone;
   MPCACHE_RETURN_IF_ERROR(p.Validate());
   return std::optional<model::MpcachePolicy>(p);
 }
@@ -42,6 +45,11 @@ nlohmann::json CacheFlags::Describe() const {
     j["share_layers"] = policy.share_layers;
     j["static_keep_ratio"] = policy.static_keep_ratio;
     j["observation_window"] = policy.observation_window;
+    j["reveal"] = reveal;
+    if (reveal == "dp") {
+      j["dp_epsilon"] = policy.dp_epsilon;
+      j["dp_sensitivity"] = policy.dp_sensitivity;
+    }
   }
   return j;
 }
@@ -69,6 +77,18 @@ void AddCacheFlags(CLI::App& cmd, CacheFlags& f) {
   cmd.add_option("--static-keep", f.policy.static_keep_ratio,
                  "MPCache: fraction of the prompt kept by the look-once eviction (1 = none)")
       ->check(CLI::Range(0.0, 1.0))
+      ->each(given);
+  cmd.add_option("--reveal", f.reveal,
+                 "MPCache: what the parties learn of a selection: none, dp (noisy scores) or "
+                 "plain (debugging)")
+      ->check(CLI::IsMember({"none", "dp", "plain"}))
+      ->each(given);
+  cmd.add_option("--dp-epsilon", f.policy.dp_epsilon, "MPCache reveal dp: epsilon per selection")
+      ->check(CLI::PositiveNumber)
+      ->each(given);
+  cmd.add_option("--dp-sensitivity", f.policy.dp_sensitivity,
+                 "MPCache reveal dp: L1 bound of a selection's score change (score units)")
+      ->check(CLI::PositiveNumber)
       ->each(given);
   cmd.add_option("--window", f.policy.observation_window,
                  "MPCache: the eviction's observation window (fraction of the prompt)")

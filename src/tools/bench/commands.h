@@ -29,6 +29,7 @@ struct CacheFlags {
   std::string cache = "full";
   model::MpcachePolicy policy;
   std::string representative = "minmax";
+  std::string reveal = "none";
   bool knobs_given = false;  // an MPCache knob was on the command line
   // The policy when --cache mpcache (validated), none for the full cache.
   Result<std::optional<model::MpcachePolicy>> Policy() const;

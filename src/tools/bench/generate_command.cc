@@ -98,6 +98,9 @@ Result<nlohmann::json> RunGenerate(const GenerateOptions& o) {
   j["weights"] = o.weights;
   j["cache"] = o.cache.cache;
   j["mpcache"] = o.cache.Describe();
+  j["cached_rows"] = r.report.cached_rows;
+  j["revealed_selections"] = r.report.revealed_selections;
+  j["dp_epsilon_spent"] = r.report.epsilon_spent;
   j["frac_bits"] = o.frac_bits;
   j["seconds_per_token"] = r.report.decode_seconds * per;
   j["bytes_per_token"] = static_cast<double>(total.bytes_sent) * per;

@@ -54,6 +54,8 @@ int Generate(const std::string& config_path, const mpcache::client::GenerateOpti
     j["rounds_per_token"] = static_cast<double>(p0.decode_rounds) * per;
     j["cache"] = p0.mpcache ? "mpcache" : "full";
     j["selected_tokens"] = p0.attended;
+    j["revealed_selections"] = p0.revealed;
+    j["dp_epsilon_spent"] = p0.epsilon;
     nlohmann::json parties = nlohmann::json::array();
     for (const auto& p : r->parties) {
       const double q = p.decode_positions > 0 ? 1.0 / p.decode_positions : 0.0;
@@ -76,7 +78,12 @@ int Generate(const std::string& config_path, const mpcache::client::GenerateOpti
             << static_cast<double>(p0.decode_rounds) * per
             << " rounds/token sent per party (party 0, decode); cache "
             << (p0.mpcache ? "mpcache" : "full") << ", last step attended " << p0.attended << " of "
-            << p0.positions << " positions\n";
+            << p0.positions << " positions";
+  if (p0.revealed > 0) {
+    std::cerr << "; " << p0.revealed << " selections revealed to the parties, epsilon spent "
+              << p0.epsilon;
+  }
+  std::cerr << "\n";
   return 0;
 }
 
