@@ -95,6 +95,7 @@ int ImportanceBits(int frac_bits, const EvictionShape& shape, int n_heads) {
 
 std::vector<int> KeptRows(const EvictionShape& shape, std::span<const int> selected) {
   std::vector<int> out;
+  out.reserve(static_cast<std::size_t>(shape.prompt));
   for (int t = 0; t < shape.sink; ++t) out.push_back(t);
   if (!shape.evicts()) {
     for (int c = 0; c < shape.candidates; ++c) out.push_back(shape.sink + c);
