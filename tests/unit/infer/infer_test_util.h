@@ -7,11 +7,21 @@
 #include <string>
 #include <vector>
 
+#include "common/prg.h"
 #include "infer/in_process.h"
 #include "model/fixed_engine.h"
 #include "model/float_engine.h"
 
 namespace mpcache::infer::testing {
+
+// Signed values in [-2^20, 2^20) as ring elements: keys, values and queries at the scale of
+// f = 16..18 activations, for the KV-memory tests.
+inline std::vector<std::uint64_t> SmallSigned(std::size_t n, Prg& prg) {
+  std::vector<std::uint64_t> v(n);
+  for (auto& e : v)
+    e = static_cast<std::uint64_t>(static_cast<std::int64_t>(prg.NextU64() >> 43) - (1 << 20));
+  return v;
+}
 
 struct PlainRun {
   std::vector<int> fixed_tokens;  // BOS, prompt..., FixedEngine greedy

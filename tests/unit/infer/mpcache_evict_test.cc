@@ -64,12 +64,9 @@ TEST(EvictionShape, SinkWindowAndBudgetArePublicFunctionsOfThePromptLength) {
   EXPECT_NE(p.Validate().error().message().find("observation_window"), std::string::npos);
 }
 
-// Signed values in [-2^20, 2^20) (keys, values, queries), and weights in [0, 2^16] (f = 16).
+// Keys, values, queries: testing::SmallSigned; weights in [0, 2^16] (f = 16).
 Vec Small(std::size_t n, Prg& prg) {
-  Vec v(n);
-  for (auto& e : v)
-    e = static_cast<std::uint64_t>(static_cast<std::int64_t>(prg.NextU64() >> 43) - (1 << 20));
-  return v;
+  return testing::SmallSigned(n, prg);
 }
 Vec Weights(std::size_t n, Prg& prg) {
   Vec v(n);

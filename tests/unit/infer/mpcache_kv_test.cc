@@ -15,6 +15,7 @@
 #include "mpc/compare/rank_select.h"
 #include "preproc/local_parties.h"
 #include "unit/compare/cmp_harness.h"
+#include "unit/infer/infer_test_util.h"
 
 namespace mpcache::infer {
 namespace {
@@ -31,12 +32,8 @@ struct Case {
   int block = 4;
 };
 
-// Signed values in [-2^20, 2^20): keys and queries at the scale of f = 18 activations.
 Vec Small(std::size_t n, Prg& prg) {
-  Vec v(n);
-  for (auto& e : v)
-    e = static_cast<std::uint64_t>(static_cast<std::int64_t>(prg.NextU64() >> 43) - (1 << 20));
-  return v;
+  return testing::SmallSigned(n, prg);
 }
 
 template <typename P>

@@ -30,10 +30,7 @@ using mpc::testing::ShareVec;
 using Vec = std::vector<std::uint64_t>;
 
 Vec Small(std::size_t n, Prg& prg) {
-  Vec v(n);
-  for (auto& e : v)
-    e = static_cast<std::uint64_t>(static_cast<std::int64_t>(prg.NextU64() >> 43) - (1 << 20));
-  return v;
+  return testing::SmallSigned(n, prg);
 }
 
 struct Step {

@@ -96,6 +96,33 @@ TEST(SecureTamper, ConsistentLieMidGenerationFailsTheMacCheckBeforeRelease) {
   }
 }
 
+// Every case: party 2 arms the liar after `after_position` and lies in the nth opening of
+// `phase` of its domain; the run must end in a MAC-check failure, never an accepted lie.
+void ExpectEveryLieFails(const std::shared_ptr<const RingModel>& model,
+                         const std::vector<int>& prompt, int steps, const InProcessOptions& o,
+                         const std::string& phase, const std::vector<Case>& cases) {
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.domain == mpc::Domain::kArith ? "arith" : "binary") + " " + phase +
+                 " opening " + std::to_string(c.nth) + " after position " +
+                 std::to_string(c.after_position) + ", bit " + std::to_string(c.bit));
+    ArmedLiar liar(c.domain, c.nth, 0x9E3779B97F4A7C15ull * (c.nth + 1), c.bit);
+    liar.phase = phase;
+    InProcessHook<mpc::Spdz2k> hook = [&](int party, int pos,
+                                          SecureLlama<mpc::Spdz2k>& e) -> Status {
+      if (party != 2 || pos != c.after_position) return Status::Ok();
+      liar.stats = &e.context().arith().stats();
+      e.context().arith().set_adversary_for_testing(&liar);
+      e.context().set_adversary_for_testing(&liar);
+      liar.armed = true;
+      return Status::Ok();
+    };
+    auto run = RunInProcess<mpc::Spdz2k>(model, prompt, 1, steps, o, hook);
+    ASSERT_TRUE(liar.lied) << "the run ended before the lie";
+    ASSERT_FALSE(run.ok()) << "a consistent lie was accepted";
+    EXPECT_EQ(run.error().code(), ErrorCode::kMacCheckFailed) << run.error().ToString();
+  }
+}
+
 // MPCache's selection (ranking comparisons, the one-hot's masking, gather and scatter) is
 // opened like everything else: a consistent lie in any of its openings, of either domain,
 // fails the MAC check. (A narrow comparison opening of `bits` bits is used mod 2^bits: the
@@ -121,26 +148,7 @@ TEST(SecureTamper, ConsistentLieInMpcacheSelectionFailsTheMacCheck) {
       {mpc::Domain::kArith, 5, 4, 63}, {mpc::Domain::kBinary, 4, 0, 0},
       {mpc::Domain::kBinary, 5, 3, 0},
   };
-  for (const Case& c : cases) {
-    SCOPED_TRACE(std::string(c.domain == mpc::Domain::kArith ? "arith" : "binary") +
-                 " select opening " + std::to_string(c.nth) + " after position " +
-                 std::to_string(c.after_position) + ", bit " + std::to_string(c.bit));
-    ArmedLiar liar(c.domain, c.nth, 0x9E3779B97F4A7C15ull * (c.nth + 1), c.bit);
-    liar.phase = "select";
-    InProcessHook<mpc::Spdz2k> hook = [&](int party, int pos,
-                                          SecureLlama<mpc::Spdz2k>& e) -> Status {
-      if (party != 2 || pos != c.after_position) return Status::Ok();
-      liar.stats = &e.context().arith().stats();
-      e.context().arith().set_adversary_for_testing(&liar);
-      e.context().set_adversary_for_testing(&liar);
-      liar.armed = true;
-      return Status::Ok();
-    };
-    auto run = RunInProcess<mpc::Spdz2k>(*model, prompt, 1, 7, o, hook);
-    ASSERT_TRUE(liar.lied) << "the run ended before the lie";
-    ASSERT_FALSE(run.ok()) << "a consistent lie was accepted";
-    EXPECT_EQ(run.error().code(), ErrorCode::kMacCheckFailed) << run.error().ToString();
-  }
+  ExpectEveryLieFails(*model, prompt, 7, o, "select", cases);
 }
 
 // The static eviction's openings (the importance ranking's comparisons of both domains, the
@@ -169,25 +177,7 @@ TEST(SecureTamper, ConsistentLieInMpcacheEvictionFailsTheMacCheck) {
       {mpc::Domain::kArith, 4, 2, 0},  {mpc::Domain::kArith, 4, 3, 0},
       {mpc::Domain::kBinary, 4, 0, 0}, {mpc::Domain::kBinary, 4, 1, 0},
   };
-  for (const Case& c : cases) {
-    SCOPED_TRACE(std::string(c.domain == mpc::Domain::kArith ? "arith" : "binary") +
-                 " evict opening " + std::to_string(c.nth) + ", bit " + std::to_string(c.bit));
-    ArmedLiar liar(c.domain, c.nth, 0x9E3779B97F4A7C15ull * (c.nth + 1), c.bit);
-    liar.phase = "evict";
-    InProcessHook<mpc::Spdz2k> hook = [&](int party, int pos,
-                                          SecureLlama<mpc::Spdz2k>& e) -> Status {
-      if (party != 2 || pos != c.after_position) return Status::Ok();
-      liar.stats = &e.context().arith().stats();
-      e.context().arith().set_adversary_for_testing(&liar);
-      e.context().set_adversary_for_testing(&liar);
-      liar.armed = true;
-      return Status::Ok();
-    };
-    auto run = RunInProcess<mpc::Spdz2k>(*model, prompt, 1, 8, o, hook);
-    ASSERT_TRUE(liar.lied) << "the run ended before the lie";
-    ASSERT_FALSE(run.ok()) << "a consistent lie was accepted";
-    EXPECT_EQ(run.error().code(), ErrorCode::kMacCheckFailed) << run.error().ToString();
-  }
+  ExpectEveryLieFails(*model, prompt, 8, o, "evict", cases);
 }
 
 }  // namespace
