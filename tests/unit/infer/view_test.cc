@@ -528,6 +528,41 @@ void ExpectSelectionStaysSecret() {
   }
 }
 
+// reveal: dp opens noisy cluster scores to the parties, never to the dealer: two prompts that
+// select differently still give identical dealer requests (item, size, order, noise inputs
+// included), message sizes and rounds at every party.
+template <typename P>
+void ExpectDpRequestsFollowPublicShapes() {
+  RunConfig c;
+  c.session.mpcache = ViewPolicy();
+  c.session.mpcache->reveal = config::Reveal::kDp;
+  c.record_messages = true;
+  auto a = RunRecorded<P>(SmallModel(), kSelectA, kMpcacheSteps, c);
+  auto b = RunRecorded<P>(SmallModel(), kSelectB, kMpcacheSteps, c);
+  ASSERT_TRUE(a.ok()) << a.error().ToString();
+  ASSERT_TRUE(b.ok()) << b.error().ToString();
+  ASSERT_EQ(a->openings.size(), b->openings.size());
+  std::size_t noise_inputs = 0;
+  for (std::size_t i = 0; i < a->openings.size(); ++i) {
+    EXPECT_EQ(a->openings[i].requests, b->openings[i].requests) << a->openings[i].Name();
+    EXPECT_EQ(a->openings[i].n, b->openings[i].n) << a->openings[i].Name();
+    for (const Request& q : a->openings[i].requests) noise_inputs += q.item == Item::kInputMask;
+  }
+  EXPECT_GT(noise_inputs, 0u) << "no party entered noise";
+  for (std::size_t p = 0; p < 3; ++p) {
+    EXPECT_EQ(a->sent[p], b->sent[p]) << "party " << p << " sent other messages";
+    EXPECT_EQ(a->rounds[p], b->rounds[p]);
+    EXPECT_TRUE(a->announced[p] == b->announced[p]) << "party " << p;
+  }
+}
+
+TEST(SecureView, MpcacheDpRequestsFollowPublicShapesSemiHonest) {
+  ExpectDpRequestsFollowPublicShapes<mpc::SemiHonest>();
+}
+TEST(SecureView, MpcacheDpRequestsFollowPublicShapesMalicious) {
+  ExpectDpRequestsFollowPublicShapes<mpc::Spdz2k>();
+}
+
 TEST(SecureView, MpcacheSelectionStaysSecretSemiHonest) {
   ExpectSelectionStaysSecret<mpc::SemiHonest>();
 }
