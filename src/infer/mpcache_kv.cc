@@ -290,10 +290,7 @@ Result<Shares<P>> MpcacheKv<P>::Mix(mpc::Context<P>& ctx, int layer, const model
         CopyShare(p, h * L + static_cast<std::size_t>(rows[t]), probs, h * A + t);
       }
     }
-    Observe(layer, length, p);
-    return full_->Mix(ctx, layer, plan, p);
-  }
-  {
+  } else {
     net::PhaseScope phase(ctx.stats(), "select");
     // Scatter: W^T S, W^T[h cs + t][j] = probs[h][cs + j cs + t] (n_heads cs x k).
     Shares<P> wt(nh * cs * k);
@@ -354,12 +351,8 @@ Result<std::vector<int>> MpcacheKv<P>::RevealSelection(mpc::Context<P>& ctx, Sha
 
 template <typename P>
 Status MpcacheKv<P>::BeginPrompt(int prompt_len) {
-  if (prompt_len < 1 || prompt_len > layout().max_seq_len() || layout().position() != 0) {
-    return InvalidArgument("a prompt of " + std::to_string(prompt_len) +
-                           " tokens, announced at position " + std::to_string(layout().position()) +
-                           " (announce it before position 0, within the context of " +
-                           std::to_string(layout().max_seq_len()) + ")");
-  }
+  MPCACHE_RETURN_IF_ERROR(
+      model::CheckPromptAnnouncement(prompt_len, layout().position(), layout().max_seq_len()));
   eviction_.reset();
   if (policy_.evicts()) {
     eviction_ = model::EvictionFor(policy_, prompt_len);

@@ -237,13 +237,8 @@ Result<std::span<const double>> FixedEngine::Forward(int token, int pos) {
 }
 
 Status FixedEngine::BeginPrompt(int prompt_len) {
-  if (prompt_len < 1 || prompt_len > max_seq_len_ || kv_->layout().position() != 0) {
-    return InvalidArgument("a prompt of " + std::to_string(prompt_len) +
-                           " tokens, announced at position " +
-                           std::to_string(kv_->layout().position()) +
-                           " (announce it before position 0, within the context of " +
-                           std::to_string(max_seq_len_) + ")");
-  }
+  MPCACHE_RETURN_IF_ERROR(
+      CheckPromptAnnouncement(prompt_len, kv_->layout().position(), max_seq_len_));
   eviction_.reset();
   if (options_.mpcache && options_.mpcache->evicts()) {
     eviction_ = EvictionFor(*options_.mpcache, prompt_len);

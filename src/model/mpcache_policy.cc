@@ -84,6 +84,16 @@ EvictionShape EvictionFor(const MpcachePolicy& policy, int prompt_len) {
   return s;
 }
 
+Status CheckPromptAnnouncement(int prompt_len, int position, int max_seq_len) {
+  if (prompt_len < 1 || prompt_len > max_seq_len || position != 0) {
+    return InvalidArgument("a prompt of " + std::to_string(prompt_len) +
+                           " tokens, announced at position " + std::to_string(position) +
+                           " (announce it before position 0, within the context of " +
+                           std::to_string(max_seq_len) + ")");
+  }
+  return Status::Ok();
+}
+
 int ImportanceBits(int frac_bits, const EvictionShape& shape, int n_heads) {
   // |a - b| <= W nh (2^f + 1) < 2^(bits - 1).
   const auto bound = static_cast<std::uint64_t>(std::max(1, shape.window)) *

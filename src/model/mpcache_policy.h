@@ -113,6 +113,9 @@ struct EvictionShape {
   int kept() const { return sink + keep + window; }     // rows left (== prompt if none evicted)
 };
 EvictionShape EvictionFor(const MpcachePolicy& policy, int prompt_len);
+// A KV memory's BeginPrompt: refuses a prompt announced after position 0 or longer than the
+// context, naming both.
+Status CheckPromptAnnouncement(int prompt_len, int position, int max_seq_len);
 // Comparison width that ranks importance sums exactly: they lie in [-W n_heads, W n_heads 2^f]
 // (weights at f bits, each within one LSB of [0, 1]).
 int ImportanceBits(int frac_bits, const EvictionShape& shape, int n_heads);
