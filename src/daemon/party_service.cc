@@ -267,14 +267,21 @@ Result<std::unique_ptr<PartyService>> PartyService::Create(config::PartyConfig c
       return InvalidArgument(impl->cfg.file + ": section 'mpcache': " + s.error().message());
     }
     impl->log->info(
-        "MPCache: clusters of {} tokens, {:.0f}% attended per step, {} representative{}; "
+        "MPCache: clusters of {} tokens, {:.0f}% attended per step{}, {} representative{}; "
         "{:.0f}% of each prompt kept after the look-once eviction (window {:.0f}%)",
-        policy.cluster_tokens, policy.keep_ratio * 100, model::ToString(policy.representative),
+        policy.cluster_tokens, policy.keep_ratio * 100,
+        policy.two_levels() ? fmt::format(", then sub-clusters of {} tokens, {:.0f}% of the "
+                                          "context's attended",
+                                          policy.level2_tokens, policy.level2_keep_ratio * 100)
+                            : std::string(),
+        model::ToString(policy.representative),
         policy.share_layers ? ", layer pairs share a selection" : "",
         policy.static_keep_ratio * 100, policy.observation_window * 100);
-    impl->log->warn(
-        "MPCache: level2_* and layer_share_decay are not in effect in this build (one "
-        "cluster level; a sharing layer reuses its partner's selection as is)");
+    if (policy.share_layers) {
+      impl->log->warn(
+          "MPCache: layer_share_decay is not in effect in this build (a sharing layer reuses "
+          "its partner's selection as is)");
+    }
   }
   if (impl->adversary_for_testing) {
     impl->log->warn("TEST ONLY: this party deviates from the protocol on purpose (liar mode)");

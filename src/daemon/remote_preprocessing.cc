@@ -92,6 +92,16 @@ Result<MatrixShapeLimits> ShapeLimitsForModel(const model::ModelConfig& c,
     out.max_other = std::max(out.max_other, other);
     out.max_elements = std::max({out.max_elements, one_hot, spread});
     out.source += " with MPCache clusters of " + std::to_string(cs) + " tokens";
+    if (mpcache->two_levels()) {
+      // Level 2: S2 (kept x gathered sub-clusters, both below seq / cs2); the first gather
+      // also carries the s sub-scores (other = n_heads cs + s), the second gathers and
+      // scatters n_heads cs2 columns (below the first's).
+      const std::uint64_t cs2 = u(mpcache->level2_tokens), subs = (seq + cs2 - 1) / cs2;
+      MPCACHE_ASSIGN_OR_RETURN(std::uint64_t one_hot2, MulSize(subs, subs, "MPCache one-hot"));
+      out.max_other = std::max(out.max_other, other + cs / cs2);
+      out.max_elements = std::max(out.max_elements, one_hot2);
+      out.source += " and sub-clusters of " + std::to_string(cs2);
+    }
     if (mpcache->evicts()) {
       // Static eviction: the one-hot (kept x candidates, both below seq) times the
       // candidates' [K | V] (candidates x 2 kv): other = 2 kv.

@@ -21,6 +21,22 @@
 // a cluster completes, RowMax's and one append round); a sharing layer (policy
 // share_layers) reuses its partner's S: gather and scatter only.
 //
+// Level 2 (policy two_levels(): sub-clusters of cs2 tokens, s = cs / cs2 per cluster, k2 of
+// the g = k s gathered sub-clusters attended, all public):
+//   representatives  each sub-cluster's too (minmax: RowMax over its cs2 keys, then the
+//                    cluster's over its s sub-clusters' max and -min, so the comparisons are
+//                    not repeated), in their own blocks (m s rows), appended in the same round;
+//   scores           the same opening of q scores them: n_heads x (L + m + m s);
+//   gather           S x [M | Z] with Z the candidates' sub-scores (m x s): the k gathered
+//                    clusters' token scores and sub-scores in the one product;
+//   rank 2           RowRankSelection(g gathered sub-scores, k2, 64 bits): S2 (k2 x g),
+//                    masked once (k2 g values);
+//   gather 2         S2 x M2 (M2: the gathered clusters' token scores by sub-cluster,
+//                    g x n_heads cs2): opens g n_heads cs2 values;
+//   softmax          over n_heads x (cs + k2 cs2 + tail) values;
+//   scatter          W2^T S2 (opens n_heads cs2 k2), then W^T S as above.
+// Rounds added to level 1's: LtzRounds(64) + LtzRounds(RankBits(g)) + 2 in Scores, 1 in Mix.
+//
 // Static eviction (policy static_keep_ratio < 1; model::EvictionFor's shape, public): while
 // the prompt's last W queries run, Mix adds each row's softmax weights (summed over heads)
 // to the layer's secret importance (local, free). At EndPrefill, for all layers together:
@@ -34,7 +50,8 @@
 // Rounds: LtzRounds(ImportanceBits) + LtzRounds(RankBits(m)) + 2 n_layers (+ the
 // representatives'); nothing about which rows stayed is opened.
 //
-// reveal: plain | dp (policy.reveal): the m cluster scores are opened instead of ranked —
+// reveal: plain | dp (policy.reveal): the m cluster scores (and with level 2 the m s
+// sub-scores, in the same opening: two selections) are opened instead of ranked —
 // dp first adds the sum of every party's own Laplace noise (InputSum, 1 round: each party
 // inputs m noise values of scale dp_sensitivity / dp_epsilon in score units), and in
 // malicious mode everything opened so far is MAC-checked (3 rounds) before the revealed
@@ -111,21 +128,25 @@ class MpcacheKv final : public KvMemory<P> {
         frac_bits_(frac_bits),
         reps_(static_cast<std::size_t>(full_->layout().n_layers())),
         selection_(static_cast<std::size_t>(full_->layout().n_layers())) {}
-  // Representative blocks of `layer` for `rows` representatives (clusters 1 .. rows).
-  Status EnsureRepBlocks(mpc::Context<P>& ctx, int layer, std::size_t rows);
+  // Representative blocks (reps_[layer].blocks or .blocks2) for `rows` representatives.
+  Status EnsureRepBlocks(mpc::Context<P>& ctx, std::vector<mpc::FixedBlock<P>>& blocks,
+                         std::size_t rows);
   // Computes and appends the representatives of clusters 1 .. m of `layer` not yet held.
   Status UpdateRepresentatives(mpc::Context<P>& ctx, int layer, std::size_t m);
   // The next n representatives of `layer` in one batch.
   Status AddRepresentatives(mpc::Context<P>& ctx, int layer, std::size_t n);
-  std::vector<mpc::BlockUse<P>> RepUses(int layer, std::size_t m) const;
+  static std::vector<mpc::BlockUse<P>> RepUses(const std::vector<mpc::FixedBlock<P>>& blocks,
+                                               std::size_t rows);
   // Adds this query's weights (n_heads x L, cache order) to `layer`'s importance when it is
   // one of the prompt's observation window.
   void Observe(int layer, int length, const mpc::Shares<P>& weights);
   // The static eviction of every layer (EndPrefill).
   Status Evict(mpc::Context<P>& ctx);
-  // reveal: plain | dp: opens the (noisy) cluster scores and returns the selection.
-  Result<std::vector<int>> RevealSelection(mpc::Context<P>& ctx, mpc::Shares<P> cluster,
-                                           std::size_t keep);
+  // reveal: plain | dp: opens the (noisy) cluster scores and, with level 2, the
+  // candidates' sub-scores, and makes the selection public.
+  struct Selection;
+  Status RevealSelection(mpc::Context<P>& ctx, mpc::Shares<P> cluster, mpc::Shares<P> sub,
+                         const model::SelectionShape& shape, Selection& sel);
 
   mpc::BinaryContext<P>& ctx_;
   std::unique_ptr<SecureKvCache<P>> full_;
@@ -135,15 +156,18 @@ class MpcacheKv final : public KvMemory<P> {
   std::optional<model::EvictionShape> eviction_;  // set by BeginPrompt when the policy evicts
   std::vector<mpc::Shares<P>> importance_;        // [layer] (prompt rows) while observing
   struct Reps {
-    std::vector<mpc::FixedBlock<P>> blocks;
-    std::size_t count = 0;  // representatives held (of clusters 1 .. count)
+    std::vector<mpc::FixedBlock<P>> blocks;   // cluster c + 1: row c
+    std::vector<mpc::FixedBlock<P>> blocks2;  // level 2: sub-cluster u of cluster c + 1: c s + u
+    std::size_t count = 0;                    // clusters represented (1 .. count)
   };
   std::vector<Reps> reps_;  // [layer]
   struct Selection {
-    int length = -1;               // the L it was made at
-    mpc::FixedOperand<P> one_hot;  // S (k x m) under its fixed mask (reveal: none)
-    bool revealed = false;         // reveal: plain | dp: the selection is public
-    std::vector<int> picked;       // ... these candidates, in decreasing (noisy) score
+    int length = -1;                // the L it was made at
+    mpc::FixedOperand<P> one_hot;   // S (k x m) under its fixed mask (reveal: none)
+    mpc::FixedOperand<P> one_hot2;  // level 2: S2 (k2 x k s), of the gathered sub-clusters
+    bool revealed = false;          // reveal: plain | dp: the selection is public
+    std::vector<int> picked;        // ... these candidates, in decreasing (noisy) score
+    std::vector<int> picked2;       // ... and these gathered sub-clusters (level 2)
   };
   std::vector<Selection> selection_;  // [layer], this step's
   std::optional<Prg> noise_prg_;      // reveal: dp, this party's private noise

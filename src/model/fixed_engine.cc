@@ -280,6 +280,8 @@ std::vector<int> FixedEngine::Select(int layer, const Vec& q) {
   const std::size_t kv = config_.kv_dim(), cs = static_cast<std::size_t>(shape.cluster_tokens);
   const int bt = kv_->layout().block_tokens();
   auto& reps = reps_[static_cast<std::size_t>(layer)];
+  const auto subs = static_cast<std::size_t>(shape.subs);
+  const std::size_t cs2 = cs / subs;
   Vec keys(cs * kv);
   while (static_cast<int>(reps.size()) < length / shape.cluster_tokens) {
     const int first = static_cast<int>(reps.size()) * shape.cluster_tokens;
@@ -288,22 +290,39 @@ std::vector<int> FixedEngine::Select(int layer, const Vec& q) {
       const Ring64* k = kv_->Key(layer, pos / bt, pos % bt);
       std::copy(k, k + kv, keys.begin() + static_cast<std::ptrdiff_t>(t * kv));
     }
-    reps.push_back(ClusterRepresentative(policy, keys.data(), cs, kv));
+    // [level-1 representative | the s sub-clusters' (level 2 only)].
+    Vec rep = ClusterRepresentative(policy, keys.data(), cs, kv);
+    for (std::size_t u = 0; subs > 1 && u < subs; ++u) {
+      const Vec sub = ClusterRepresentative(policy, keys.data() + u * cs2 * kv, cs2, kv);
+      rep.insert(rep.end(), sub.begin(), sub.end());
+    }
+    reps.push_back(std::move(rep));
   }
-  // score_c = sum_h q_h . r_c[kv(h)] for the candidates (clusters 1 .. C - 2).
+  // score = sum_h q_h . r[kv(h)] for the candidates (clusters 1 .. C - 2) and their
+  // sub-clusters.
   const std::size_t hs = config_.head_size(), nh = config_.n_heads, kv_mul = config_.kv_group();
-  Vec scores(static_cast<std::size_t>(shape.candidates), 0);
-  for (std::size_t c = 0; c < scores.size(); ++c) {
-    const Vec& r = reps[c + 1];
+  const auto score = [&](const Ring64* r) {
     Ring64 acc = 0;
     for (std::size_t h = 0; h < nh; ++h) {
       const std::size_t kv_off = (h / kv_mul) * hs;
       for (std::size_t i = 0; i < hs; ++i) acc += q[h * hs + i] * r[kv_off + i];
     }
-    scores[c] = acc;
+    return acc;
+  };
+  const auto m = static_cast<std::size_t>(shape.candidates);
+  Vec scores(m, 0), sub(shape.selects2() ? m * subs : 0, 0);
+  for (std::size_t c = 0; c < m; ++c) {
+    const Vec& r = reps[c + 1];
+    scores[c] = score(r.data());
+    for (std::size_t u = 0; u < subs && !sub.empty(); ++u) {
+      sub[c * subs + u] = score(r.data() + (1 + u) * kv);
+    }
   }
   const std::vector<int> picked = TopKIndices(scores, static_cast<std::size_t>(shape.keep));
-  return AttendedPositions(shape, picked);
+  if (!shape.selects2()) return AttendedPositions(shape, picked);
+  const std::vector<int> picked2 =
+      TopKIndices(GatheredSubScores(shape, sub, picked), static_cast<std::size_t>(shape.keep2));
+  return AttendedPositions(shape, picked, picked2);
 }
 
 int FixedEngine::Argmax() const {

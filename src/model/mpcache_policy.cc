@@ -32,6 +32,16 @@ Status MpcachePolicy::Validate() const {
                            std::to_string(dp_epsilon) + " and " + std::to_string(dp_sensitivity) +
                            ")");
   }
+  if (level2_tokens < 0 || (level2_tokens > 0 && cluster_tokens % level2_tokens != 0)) {
+    return InvalidArgument(
+        "MPCache level-2 sub-clusters of " + std::to_string(level2_tokens) +
+        " tokens must divide the clusters of " + std::to_string(cluster_tokens) +
+        " (level2_cluster_tokens; equal to level1_cluster_tokens for one level)");
+  }
+  if (two_levels() && !(level2_keep_ratio > 0 && level2_keep_ratio <= 1)) {
+    return InvalidArgument("MPCache level-2 keep ratio " + std::to_string(level2_keep_ratio) +
+                           " must be in (0, 1] (level2_keep_ratio)");
+  }
   if (!(alpha >= 0 && alpha <= 1)) {
     return InvalidArgument("MPCache alpha " + std::to_string(alpha) + " must be in [0, 1]");
   }
@@ -42,6 +52,8 @@ MpcachePolicy PolicyFromConfig(const config::MpcacheKnobs& knobs) {
   MpcachePolicy p;
   p.cluster_tokens = knobs.level1_cluster_tokens;
   p.keep_ratio = knobs.level1_keep_ratio;
+  p.level2_tokens = knobs.level2_cluster_tokens;
+  p.level2_keep_ratio = knobs.level2_keep_ratio;
   p.alpha = knobs.alpha;
   p.representative = knobs.mean_representative ? Representative::kMean : Representative::kMinMax;
   p.share_layers = knobs.share_layers;
@@ -65,6 +77,15 @@ SelectionShape ShapeFor(const MpcachePolicy& policy, int length) {
   s.candidates = std::max(0, s.clusters - 2);
   const auto wanted = static_cast<int>(std::ceil(policy.keep_ratio * s.clusters - 1e-9)) - 2;
   s.keep = s.candidates == 0 ? 0 : std::clamp(wanted, 1, s.candidates);
+  s.subs = policy.subclusters();
+  s.sub_tokens = policy.cluster_tokens / s.subs;
+  s.keep2 = s.keep * s.subs;
+  if (policy.two_levels() && s.keep > 0) {
+    const auto wanted2 =
+        static_cast<int>(std::ceil(policy.level2_keep_ratio * s.clusters * s.subs - 1e-9)) -
+        2 * s.subs;
+    s.keep2 = std::clamp(wanted2, 1, s.keep * s.subs);
+  }
   return s;
 }
 
@@ -149,7 +170,8 @@ std::vector<int> TopKIndices(std::span<const Ring64> scores, std::size_t k) {
   return idx;
 }
 
-std::vector<int> AttendedPositions(const SelectionShape& shape, std::span<const int> selected) {
+std::vector<int> AttendedPositions(const SelectionShape& shape, std::span<const int> selected,
+                                   std::span<const int> selected2) {
   std::vector<int> out;
   if (!shape.selects()) {
     out.resize(static_cast<std::size_t>(shape.length));
@@ -158,10 +180,30 @@ std::vector<int> AttendedPositions(const SelectionShape& shape, std::span<const 
   }
   const int cs = shape.cluster_tokens;
   for (int t = 0; t < cs; ++t) out.push_back(t);
-  for (const int c : selected) {
-    for (int t = 0; t < cs; ++t) out.push_back((c + 1) * cs + t);
+  if (shape.selects2()) {
+    const int cs2 = shape.sub_tokens;
+    for (const int g : selected2) {
+      const int c = selected[static_cast<std::size_t>(g / shape.subs)];
+      const int first = (c + 1) * cs + (g % shape.subs) * cs2;
+      for (int t = 0; t < cs2; ++t) out.push_back(first + t);
+    }
+  } else {
+    for (const int c : selected) {
+      for (int t = 0; t < cs; ++t) out.push_back((c + 1) * cs + t);
+    }
   }
   for (int t = shape.tail_start(); t < shape.length; ++t) out.push_back(t);
+  return out;
+}
+
+std::vector<Ring64> GatheredSubScores(const SelectionShape& shape, std::span<const Ring64> sub,
+                                      std::span<const int> selected) {
+  const auto s = static_cast<std::size_t>(shape.subs);
+  std::vector<Ring64> out;
+  out.reserve(selected.size() * s);
+  for (const int c : selected) {
+    for (std::size_t u = 0; u < s; ++u) out.push_back(sub[static_cast<std::size_t>(c) * s + u]);
+  }
   return out;
 }
 

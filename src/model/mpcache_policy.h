@@ -16,6 +16,16 @@
 // score (ties to the lower cluster), the newest cluster's. When keep >= candidates every
 // position is attended in cache order, exactly as the full cache.
 //
+// Level 2 (level2_tokens cs2 dividing cs, s = cs / cs2 sub-clusters per cluster): inside the
+// `keep` selected clusters, taken in the order above (gathered index j s + u for sub-cluster
+// u of the j-th selected cluster), the keep2 sub-clusters of the highest sub-score (q . r
+// over the sub-cluster's cs2 keys, heads summed; ties to the lower gathered index) are
+// attended instead of whole clusters; keep2 = ceil(level2_keep_ratio x C s) - 2 s (the
+// fraction of every sub-cluster of the context, the sink's and newest cluster's counted),
+// clamped to 1 .. keep s, public. Level 2 is in effect when it keeps fewer than keep s; then
+// the attended positions are the sink's, the keep2 sub-clusters' in decreasing sub-score,
+// the newest cluster's.
+//
 // Representatives, computed once when a cluster completes:
 //   kMinMax: r = a x max_t k_t + (256 - a) x min_t k_t per feature, a = round(alpha x 256)
 //            (the linearised upper bound  sum q . (alpha r_max + (1 - alpha) r_min)),
@@ -42,7 +52,11 @@ std::string_view ToString(Representative r);
 struct MpcachePolicy {
   int cluster_tokens = 32;   // level-1 cluster size (tokens)
   double keep_ratio = 0.25;  // fraction of clusters attended per step (sink, newest included)
-  double alpha = 0.6;        // weight of r_max in the min/max representative
+  // Level-2 sub-clusters (0 or cluster_tokens: one level): their size, a divisor of
+  // cluster_tokens, and the fraction of the context's sub-clusters attended.
+  int level2_tokens = 0;
+  double level2_keep_ratio = 0.2;
+  double alpha = 0.6;  // weight of r_max in the min/max representative
   Representative representative = Representative::kMinMax;
   // Adjacent layer pairs share one selection: layers 0 and 1 select for themselves, then
   // layer 2l + 1 reuses the selection of layer 2l (l >= 1).
@@ -62,6 +76,8 @@ struct MpcachePolicy {
 
   Status Validate() const;
   bool evicts() const { return static_keep_ratio < 1.0; }
+  bool two_levels() const { return level2_tokens > 0 && level2_tokens < cluster_tokens; }
+  int subclusters() const { return two_levels() ? cluster_tokens / level2_tokens : 1; }
   bool reveals() const { return reveal != config::Reveal::kNone; }
   // Fractional bits of a raw cluster score (q at f bits times r: f + 8 bits for minmax,
   // f for mean).
@@ -85,10 +101,17 @@ struct SelectionShape {
   int clusters = 0;        // C = ceil(L / cs)
   int candidates = 0;      // C - 2 (0 when C < 3)
   int keep = 0;            // selected candidates (== candidates: no selection)
+  int sub_tokens = 0;      // cs2 (== cs: one level)
+  int subs = 1;            // s = cs / cs2
+  int keep2 = 0;           // sub-clusters attended of the keep s gathered (== keep s: none)
   bool selects() const { return keep < candidates; }
+  bool selects2() const { return selects() && keep2 < keep * subs; }
+  int gathered_subs() const { return keep * subs; }
   int tail_start() const { return (clusters - 1) * cluster_tokens; }  // newest cluster
   int attended() const {
-    return selects() ? cluster_tokens * (1 + keep) + (length - tail_start()) : length;
+    if (!selects()) return length;
+    const int middle = selects2() ? keep2 * sub_tokens : keep * cluster_tokens;
+    return cluster_tokens + middle + (length - tail_start());
   }
 };
 SelectionShape ShapeFor(const MpcachePolicy& policy, int length);
@@ -133,7 +156,14 @@ std::vector<Ring64> ClusterRepresentative(const MpcachePolicy& policy, const Rin
 std::vector<int> TopKIndices(std::span<const Ring64> scores, std::size_t k);
 
 // The positions a selecting step attends, in the documented order; `selected` are
-// candidate indices (0 = cluster 1) from TopKIndices.
-std::vector<int> AttendedPositions(const SelectionShape& shape, std::span<const int> selected);
+// candidate indices (0 = cluster 1) from TopKIndices; with level 2 (shape.selects2())
+// `selected2` are gathered sub-cluster indices (j s + u) from TopKIndices over the gathered
+// sub-scores.
+std::vector<int> AttendedPositions(const SelectionShape& shape, std::span<const int> selected,
+                                   std::span<const int> selected2 = {});
+// The gathered sub-scores (j s + u) of the selected clusters, from the candidates' sub-scores
+// (c s + u).
+std::vector<Ring64> GatheredSubScores(const SelectionShape& shape, std::span<const Ring64> sub,
+                                      std::span<const int> selected);
 
 }  // namespace mpcache::model

@@ -65,6 +65,16 @@ struct Shares {
     }
     return out;
   }
+  // Element i := from's element j (value and MAC).
+  void CopyFrom(std::size_t i, const Shares& from, std::size_t j) {
+    v[i] = from.v[j];
+    if constexpr (P::kMalicious) m[i] = from.m[j];
+  }
+  // Element i += from's element j.
+  void AddFrom(std::size_t i, const Shares& from, std::size_t j) {
+    v[i] += from.v[j];
+    if constexpr (P::kMalicious) m[i] += from.m[j];
+  }
   void Append(const Shares& o) {
     v.insert(v.end(), o.v.begin(), o.v.end());
     if constexpr (P::kMalicious) m.insert(m.end(), o.m.begin(), o.m.end());

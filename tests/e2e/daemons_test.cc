@@ -114,9 +114,10 @@ TEST(Daemons, GoldenTextAndPerTokenBytesMatchInProcess) {
 }
 
 // MPCache through the daemons (the party YAML's mpcache section): clusters of 20 tokens,
-// three quarters attended — the selection runs from position 60 on (4 clusters, one of the
-// two candidates kept), where the plaintext twin still writes the golden story; the same
-// generation in one process costs the same.
+// three quarters attended, then sub-clusters of 5 — the selection runs from position 60 on
+// (4 clusters, one of the two candidates kept, 3 of its 4 sub-clusters attended), where the
+// plaintext twin still writes the golden story; the same generation in one process costs the
+// same.
 // reveal: dp through the daemons: each selection is opened with the parties' noise, and the
 // client's stats carry how many were revealed and the epsilon they spent (0.25 each).
 TEST(Daemons, MpcacheRevealDpReportsItsPrivacyBudget) {
@@ -138,7 +139,7 @@ TEST(Daemons, GoldenTextWithMpcache) {
   ClusterOptions o;
   o.mpcache =
       "  cache: mpcache\n  level1_cluster_tokens: 20\n  level1_keep_ratio: 0.75\n"
-      "  level2_cluster_tokens: 10\n";
+      "  level2_cluster_tokens: 5\n  level2_keep_ratio: 0.65\n";
   Cluster c(o);
   ASSERT_TRUE(c.StartAll()) << c.Log("party0");
   ClientRun r = RunClient(c, "Once upon a time", 64, true, 240s, "mpcache");
@@ -146,8 +147,9 @@ TEST(Daemons, GoldenTextWithMpcache) {
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["text"].get<std::string>(), kGolden64);
   EXPECT_EQ(j["cache"].get<std::string>(), "mpcache");
-  EXPECT_EQ(j["selected_tokens"].get<int>(), 44);  // 20 (sink) + 20 (kept) + 4 (newest)
+  EXPECT_EQ(j["selected_tokens"].get<int>(), 39);  // 20 (sink) + 3 x 5 (kept) + 4 (newest)
   EXPECT_NE(c.Log("party0").find("MPCache: clusters of 20 tokens"), std::string::npos);
+  EXPECT_NE(c.Log("party0").find("then sub-clusters of 5 tokens"), std::string::npos);
   const std::string bench_out = c.dir() + "/bench.json";
   Process bench({MPCACHE_BENCH_BIN, "generate",
                  "--model",         ModelDir() + "/stories260K.bin",
@@ -160,6 +162,8 @@ TEST(Daemons, GoldenTextWithMpcache) {
                  "--cache",         "mpcache",
                  "--cluster",       "20",
                  "--keep",          "0.75",
+                 "--level2",        "5",
+                 "--level2-keep",   "0.65",
                  "--json"},
                 bench_out, c.dir() + "/bench.err");
   ASSERT_EQ(bench.Wait(240s), 0) << ReadFile(c.dir() + "/bench.err");

@@ -43,6 +43,10 @@ nlohmann::json CacheFlags::Describe() const {
     j["alpha"] = policy.alpha;
     j["representative"] = representative;
     j["share_layers"] = policy.share_layers;
+    if (policy.two_levels()) {
+      j["level2_cluster_tokens"] = policy.level2_tokens;
+      j["level2_keep_ratio"] = policy.level2_keep_ratio;
+    }
     j["static_keep_ratio"] = policy.static_keep_ratio;
     j["observation_window"] = policy.observation_window;
     j["reveal"] = reveal;
@@ -63,6 +67,14 @@ void AddCacheFlags(CLI::App& cmd, CacheFlags& f) {
       ->each(given);
   cmd.add_option("--keep", f.policy.keep_ratio,
                  "MPCache: fraction of clusters attended per step, sink and newest included")
+      ->check(CLI::Range(0.0, 1.0))
+      ->each(given);
+  cmd.add_option("--level2", f.policy.level2_tokens,
+                 "MPCache: tokens per level-2 sub-cluster, a divisor of --cluster (0 = one level)")
+      ->check(CLI::Range(0, 4096))
+      ->each(given);
+  cmd.add_option("--level2-keep", f.policy.level2_keep_ratio,
+                 "MPCache: fraction of the context's sub-clusters attended (level 2)")
       ->check(CLI::Range(0.0, 1.0))
       ->each(given);
   cmd.add_option("--alpha", f.policy.alpha, "MPCache: weight of r_max in the representative")

@@ -11,7 +11,8 @@
 // With --text FILE: the mean log-likelihood per token of that text's second half, its first
 // half being the prompt (teacher-forced), under the full cache and each MPCache setting.
 // --static-keep R < 1 adds the static look-once eviction at the end of every prompt (the
-// generations' prompts and the text's first half), --window its observation window.
+// generations' prompts and the text's first half), --window its observation window;
+// --level2 N --level2-keep R adds level-2 sub-clusters of N tokens inside the selected clusters.
 #include <cmath>
 #include <fstream>
 #include <iostream>
@@ -38,6 +39,8 @@ struct AccuracyArgs {
   double alpha = 0.6;
   double static_keep = 1.0;
   double window = 0.2;
+  int level2 = 0;
+  double level2_keep = 0.2;
   bool json = false;
 };
 
@@ -106,6 +109,8 @@ Result<nlohmann::json> Measure(const AccuracyArgs& a) {
                                                     : model::Representative::kMinMax;
       p.static_keep_ratio = a.static_keep;
       p.observation_window = a.window;
+      p.level2_tokens = a.level2;
+      p.level2_keep_ratio = a.level2_keep;
       MPCACHE_RETURN_IF_ERROR(p.Validate());
       fo.mpcache = p;
     }
@@ -152,6 +157,8 @@ Result<nlohmann::json> Measure(const AccuracyArgs& a) {
   j["alpha"] = a.alpha;
   j["static_keep_ratio"] = a.static_keep;
   j["observation_window"] = a.window;
+  j["level2_cluster_tokens"] = a.level2;
+  j["level2_keep_ratio"] = a.level2_keep;
   double full_ll = 0;
   std::size_t text_tokens = 0;
   if (!a.text.empty()) {
@@ -221,6 +228,14 @@ void AddAccuracyCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--static-keep", a->static_keep,
                   "Fraction of each prompt kept by the static eviction (1 = none)")
+      ->check(CLI::Range(0.001, 1.0))
+      ->capture_default_str();
+  cmd->add_option("--level2", a->level2,
+                  "Tokens per level-2 sub-cluster, a divisor of --cluster (0 = one level)")
+      ->check(CLI::Range(0, 4096))
+      ->capture_default_str();
+  cmd->add_option("--level2-keep", a->level2_keep,
+                  "Fraction of the context's sub-clusters attended (level 2)")
       ->check(CLI::Range(0.001, 1.0))
       ->capture_default_str();
   cmd->add_option("--window", a->window, "Observation window of the eviction (prompt fraction)")

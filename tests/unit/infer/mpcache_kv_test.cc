@@ -6,6 +6,10 @@
 //           + 1 (mask S) + 1 (gather) rounds; B x (dim + k m + m n_heads cs) + the rank's
 //           comparisons per peer;
 //   Mix:    1 (scatter) + 1 (mix) rounds; B x (n_heads cs k + n_heads L) per peer.
+// With level 2 (sub-clusters of cs2, s = cs / cs2, k2 of the g = k s gathered kept): the
+// first gather also carries the s sub-scores (B m (n_heads cs + s)); then the rank of g
+// sub-scores (LtzRounds(64) + LtzRounds(RankBits(g))), mask S2 (B k2 g, 1 round) and the
+// second gather (B g n_heads cs2, 1 round); Mix adds the first scatter (B n_heads cs2 k2, 1).
 #include "infer/mpcache_kv.h"
 
 #include <gtest/gtest.h>
@@ -30,6 +34,8 @@ struct Case {
   double keep = 0.5;
   model::Representative rep = model::Representative::kMinMax;
   int block = 4;
+  int level2 = 0;  // level-2 sub-cluster tokens (0: one level)
+  double level2_keep = 0.2;
 };
 
 Vec Small(std::size_t n, Prg& prg) {
@@ -49,8 +55,11 @@ void ExpectTwin(const Case& c) {
   policy.cluster_tokens = c.cluster;
   policy.keep_ratio = c.keep;
   policy.representative = c.rep;
+  policy.level2_tokens = c.level2;
+  policy.level2_keep_ratio = c.level2_keep;
   const model::SelectionShape shape = model::ShapeFor(policy, c.length);
   ASSERT_TRUE(shape.selects());
+  ASSERT_EQ(shape.selects2(), c.level2 > 0);
   const auto cs = static_cast<std::size_t>(c.cluster),
              m = static_cast<std::size_t>(shape.candidates),
              k = static_cast<std::size_t>(shape.keep),
@@ -61,18 +70,28 @@ void ExpectTwin(const Case& c) {
 
   // The plaintext twin: representatives, cluster scores, the selection, and the products
   // over the attended positions.
-  std::vector<Vec> reps;
-  for (std::size_t cl = 1; cl <= m; ++cl) {
-    reps.push_back(model::ClusterRepresentative(policy, keys.data() + cl * cs * kv, cs, kv));
-  }
-  Vec cluster(m, 0);
-  for (std::size_t cl = 0; cl < m; ++cl) {
+  const auto s = static_cast<std::size_t>(shape.subs), cs2 = cs / s;
+  const auto k2 = static_cast<std::size_t>(shape.keep2), g = k * s;
+  const auto score = [&](const Vec& r) {
+    std::uint64_t acc = 0;
     for (std::size_t h = 0; h < nh; ++h) {
-      for (std::size_t i = 0; i < hs; ++i)
-        cluster[cl] += q[h * hs + i] * reps[cl][(h / 2) * hs + i];
+      for (std::size_t i = 0; i < hs; ++i) acc += q[h * hs + i] * r[(h / 2) * hs + i];
+    }
+    return acc;
+  };
+  Vec cluster(m, 0), sub(m * s, 0);
+  for (std::size_t cl = 0; cl < m; ++cl) {
+    const std::uint64_t* first = keys.data() + (cl + 1) * cs * kv;
+    cluster[cl] = score(model::ClusterRepresentative(policy, first, cs, kv));
+    for (std::size_t u = 0; u < s; ++u) {
+      sub[cl * s + u] = score(model::ClusterRepresentative(policy, first + u * cs2 * kv, cs2, kv));
     }
   }
-  const std::vector<int> rows = model::AttendedPositions(shape, model::TopKIndices(cluster, k));
+  const std::vector<int> picked = model::TopKIndices(cluster, k);
+  const std::vector<int> picked2 =
+      model::TopKIndices(model::GatheredSubScores(shape, sub, picked), k2);
+  const std::vector<int> rows =
+      model::AttendedPositions(shape, picked, shape.selects2() ? picked2 : std::vector<int>{});
   ASSERT_EQ(rows.size(), A);
   Vec want_scores(nh * A, 0), want_mix(nh * hs, 0);
   for (std::size_t h = 0; h < nh; ++h) {
@@ -124,14 +143,25 @@ void ExpectTwin(const Case& c) {
   const std::uint64_t rank_bytes =
       mpc::RankTopKBytesPerPeer(1, m, k, 64, mpc::OpenBytes<P>(64), mpc::OpenBytes<P>(rb), B) -
       2 * B * k * m;  // RowRankSelection: no values product
-  const std::uint64_t score_rounds =
+  std::uint64_t score_rounds =
       3 + static_cast<std::uint64_t>(mpc::LtzRounds(64) + mpc::LtzRounds(rb));
-  const std::uint64_t score_bytes = 2 * (B * (nh * hs + k * m + m * nh * cs) + rank_bytes);
-  const std::uint64_t mix_bytes = 2 * B * (nh * cs * k + nh * L);
+  const std::uint64_t zs = shape.selects2() ? s : 0;
+  std::uint64_t score_bytes = 2 * (B * (nh * hs + k * m + m * (nh * cs + zs)) + rank_bytes);
+  std::uint64_t mix_rounds = 2, mix_bytes = 2 * B * (nh * cs * k + nh * L);
+  if (shape.selects2()) {
+    const int rb2 = mpc::RankBits(g);
+    score_rounds += 2 + static_cast<std::uint64_t>(mpc::LtzRounds(64) + mpc::LtzRounds(rb2));
+    score_bytes += 2 * (B * (k2 * g + g * nh * cs2) +
+                        mpc::RankTopKBytesPerPeer(1, g, k2, 64, mpc::OpenBytes<P>(64),
+                                                  mpc::OpenBytes<P>(rb2), B) -
+                        2 * B * k2 * g);
+    mix_rounds += 1;
+    mix_bytes += 2 * B * nh * cs2 * k2;
+  }
   for (const auto& r : res) {
     EXPECT_EQ(r->score_cost.rounds, score_rounds);
     EXPECT_EQ(r->score_cost.bytes_sent, score_bytes);
-    EXPECT_EQ(r->mix_cost.rounds, 2u);
+    EXPECT_EQ(r->mix_cost.rounds, mix_rounds);
     EXPECT_EQ(r->mix_cost.bytes_sent, mix_bytes);
   }
 }
@@ -146,6 +176,15 @@ TYPED_TEST(MpcacheKvTest, MinMaxSelectionEqualsThePlaintextTwinAndCostsTheTheory
 }
 TYPED_TEST(MpcacheKvTest, MeanRepresentativeOverSeveralBlocks) {
   ExpectTwin<TypeParam>({3, 29, 0.3, model::Representative::kMean, 5});
+}
+// 9 clusters of 4 (7 candidates, 3 kept), sub-clusters of 2: 6 gathered, 4 attended.
+TYPED_TEST(MpcacheKvTest, LevelTwoMinMaxSubClustersEqualTheTwinAndCostTheTheory) {
+  ExpectTwin<TypeParam>({4, 35, 0.5, model::Representative::kMinMax, 4, 2, 0.4});
+}
+// Sub-clusters of single tokens (12 clusters of 3 over several blocks: 4 kept, 2 of their 12
+// tokens attended), mean representatives.
+TYPED_TEST(MpcacheKvTest, LevelTwoSingleTokenSubClustersWithTheMean) {
+  ExpectTwin<TypeParam>({3, 36, 0.5, model::Representative::kMean, 5, 1, 0.2});
 }
 
 }  // namespace

@@ -236,7 +236,7 @@ TEST(MpcacheReveal, DpOpensTheScoresPlusThePartiesNoiseMalicious) {
 
 // Whole generations with reveal: plain equal the fixed-point twin (the same selection as
 // reveal: none), and report what they revealed.
-TEST(MpcacheReveal, PlainGenerationMatchesPlaintextMalicious) {
+void ExpectPlainGenerationMatches(int cluster, int level2, double level2_keep, int steps) {
   auto config = model::ParseDims("32x2x4x2x64x40x32");
   ASSERT_TRUE(config.ok());
   config->shared_classifier = true;
@@ -245,22 +245,32 @@ TEST(MpcacheReveal, PlainGenerationMatchesPlaintextMalicious) {
   auto ring = EncodeModel(*w, kRecommendedFracBits);
   ASSERT_TRUE(ring.ok());
   model::MpcachePolicy policy;
-  policy.cluster_tokens = 2;
+  policy.cluster_tokens = cluster;
   policy.keep_ratio = 0.4;
+  policy.level2_tokens = level2;
+  policy.level2_keep_ratio = level2_keep;
   model::FixedEngineOptions fo;
   fo.mpcache = policy;
   fo.kv_block_tokens = 4;
   const std::vector<int> prompt{1, 5, 9};
-  const testing::PlainRun plain = testing::RunPlain(*w, prompt, 20, 1, fo);
+  const testing::PlainRun plain = testing::RunPlain(*w, prompt, steps, 1, fo);
   policy.reveal = config::Reveal::kPlain;
   InProcessOptions o;
   o.session.kv_block_tokens = 4;
   o.session.mpcache = policy;
-  auto run = RunInProcess<mpc::Spdz2k>(*ring, prompt, 1, 20, o);
+  auto run = RunInProcess<mpc::Spdz2k>(*ring, prompt, 1, steps, o);
   ASSERT_TRUE(run.ok()) << run.error().ToString();
   EXPECT_EQ(run->tokens, plain.fixed_tokens);
   EXPECT_GT(run->report.revealed_selections, 0u);
   EXPECT_EQ(run->report.epsilon_spent, 0.0);
+}
+TEST(MpcacheReveal, PlainGenerationMatchesPlaintextMalicious) {
+  ExpectPlainGenerationMatches(2, 0, 0.2, 20);
+}
+// Level 2: the clusters' and the candidates' sub-scores opened together, both selections
+// public.
+TEST(MpcacheReveal, PlainLevelTwoGenerationMatchesPlaintextMalicious) {
+  ExpectPlainGenerationMatches(4, 2, 0.25, 32);
 }
 
 }  // namespace

@@ -73,6 +73,36 @@ TEST(Mpcache, MeanSharedLayersMatchesPlaintext) {
                           Policy(2, 0.3, model::Representative::kMean, true), {1, 3}, 18);
 }
 
+// Level 2 (sub-clusters inside the selected clusters): the secure selection of both levels
+// equals the twin's, and the second level changes what is attended (the twin departs from
+// the same policy with one level).
+template <typename P>
+void ExpectLevelTwoTwin(const std::string& dims, std::uint64_t seed, model::MpcachePolicy policy,
+                        int steps) {
+  ASSERT_TRUE(policy.two_levels());
+  const model::ModelWeights w = Synth(dims, seed);
+  ExpectTwin<P>(w, policy, {1, 5, 9}, steps);
+  model::FixedEngineOptions fo;
+  fo.kv_block_tokens = 4;
+  fo.mpcache = policy;
+  const PlainRun two = RunPlain(w, {1, 5, 9}, steps, 1, fo);
+  fo.mpcache->level2_tokens = 0;
+  const PlainRun one = RunPlain(w, {1, 5, 9}, steps, 1, fo);
+  EXPECT_NE(two.fixed_tokens, one.fixed_tokens) << "level 2 never mattered here";
+}
+TEST(Mpcache, LevelTwoMinMaxMatchesPlaintextMalicious) {
+  model::MpcachePolicy p = Policy(4, 0.5, model::Representative::kMinMax, false);
+  p.level2_tokens = 2;
+  p.level2_keep_ratio = 0.25;
+  ExpectLevelTwoTwin<mpc::Spdz2k>("32x2x4x2x64x40x48", 3, p, 40);
+}
+TEST(Mpcache, LevelTwoMeanSharedLayersMatchesPlaintextSemiHonest) {
+  model::MpcachePolicy p = Policy(4, 0.5, model::Representative::kMean, true);
+  p.level2_tokens = 1;
+  p.level2_keep_ratio = 0.2;
+  ExpectLevelTwoTwin<mpc::SemiHonest>("32x4x4x2x64x40x48", 2, p, 40);
+}
+
 // Malicious mode checks every opening of a decoding step, of all layers and both domains
 // (attention, selection, softmax, argmax), in ONE batched check before the token leaves:
 // between two decoding positions each domain begins exactly one check, whatever the number

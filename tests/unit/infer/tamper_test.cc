@@ -151,6 +151,34 @@ TEST(SecureTamper, ConsistentLieInMpcacheSelectionFailsTheMacCheck) {
   ExpectEveryLieFails(*model, prompt, 7, o, "select", cases);
 }
 
+// Level 2 adds its own openings (the sub-scores' ranking, S2's masking, the second gather,
+// the first scatter): lies in the later openings of a selecting step, where they sit, fail too.
+TEST(SecureTamper, ConsistentLieInMpcacheLevelTwoFailsTheMacCheck) {
+  auto config = model::ParseDims("16x1x2x2x32x20x12");
+  ASSERT_TRUE(config.ok());
+  auto w = model::MakeSyntheticWeights(*config, 4);
+  ASSERT_TRUE(w.ok());
+  auto model = EncodeModel(*w, kRecommendedFracBits);
+  ASSERT_TRUE(model.ok());
+  const std::vector<int> prompt = {1, 3, 5, 7};
+  InProcessOptions o;
+  o.session.mpcache = model::MpcachePolicy{};
+  o.session.mpcache->cluster_tokens = 2;
+  o.session.mpcache->keep_ratio = 0.5;
+  o.session.mpcache->level2_tokens = 1;
+  o.session.mpcache->level2_keep_ratio = 0.3;
+  auto honest = RunInProcess<mpc::Spdz2k>(*model, prompt, 1, 10, o);
+  ASSERT_TRUE(honest.ok()) << honest.error().ToString();
+  ASSERT_TRUE(honest->phases[0].count("select"));
+  const std::vector<Case> cases = {
+      {mpc::Domain::kArith, 7, 0, 63}, {mpc::Domain::kArith, 7, 4, 0},
+      {mpc::Domain::kArith, 7, 8, 31}, {mpc::Domain::kArith, 7, 10, 63},
+      {mpc::Domain::kArith, 7, 12, 0}, {mpc::Domain::kBinary, 7, 2, 0},
+      {mpc::Domain::kBinary, 7, 5, 0},
+  };
+  ExpectEveryLieFails(*model, prompt, 10, o, "select", cases);
+}
+
 // The static eviction's openings (the importance ranking's comparisons of both domains, the
 // gathering product, the kept rows' reload) are checked like every other: a consistent lie
 // in any of them fails the MAC check before the first token leaves.

@@ -452,19 +452,32 @@ model::MpcachePolicy ViewPolicy() {
 constexpr int kMpcacheSteps = 6;
 const std::vector<int> kSelectA{1, 5, 9, 2, 7};
 const std::vector<int> kSelectB{1, 3, 30, 12, 6};
+// Level 2 (no eviction): clusters of 2, one kept, then one of its two tokens, from the
+// seventh position on.
+model::MpcachePolicy LevelTwoViewPolicy() {
+  model::MpcachePolicy p;
+  p.cluster_tokens = 2;
+  p.keep_ratio = 0.5;
+  p.level2_tokens = 1;
+  p.level2_keep_ratio = 0.3;
+  return p;
+}
+constexpr int kLevelTwoSteps = 8;
 
 // What the plaintext twin attends at every position and layer for `prompt` (then greedy).
-std::vector<std::vector<std::vector<int>>> PlainSelections(const std::vector<int>& prompt) {
+std::vector<std::vector<std::vector<int>>> PlainSelections(const std::vector<int>& prompt,
+                                                           const model::MpcachePolicy& policy,
+                                                           int steps) {
   auto config = model::ParseDims("32x1x4x2x64x40x16");
   auto w = model::MakeSyntheticWeights(*config, 9);
   model::FixedEngineOptions fo;
-  fo.mpcache = ViewPolicy();
+  fo.mpcache = policy;
   auto e = model::FixedEngine::Create(*w, fo);
   EXPECT_TRUE(e.ok());
   std::vector<std::vector<std::vector<int>>> out;
   int token = prompt[0];
   EXPECT_TRUE(e->BeginPrompt(static_cast<int>(prompt.size())).ok());
-  for (int pos = 0; pos < kMpcacheSteps; ++pos) {
+  for (int pos = 0; pos < steps; ++pos) {
     EXPECT_TRUE(e->Forward(token, pos).ok());
     out.push_back(e->Attended());
     if (pos + 1 == static_cast<int>(prompt.size())) {
@@ -478,9 +491,9 @@ std::vector<std::vector<std::vector<int>>> PlainSelections(const std::vector<int
 }
 
 template <typename P>
-void ExpectSelectionStaysSecret() {
+void ExpectSelectionStaysSecret(const model::MpcachePolicy& policy, int steps) {
   RunConfig base;
-  base.session.mpcache = ViewPolicy();
+  base.session.mpcache = policy;
   // 1. Every opening, the selection's included, is masked by a fresh dealer mask.
   std::vector<RunRecord> exact;
   for (int k = 0; k < kExactRuns; ++k) {
@@ -488,7 +501,7 @@ void ExpectSelectionStaysSecret() {
     c.dealer_seed = c.local_seed = 11;
     c.burn = k;
     c.burn_items = kFreeMasks;
-    auto r = RunRecorded<P>(SmallModel(), kSelectA, kMpcacheSteps, c);
+    auto r = RunRecorded<P>(SmallModel(), kSelectA, steps, c);
     ASSERT_TRUE(r.ok()) << r.error().ToString();
     exact.push_back(std::move(*r));
   }
@@ -497,11 +510,18 @@ void ExpectSelectionStaysSecret() {
   EXPECT_TRUE(rep.findings.empty()) << rep.Text();
   // 2. Two prompts whose selections differ: the same requests to the dealer (item, size,
   //    order), the same messages (peer, size, order) and rounds at every party.
-  const auto sel_a = PlainSelections(kSelectA), sel_b = PlainSelections(kSelectB);
+  const auto sel_a = PlainSelections(kSelectA, policy, steps),
+             sel_b = PlainSelections(kSelectB, policy, steps);
   ASSERT_NE(sel_a, sel_b) << "the two prompts select the same clusters: nothing to compare";
-  const std::size_t evicted_at = kSelectA.size();  // the entry after the prompt's last
-  ASSERT_EQ(sel_a[evicted_at].size(), 1u) << "one layer kept rows";
-  ASSERT_NE(sel_a[evicted_at], sel_b[evicted_at]) << "the eviction keeps the same rows for both";
+  if (policy.evicts()) {
+    const std::size_t evicted_at = kSelectA.size();  // the entry after the prompt's last
+    ASSERT_EQ(sel_a[evicted_at].size(), 1u) << "one layer kept rows";
+    ASSERT_NE(sel_a[evicted_at], sel_b[evicted_at]) << "the eviction keeps the same rows for both";
+  }
+  if (policy.two_levels()) {
+    // The last position's sub-cluster selections differ (level 2 picks other tokens).
+    ASSERT_NE(sel_a.back(), sel_b.back()) << "level 2 attends the same tokens for both";
+  }
   for (std::size_t pos = 0; pos < sel_a.size(); ++pos) {
     for (std::size_t l = 0; l < sel_a[pos].size(); ++l) {
       ASSERT_EQ(sel_a[pos][l].size(), sel_b[pos][l].size()) << "attended counts must be public";
@@ -509,8 +529,8 @@ void ExpectSelectionStaysSecret() {
   }
   RunConfig c = base;
   c.record_messages = true;
-  auto a = RunRecorded<P>(SmallModel(), kSelectA, kMpcacheSteps, c);
-  auto b = RunRecorded<P>(SmallModel(), kSelectB, kMpcacheSteps, c);
+  auto a = RunRecorded<P>(SmallModel(), kSelectA, steps, c);
+  auto b = RunRecorded<P>(SmallModel(), kSelectB, steps, c);
   ASSERT_TRUE(a.ok() && b.ok());
   ASSERT_EQ(a->tokens.size(), b->tokens.size()) << "both runs must decode as many positions";
   ASSERT_EQ(a->openings.size(), b->openings.size());
@@ -563,11 +583,17 @@ TEST(SecureView, MpcacheDpRequestsFollowPublicShapesMalicious) {
   ExpectDpRequestsFollowPublicShapes<mpc::Spdz2k>();
 }
 
+TEST(SecureView, MpcacheLevelTwoSelectionStaysSecretSemiHonest) {
+  ExpectSelectionStaysSecret<mpc::SemiHonest>(LevelTwoViewPolicy(), kLevelTwoSteps);
+}
+TEST(SecureView, MpcacheLevelTwoSelectionStaysSecretMalicious) {
+  ExpectSelectionStaysSecret<mpc::Spdz2k>(LevelTwoViewPolicy(), kLevelTwoSteps);
+}
 TEST(SecureView, MpcacheSelectionStaysSecretSemiHonest) {
-  ExpectSelectionStaysSecret<mpc::SemiHonest>();
+  ExpectSelectionStaysSecret<mpc::SemiHonest>(ViewPolicy(), kMpcacheSteps);
 }
 TEST(SecureView, MpcacheSelectionStaysSecretMalicious) {
-  ExpectSelectionStaysSecret<mpc::Spdz2k>();
+  ExpectSelectionStaysSecret<mpc::Spdz2k>(ViewPolicy(), kMpcacheSteps);
 }
 
 TEST(SecureView, ExactCheckCatchesLeaksSemiHonest) {
