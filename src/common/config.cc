@@ -360,6 +360,7 @@ Result<MpcacheKnobs> ReadMpcache(Section& top, bool debug) {
   MPCACHE_ASSIGN_OR_RETURN(auto rep, s.Choice("representative", {"minmax", "mean"}, 0));
   k.mean_representative = rep == 1;
   MPCACHE_ASSIGN_OR_RETURN(k.share_layers, s.Bool("share_layers", false));
+  MPCACHE_ASSIGN_OR_RETURN(k.residual_path, s.Bool("residual_path", false));
   MPCACHE_ASSIGN_OR_RETURN(k.layer_share_decay,
                            s.Real("layer_share_decay", k.layer_share_decay, 0, 1, false));
   MPCACHE_ASSIGN_OR_RETURN(auto reveal, s.Choice("reveal", {"none", "dp", "plain"}, 0));

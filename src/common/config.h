@@ -69,6 +69,7 @@ struct MpcacheKnobs {
   double alpha = 0.6;                // r = alpha*r_max + (1-alpha)*r_min
   bool mean_representative = false;  // representative: mean (instead of minmax)
   bool share_layers = false;         // layer 2l+1 reuses layer 2l's selection (l >= 1)
+  bool residual_path = false;        // skipped clusters attended through their mean key/value
   double layer_share_decay = 0.9;    // cross-layer score reuse (not in effect yet)
   Reveal reveal = Reveal::kNone;
   double dp_epsilon = 1.0;      // reveal: dp only: epsilon per revealed selection

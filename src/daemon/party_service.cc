@@ -275,7 +275,8 @@ Result<std::unique_ptr<PartyService>> PartyService::Create(config::PartyConfig c
                                           policy.level2_tokens, policy.level2_keep_ratio * 100)
                             : std::string(),
         model::ToString(policy.representative),
-        policy.share_layers ? ", layer pairs share a selection" : "",
+        std::string(policy.share_layers ? ", layer pairs share a selection" : "") +
+            (policy.residual ? ", skipped clusters through their means" : ""),
         policy.static_keep_ratio * 100, policy.observation_window * 100);
     if (policy.share_layers) {
       impl->log->warn(

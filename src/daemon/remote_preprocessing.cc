@@ -88,7 +88,13 @@ Result<MatrixShapeLimits> ShapeLimitsForModel(const model::ModelConfig& c,
     const std::uint64_t cs = u(mpcache->cluster_tokens), clusters = (seq + cs - 1) / cs;
     MPCACHE_ASSIGN_OR_RETURN(std::uint64_t other, MulSize(nh, cs, "MPCache triple size"));
     MPCACHE_ASSIGN_OR_RETURN(std::uint64_t one_hot, MulSize(clusters, clusters, "MPCache one-hot"));
-    MPCACHE_ASSIGN_OR_RETURN(std::uint64_t spread, MulSize(nh, seq + cs, "MPCache triple size"));
+    // The attention triples also carry the representatives' rows: the scores' up to seq +
+    // 2 clusters (level 1, the residual path's mean keys) + sub-clusters (level 2).
+    const std::uint64_t subs =
+        mpcache->two_levels() ? (seq + u(mpcache->level2_tokens) - 1) / u(mpcache->level2_tokens)
+                              : 0;
+    MPCACHE_ASSIGN_OR_RETURN(std::uint64_t spread,
+                             MulSize(nh, seq + cs + 2 * clusters + subs, "MPCache triple size"));
     out.max_other = std::max(out.max_other, other);
     out.max_elements = std::max({out.max_elements, one_hot, spread});
     out.source += " with MPCache clusters of " + std::to_string(cs) + " tokens";

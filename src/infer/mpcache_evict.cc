@@ -129,11 +129,13 @@ Status MpcacheKv<P>::EndPrefill(mpc::Context<P>& ctx, int window) {
       MPCACHE_RETURN_IF_ERROR(
           UpdateRepresentatives(ctx, l, static_cast<std::size_t>(next.candidates)));
     }
+    MPCACHE_RETURN_IF_ERROR(UpdateMeans(ctx, l, static_cast<std::size_t>(next.residual_columns())));
   }
   return full_->EndPrefill(ctx, window);
 }
 
 // The class is instantiated in mpcache_kv.cc; these are its members defined here.
+// NOLINTBEGIN(bugprone-macro-parentheses): P names a type.
 #define MPCACHE_EVICT_MEMBERS(P)                                   \
   template Status MpcacheKv<P>::BeginPrompt(int);                  \
   template void MpcacheKv<P>::Observe(int, int, const Shares<P>&); \
@@ -142,5 +144,6 @@ Status MpcacheKv<P>::EndPrefill(mpc::Context<P>& ctx, int window) {
 MPCACHE_EVICT_MEMBERS(mpc::SemiHonest)
 MPCACHE_EVICT_MEMBERS(mpc::Spdz2k)
 #undef MPCACHE_EVICT_MEMBERS
+// NOLINTEND(bugprone-macro-parentheses)
 
 }  // namespace mpcache::infer

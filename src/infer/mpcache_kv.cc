@@ -46,9 +46,13 @@ Result<std::vector<mpc::AttentionShape>> MpcacheKv<P>::Prepare(mpc::Context<P>& 
     MPCACHE_ASSIGN_OR_RETURN(auto keys, full_->KeyUses(l, next));
     MPCACHE_ASSIGN_OR_RETURN(auto values, full_->ValueUses(l, next));
     const model::SelectionShape shape = model::ShapeFor(policy_, length);
+    Reps& reps = reps_[static_cast<std::size_t>(l)];
+    if (const auto mv = static_cast<std::size_t>(shape.residual_columns()); mv > 0) {
+      MPCACHE_RETURN_IF_ERROR(EnsureRepBlocks(ctx, reps.kbar, mv));
+      MPCACHE_RETURN_IF_ERROR(EnsureRepBlocks(ctx, reps.vbar, mv));
+    }
     if (shape.selects() && policy_.SelectingLayer(l) == l) {
       const auto m = static_cast<std::size_t>(shape.candidates);
-      Reps& reps = reps_[static_cast<std::size_t>(l)];
       MPCACHE_RETURN_IF_ERROR(EnsureRepBlocks(ctx, reps.blocks, m));
       for (const auto& u : RepUses(reps.blocks, m)) keys.push_back(u);
       if (shape.selects2()) {
@@ -57,6 +61,10 @@ Result<std::vector<mpc::AttentionShape>> MpcacheKv<P>::Prepare(mpc::Context<P>& 
         for (const auto& u : RepUses(reps.blocks2, ms)) keys.push_back(u);
       }
     }
+    // The residual path's mean keys are scored last, its mean values mixed last.
+    const auto mv = static_cast<std::size_t>(shape.residual_columns());
+    for (const auto& u : RepUses(reps.kbar, mv)) keys.push_back(u);
+    for (const auto& u : RepUses(reps.vbar, mv)) values.push_back(u);
     plan.push_back(mpc::ShapeOf(mpc::MaskSide::kRight, full_->heads(), keys));
     plan.push_back(mpc::ShapeOf(mpc::MaskSide::kLeft, full_->heads(), values));
   }
@@ -80,8 +88,14 @@ Result<Shares<P>> MpcacheKv<P>::Scores(mpc::Context<P>& ctx, int layer, const mo
   const auto cs2 = static_cast<std::size_t>(shape.sub_tokens);
   const auto k2 = static_cast<std::size_t>(shape.keep2);
   const std::size_t ms = two ? m * s : 0;  // sub-scores scored with the clusters'
+  const auto mv = static_cast<std::size_t>(shape.residual_columns());
   const int sl = policy_.SelectingLayer(layer);
-  Shares<P> raw, sub;  // sub: level 2, the candidates' sub-scores (c s + u)
+  Shares<P> raw, sub;       // sub: level 2, the candidates' sub-scores (c s + u)
+  Shares<P> virt(nh * mv);  // the residual path's mean-key scores (n_heads x m)
+  if (mv > 0) {
+    net::PhaseScope phase(ctx.stats(), "select");
+    MPCACHE_RETURN_IF_ERROR(UpdateMeans(ctx, layer, mv));
+  }
   if (sl == layer) {
     {
       net::PhaseScope phase(ctx.stats(), "select");
@@ -91,30 +105,44 @@ Result<Shares<P>> MpcacheKv<P>::Scores(mpc::Context<P>& ctx, int layer, const mo
     MPCACHE_ASSIGN_OR_RETURN(auto uses, full_->KeyUses(layer, plan));
     for (const auto& u : RepUses(reps.blocks, m)) uses.push_back(u);
     for (const auto& u : RepUses(reps.blocks2, ms)) uses.push_back(u);
+    for (const auto& u : RepUses(reps.kbar, mv)) uses.push_back(u);
     MPCACHE_ASSIGN_OR_RETURN(Shares<P> all, mpc::AttentionScores<P>(ctx, full_->heads(), q, uses));
     net::PhaseScope phase(ctx.stats(), "select");
     raw = Shares<P>(nh * L);
     Shares<P> cluster(m);  // sum over heads of q_h . r_c
     sub = Shares<P>(ms);
-    const std::size_t width = L + m + ms;
+    const std::size_t width = L + m + ms + mv;
     for (std::size_t h = 0; h < nh; ++h) {
       const std::size_t row = h * width;
       for (std::size_t t = 0; t < L; ++t) raw.CopyFrom(h * L + t, all, row + t);
       for (std::size_t c = 0; c < m; ++c) cluster.AddFrom(c, all, row + L + c);
       for (std::size_t g = 0; g < ms; ++g) sub.AddFrom(g, all, row + L + m + g);
+      for (std::size_t c = 0; c < mv; ++c) virt.CopyFrom(h * mv + c, all, row + L + m + ms + c);
     }
     Selection sel;
     sel.length = length;
     if (policy_.reveals()) {
-      MPCACHE_RETURN_IF_ERROR(RevealSelection(ctx, std::move(cluster), std::move(sub), shape, sel));
+      MPCACHE_RETURN_IF_ERROR(RevealSelection(ctx, std::move(cluster), sub, shape, sel));
     } else {
       MPCACHE_ASSIGN_OR_RETURN(Shares<P> one_hot,
                                mpc::RowRankSelection<P>(ctx_, cluster, 1, m, k, kClusterScoreBits));
       MPCACHE_ASSIGN_OR_RETURN(sel.one_hot, mpc::MaskFixed<P>(ctx, std::move(one_hot), k, m));
     }
     selection_[static_cast<std::size_t>(layer)] = std::move(sel);
-  } else {
+  } else if (mv == 0) {
     MPCACHE_ASSIGN_OR_RETURN(raw, full_->Scores(ctx, layer, plan, q));
+  } else {
+    // A sharing layer scores its own mean keys in its one opening of q.
+    MPCACHE_ASSIGN_OR_RETURN(auto uses, full_->KeyUses(layer, plan));
+    for (const auto& u : RepUses(reps_[static_cast<std::size_t>(layer)].kbar, mv)) {
+      uses.push_back(u);
+    }
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> all, mpc::AttentionScores<P>(ctx, full_->heads(), q, uses));
+    raw = Shares<P>(nh * L);
+    for (std::size_t h = 0; h < nh; ++h) {
+      for (std::size_t t = 0; t < L; ++t) raw.CopyFrom(h * L + t, all, h * (L + mv) + t);
+      for (std::size_t c = 0; c < mv; ++c) virt.CopyFrom(h * mv + c, all, h * (L + mv) + L + c);
+    }
   }
   Selection& sel = selection_[static_cast<std::size_t>(sl)];
   if (sel.length != length) {
@@ -132,7 +160,7 @@ Result<Shares<P>> MpcacheKv<P>::Scores(mpc::Context<P>& ctx, int layer, const mo
         out.CopyFrom(h * A + t, raw, h * L + static_cast<std::size_t>(rows[t]));
       }
     }
-    return out;
+    return WithResidual(ctx, std::move(out), virt, shape, sel);
   }
   // Gather: G = S x M, M[c][h cs + t] = raw[h][(c + 1) cs + t] (k x n_heads cs); the
   // selecting layer's level 2 gathers its sub-scores Z[c][u] in the same product (columns
@@ -165,7 +193,7 @@ Result<Shares<P>> MpcacheKv<P>::Scores(mpc::Context<P>& ctx, int layer, const mo
         }
       });
     }
-    return out;
+    return WithResidual(ctx, std::move(out), virt, shape, sel);
   }
   const std::size_t g1 = k * s;  // gathered sub-clusters
   if (sl == layer) {
@@ -195,18 +223,54 @@ Result<Shares<P>> MpcacheKv<P>::Scores(mpc::Context<P>& ctx, int layer, const mo
       }
     });
   }
-  return out;
+  return WithResidual(ctx, std::move(out), virt, shape, sel);
+}
+
+template <typename P>
+Shares<P> MpcacheKv<P>::WithResidual(mpc::Context<P>& ctx, Shares<P> out, const Shares<P>& virt,
+                                     const model::SelectionShape& shape,
+                                     const Selection& sel) const {
+  const std::size_t nh = full_->heads().n_heads, mv = virt.size() / std::max<std::size_t>(nh, 1);
+  if (mv == 0) return out;
+  const std::size_t A = out.size() / nh;
+  const auto hs = static_cast<int>(full_->heads().head_size);
+  // selected_c x mask, for every candidate: the column sums of S (reveal: none), or public.
+  Shares<P> masked(mv);
+  const std::uint64_t mask[] = {model::ResidualMaskRaw(hs, frac_bits_)};
+  if (sel.revealed) {
+    std::vector<std::uint64_t> c(mv, 0);
+    for (const int p : sel.picked) c[static_cast<std::size_t>(p)] = mask[0];
+    masked = mpc::PublicShares<P>(ctx.key(), c);
+  } else {
+    for (std::size_t j = 0; j < sel.one_hot.rows; ++j) {
+      for (std::size_t c = 0; c < mv; ++c) masked.AddFrom(c, sel.one_hot.x, j * mv + c);
+    }
+    mpc::MulPublicInPlace(masked, std::span<const std::uint64_t>(mask));
+  }
+  const std::uint64_t bias[] = {model::ResidualBiasRaw(shape.cluster_tokens, hs, frac_bits_)};
+  Shares<P> res(nh * (A + mv));
+  for (std::size_t h = 0; h < nh; ++h) {
+    for (std::size_t t = 0; t < A; ++t) res.CopyFrom(h * (A + mv) + t, out, h * A + t);
+    Shares<P> col = virt.Slice(h * mv, mv);
+    mpc::AddPublicInPlace(ctx.key(), col, std::span<const std::uint64_t>(bias));
+    for (std::size_t c = 0; c < mv; ++c) {
+      res.CopyFrom(h * (A + mv) + A + c, col, c);
+      res.v[h * (A + mv) + A + c] -= masked.v[c];
+      if constexpr (P::kMalicious) res.m[h * (A + mv) + A + c] -= masked.m[c];
+    }
+  }
+  return res;
 }
 
 template <typename P>
 Result<Shares<P>> MpcacheKv<P>::Mix(mpc::Context<P>& ctx, int layer, const model::KvPlan& plan,
-                                    const Shares<P>& probs) {
+                                    const Shares<P>& weights) {
   if (layer < 0 || layer >= layout().n_layers()) return InvalidArgument("KV mix: bad layer");
   const int length = plan.length();
   const model::SelectionShape shape = model::ShapeFor(policy_, length);
   if (!shape.selects()) {
-    Observe(layer, length, probs);
-    return full_->Mix(ctx, layer, plan, probs);
+    Observe(layer, length, weights);
+    return full_->Mix(ctx, layer, plan, weights);
   }
   const std::size_t nh = full_->heads().n_heads, L = static_cast<std::size_t>(length);
   const auto cs = static_cast<std::size_t>(shape.cluster_tokens);
@@ -215,9 +279,17 @@ Result<Shares<P>> MpcacheKv<P>::Mix(mpc::Context<P>& ctx, int layer, const model
   const auto A = static_cast<std::size_t>(shape.attended());
   const auto tail = static_cast<std::size_t>(shape.tail_start());
   const auto middle = A - cs - (L - tail);  // the selected clusters' (or sub-clusters') weights
-  if (probs.size() != nh * A) {
-    return InvalidArgument("MPCache mix: " + std::to_string(probs.size()) +
-                           " weights for n_heads x " + std::to_string(A) + " attended positions");
+  const auto mv = static_cast<std::size_t>(shape.residual_columns());
+  if (weights.size() != nh * (A + mv)) {
+    return InvalidArgument("MPCache mix: " + std::to_string(weights.size()) +
+                           " weights for n_heads x " + std::to_string(A + mv) +
+                           " attended positions and residual columns");
+  }
+  // probs: the attended positions' weights (n_heads x A); w: the residual path's (n_heads x m).
+  Shares<P> probs = mv == 0 ? weights : Shares<P>(nh * A), w(nh * mv);
+  for (std::size_t h = 0; mv > 0 && h < nh; ++h) {
+    for (std::size_t t = 0; t < A; ++t) probs.CopyFrom(h * A + t, weights, h * (A + mv) + t);
+    for (std::size_t c = 0; c < mv; ++c) w.CopyFrom(h * mv + c, weights, h * (A + mv) + A + c);
   }
   const Selection& sel = selection_[static_cast<std::size_t>(policy_.SelectingLayer(layer))];
   if (sel.length != length) return Internal("MPCache mix before this step's selection");
@@ -280,11 +352,20 @@ Result<Shares<P>> MpcacheKv<P>::Mix(mpc::Context<P>& ctx, int layer, const model
     }
   }
   Observe(layer, length, p);
-  return full_->Mix(ctx, layer, plan, p);
+  if (mv == 0) return full_->Mix(ctx, layer, plan, p);
+  // The mean values mixed in the same product: [p | w] against [value blocks | vbar].
+  Shares<P> pw(nh * (L + mv));
+  for (std::size_t h = 0; h < nh; ++h) {
+    for (std::size_t t = 0; t < L; ++t) pw.CopyFrom(h * (L + mv) + t, p, h * L + t);
+    for (std::size_t c = 0; c < mv; ++c) pw.CopyFrom(h * (L + mv) + L + c, w, h * mv + c);
+  }
+  MPCACHE_ASSIGN_OR_RETURN(auto uses, full_->ValueUses(layer, plan));
+  for (const auto& u : RepUses(reps_[static_cast<std::size_t>(layer)].vbar, mv)) uses.push_back(u);
+  return mpc::AttentionMix<P>(ctx, full_->heads(), pw, uses);
 }
 
 template <typename P>
-Status MpcacheKv<P>::RevealSelection(mpc::Context<P>& ctx, Shares<P> cluster, Shares<P> sub,
+Status MpcacheKv<P>::RevealSelection(mpc::Context<P>& ctx, Shares<P> cluster, const Shares<P>& sub,
                                      const model::SelectionShape& shape, Selection& sel) {
   const std::size_t m = cluster.size();
   cluster.Append(sub);  // level 2: the sub-scores are opened with the clusters'

@@ -37,6 +37,14 @@
 //   scatter          W2^T S2 (opens n_heads cs2 k2), then W^T S as above.
 // Rounds added to level 1's: LtzRounds(64) + LtzRounds(RankBits(g)) + 2 in Scores, 1 in Mix.
 //
+// Residual path (policy residual; model/mpcache_policy.h): once per completed cluster, at
+// every layer, the mean key and value (sum x MeanMultiplier, truncated: 1 round; appended to
+// their own key-side and value-side blocks: 1 round, opens 2 kv_dim values). Per step the
+// m mean keys are scored in the same opening of q (n_heads x m more columns, shifted by the
+// public ln(cs) bias and, for the selected clusters, by -ResidualMaskRaw times the column
+// sums of S: local), and the m mean values mixed in the same product as the value blocks
+// (the opening of the weights grows by n_heads m). No round is added per step.
+//
 // Static eviction (policy static_keep_ratio < 1; model::EvictionFor's shape, public): while
 // the prompt's last W queries run, Mix adds each row's softmax weights (summed over heads)
 // to the layer's secret importance (local, free). At EndPrefill, for all layers together:
@@ -93,7 +101,7 @@ class MpcacheKv final : public KvMemory<P> {
   // n_heads x attended raw scores (model::AttendedPositions' order, selection secret).
   Result<mpc::Shares<P>> Scores(mpc::Context<P>& ctx, int layer, const model::KvPlan& plan,
                                 const mpc::Shares<P>& q) override;
-  // probs: n_heads x attended, as Scores returned them.
+  // weights: n_heads x (attended + residual columns), as Scores returned them.
   Result<mpc::Shares<P>> Mix(mpc::Context<P>& ctx, int layer, const model::KvPlan& plan,
                              const mpc::Shares<P>& probs) override;
   // With static eviction: the prompt's length fixes the eviction's public shape.
@@ -119,6 +127,7 @@ class MpcacheKv final : public KvMemory<P> {
   }
 
  private:
+  struct Selection;  // one layer's selection at this step (below)
   MpcacheKv(mpc::BinaryContext<P>& ctx, std::unique_ptr<SecureKvCache<P>> full,
             const model::MpcachePolicy& policy, int compare_bits, int frac_bits)
       : ctx_(ctx),
@@ -133,6 +142,12 @@ class MpcacheKv final : public KvMemory<P> {
                          std::size_t rows);
   // Computes and appends the representatives of clusters 1 .. m of `layer` not yet held.
   Status UpdateRepresentatives(mpc::Context<P>& ctx, int layer, std::size_t m);
+  // The residual path's mean keys and values of clusters 1 .. m of `layer` not yet held.
+  Status UpdateMeans(mpc::Context<P>& ctx, int layer, std::size_t m);
+  // The n_heads x (attended + m) scores: `out` (n_heads x attended) then the residual path's
+  // columns from `virt` (n_heads x m raw mean-key scores) with its bias and selection mask.
+  mpc::Shares<P> WithResidual(mpc::Context<P>& ctx, mpc::Shares<P> out, const mpc::Shares<P>& virt,
+                              const model::SelectionShape& shape, const Selection& sel) const;
   // The next n representatives of `layer` in one batch.
   Status AddRepresentatives(mpc::Context<P>& ctx, int layer, std::size_t n);
   static std::vector<mpc::BlockUse<P>> RepUses(const std::vector<mpc::FixedBlock<P>>& blocks,
@@ -144,8 +159,7 @@ class MpcacheKv final : public KvMemory<P> {
   Status Evict(mpc::Context<P>& ctx);
   // reveal: plain | dp: opens the (noisy) cluster scores and, with level 2, the
   // candidates' sub-scores, and makes the selection public.
-  struct Selection;
-  Status RevealSelection(mpc::Context<P>& ctx, mpc::Shares<P> cluster, mpc::Shares<P> sub,
+  Status RevealSelection(mpc::Context<P>& ctx, mpc::Shares<P> cluster, const mpc::Shares<P>& sub,
                          const model::SelectionShape& shape, Selection& sel);
 
   mpc::BinaryContext<P>& ctx_;
@@ -156,9 +170,11 @@ class MpcacheKv final : public KvMemory<P> {
   std::optional<model::EvictionShape> eviction_;  // set by BeginPrompt when the policy evicts
   std::vector<mpc::Shares<P>> importance_;        // [layer] (prompt rows) while observing
   struct Reps {
-    std::vector<mpc::FixedBlock<P>> blocks;   // cluster c + 1: row c
-    std::vector<mpc::FixedBlock<P>> blocks2;  // level 2: sub-cluster u of cluster c + 1: c s + u
-    std::size_t count = 0;                    // clusters represented (1 .. count)
+    std::vector<mpc::FixedBlock<P>> blocks;      // cluster c + 1: row c
+    std::vector<mpc::FixedBlock<P>> blocks2;     // level 2: sub-cluster u of cluster c + 1: c s + u
+    std::size_t count = 0;                       // clusters represented (1 .. count)
+    std::vector<mpc::FixedBlock<P>> kbar, vbar;  // residual path: cluster c + 1's means, row c
+    std::size_t means = 0;                       // clusters with means (1 .. means)
   };
   std::vector<Reps> reps_;  // [layer]
   struct Selection {

@@ -5,6 +5,7 @@
 
 #include "infer/mpcache_kv.h"
 #include "mpc/compare/select.h"
+#include "mpc/trunc.h"
 
 namespace mpcache::infer {
 
@@ -141,16 +142,55 @@ Status MpcacheKv<P>::AddRepresentatives(mpc::Context<P>& ctx, int layer, std::si
   return Status::Ok();
 }
 
+template <typename P>
+Status MpcacheKv<P>::UpdateMeans(mpc::Context<P>& ctx, int layer, std::size_t m) {
+  Reps& reps = reps_[static_cast<std::size_t>(layer)];
+  if (reps.means >= m) return Status::Ok();
+  const std::size_t kv = full_->heads().kv_dim, n = m - reps.means;
+  const auto cs = static_cast<std::size_t>(policy_.cluster_tokens);
+  const auto bt = static_cast<std::size_t>(layout().block_tokens());
+  const auto& keys = full_->key_blocks(layer);
+  const auto& values = full_->value_blocks(layer);
+  // [sum k | sum v] of each new cluster (local), times MeanMultiplier, truncated (1 round).
+  Shares<P> sums(n * 2 * kv);
+  for (std::size_t j = 0; j < n; ++j) {
+    for (std::size_t t = 0; t < cs; ++t) {
+      const std::size_t pos = (reps.means + 1 + j) * cs + t, off = (pos % bt) * kv;
+      for (std::size_t i = 0; i < kv; ++i) {
+        sums.AddFrom(j * 2 * kv + i, keys[pos / bt].x, off + i);
+        sums.AddFrom(j * 2 * kv + kv + i, values[pos / bt].x, off + i);
+      }
+    }
+  }
+  const std::uint64_t mult[] = {model::MeanMultiplier(policy_.cluster_tokens)};
+  mpc::MulPublicInPlace(sums, std::span<const std::uint64_t>(mult));
+  MPCACHE_ASSIGN_OR_RETURN(Shares<P> means, mpc::Trunc<P>(ctx, sums, model::kMeanShift));
+  MPCACHE_RETURN_IF_ERROR(EnsureRepBlocks(ctx, reps.kbar, m));
+  MPCACHE_RETURN_IF_ERROR(EnsureRepBlocks(ctx, reps.vbar, m));
+  std::vector<std::pair<mpc::FixedBlock<P>*, Shares<P>>> rows;
+  for (std::size_t j = 0; j < n; ++j) {
+    const std::size_t at = reps.means + j;
+    rows.emplace_back(&reps.kbar[at / bt], means.Slice(j * 2 * kv, kv));
+    rows.emplace_back(&reps.vbar[at / bt], means.Slice(j * 2 * kv + kv, kv));
+  }
+  MPCACHE_RETURN_IF_ERROR(mpc::AppendRows<P>(ctx, std::move(rows)));
+  reps.means = m;
+  return Status::Ok();
+}
+
 // The class is instantiated in mpcache_kv.cc; these are its members defined here.
+// NOLINTBEGIN(bugprone-macro-parentheses): P names a type.
 #define MPCACHE_REPS_MEMBERS(P)                                                                 \
   template Status MpcacheKv<P>::EnsureRepBlocks(mpc::Context<P>&,                               \
                                                 std::vector<mpc::FixedBlock<P>>&, std::size_t); \
   template std::vector<mpc::BlockUse<P>> MpcacheKv<P>::RepUses(                                 \
       const std::vector<mpc::FixedBlock<P>>&, std::size_t);                                     \
   template Status MpcacheKv<P>::UpdateRepresentatives(mpc::Context<P>&, int, std::size_t);      \
-  template Status MpcacheKv<P>::AddRepresentatives(mpc::Context<P>&, int, std::size_t);
+  template Status MpcacheKv<P>::AddRepresentatives(mpc::Context<P>&, int, std::size_t);         \
+  template Status MpcacheKv<P>::UpdateMeans(mpc::Context<P>&, int, std::size_t);
 MPCACHE_REPS_MEMBERS(mpc::SemiHonest)
 MPCACHE_REPS_MEMBERS(mpc::Spdz2k)
 #undef MPCACHE_REPS_MEMBERS
+// NOLINTEND(bugprone-macro-parentheses)
 
 }  // namespace mpcache::infer

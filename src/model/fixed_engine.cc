@@ -65,6 +65,8 @@ Result<FixedEngine> FixedEngine::Create(const ModelWeights& weights, FixedEngine
   e.kv_.emplace(std::move(layout), static_cast<std::size_t>(c.kv_dim()));
   e.reps_.resize(static_cast<std::size_t>(c.n_layers));
   e.attended_.resize(static_cast<std::size_t>(c.n_layers));
+  e.picked_.resize(static_cast<std::size_t>(c.n_layers));
+  e.means_.resize(static_cast<std::size_t>(c.n_layers));
   return e;
 }
 
@@ -146,23 +148,39 @@ Result<std::span<const double>> FixedEngine::Forward(int token, int pos) {
     MPCACHE_RETURN_IF_ERROR(kv_->Append(layer, k, v));
     // The attended positions: all of them (full cache) or the policy's selection.
     const int sel_layer = options_.mpcache ? options_.mpcache->SelectingLayer(layer) : layer;
-    if (sel_layer == layer)
+    if (sel_layer == layer) {
       attended_[l] = Select(layer, q);
-    else
+    } else {
       attended_[l] = attended_[static_cast<std::size_t>(sel_layer)];
+      picked_[l] = picked_[static_cast<std::size_t>(sel_layer)];
+    }
     const std::vector<int>& rows = attended_[l];
-    const std::size_t cols = rows.size();
+    const std::size_t att_cols = rows.size();
+    // The residual path's virtual tokens (MPCache, policy residual) follow the attended rows.
+    const SelectionShape shape = options_.mpcache
+                                     ? ShapeFor(*options_.mpcache, kv_->layout().length(layer))
+                                     : SelectionShape{};
+    const auto virt = static_cast<std::size_t>(shape.residual_columns());
+    const std::size_t cols = att_cols + virt;
     const int bt = kv_->layout().block_tokens();
 
     // Scores for all heads at once: rows = heads, cols = the attended positions in order.
     Vec raw(nh * cols);
     for (std::size_t h = 0; h < nh; ++h) {
       const std::size_t kv_off = (h / kv_mul) * hs;
-      for (std::size_t t = 0; t < cols; ++t) {
+      for (std::size_t t = 0; t < att_cols; ++t) {
         const Ring64* kt = kv_->Key(layer, rows[t] / bt, rows[t] % bt) + kv_off;
         Ring64 acc = 0;
         for (std::size_t i = 0; i < hs; ++i) acc += q[h * hs + i] * kt[i];
         raw[h * cols + t] = acc;
+      }
+    }
+    if (virt > 0) {
+      const Vec r = ResidualScores(layer, q, shape);
+      for (std::size_t h = 0; h < nh; ++h) {
+        std::copy(r.begin() + static_cast<std::ptrdiff_t>(h * virt),
+                  r.begin() + static_cast<std::ptrdiff_t>((h + 1) * virt),
+                  raw.begin() + static_cast<std::ptrdiff_t>(h * cols + att_cols));
       }
     }
     Vec scores = be.Trunc(be.MulConst(be.Trunc(raw, f), inv_sqrt_hs), f);
@@ -190,7 +208,7 @@ Result<std::span<const double>> FixedEngine::Forward(int token, int pos) {
         imp.resize(static_cast<std::size_t>(kv_->layout().length(layer)), 0);
       }
       for (std::size_t h = 0; h < nh; ++h) {
-        for (std::size_t t = 0; t < cols; ++t) {
+        for (std::size_t t = 0; t < att_cols; ++t) {
           imp[static_cast<std::size_t>(rows[t])] += probs[h * cols + t];
         }
       }
@@ -198,9 +216,14 @@ Result<std::span<const double>> FixedEngine::Forward(int token, int pos) {
     Vec att_raw(d, 0);
     for (std::size_t h = 0; h < nh; ++h) {
       const std::size_t kv_off = (h / kv_mul) * hs;
-      for (std::size_t t = 0; t < cols; ++t) {
+      for (std::size_t t = 0; t < att_cols; ++t) {
         const Ring64 a = probs[h * cols + t];
         const Ring64* vt = kv_->Value(layer, rows[t] / bt, rows[t] % bt) + kv_off;
+        for (std::size_t i = 0; i < hs; ++i) att_raw[h * hs + i] += a * vt[i];
+      }
+      for (std::size_t c = 0; c < virt; ++c) {  // the virtual tokens' mean values
+        const Ring64 a = probs[h * cols + att_cols + c];
+        const Ring64* vt = means_[l][c + 1].data() + kv + kv_off;
         for (std::size_t i = 0; i < hs; ++i) att_raw[h * hs + i] += a * vt[i];
       }
     }
@@ -264,6 +287,7 @@ Status FixedEngine::EndPrefill(int window) {
       kept_.push_back(KeptRows(e, picked));
       MPCACHE_RETURN_IF_ERROR(kv_->Compact(l, kept_.back()));
       reps_[static_cast<std::size_t>(l)].clear();  // the clusters are new
+      means_[static_cast<std::size_t>(l)].clear();
     }
     importance_.clear();
   }
@@ -319,10 +343,53 @@ std::vector<int> FixedEngine::Select(int layer, const Vec& q) {
     }
   }
   const std::vector<int> picked = TopKIndices(scores, static_cast<std::size_t>(shape.keep));
+  picked_[static_cast<std::size_t>(layer)] = picked;
   if (!shape.selects2()) return AttendedPositions(shape, picked);
   const std::vector<int> picked2 =
       TopKIndices(GatheredSubScores(shape, sub, picked), static_cast<std::size_t>(shape.keep2));
   return AttendedPositions(shape, picked, picked2);
+}
+
+FixedEngine::Vec FixedEngine::ResidualScores(int layer, const Vec& q, const SelectionShape& shape) {
+  const std::size_t kv = config_.kv_dim(), hs = config_.head_size(), nh = config_.n_heads;
+  const std::size_t kv_mul = config_.kv_group(),
+                    cs = static_cast<std::size_t>(shape.cluster_tokens);
+  const int bt = kv_->layout().block_tokens(), f = fp_.frac_bits;
+  auto& means = means_[static_cast<std::size_t>(layer)];
+  const Ring64 mult = MeanMultiplier(shape.cluster_tokens);
+  PlainBackend& be = math_.backend();
+  while (static_cast<int>(means.size()) < shape.length / shape.cluster_tokens) {
+    const int first = static_cast<int>(means.size()) * shape.cluster_tokens;
+    Vec sum(2 * kv, 0);
+    for (std::size_t t = 0; t < cs; ++t) {
+      const int pos = first + static_cast<int>(t);
+      const Ring64* k = kv_->Key(layer, pos / bt, pos % bt);
+      const Ring64* v = kv_->Value(layer, pos / bt, pos % bt);
+      for (std::size_t i = 0; i < kv; ++i) {
+        sum[i] += k[i];
+        sum[kv + i] += v[i];
+      }
+    }
+    means.push_back(be.Trunc(be.MulConst(sum, mult), kMeanShift));
+  }
+  const auto m = static_cast<std::size_t>(shape.candidates);
+  std::vector<bool> selected(m, false);
+  for (const int c : picked_[static_cast<std::size_t>(layer)]) {
+    selected[static_cast<std::size_t>(c)] = true;
+  }
+  const Ring64 bias = ResidualBiasRaw(shape.cluster_tokens, static_cast<int>(hs), f);
+  const Ring64 mask = ResidualMaskRaw(static_cast<int>(hs), f);
+  Vec out(nh * m);
+  for (std::size_t h = 0; h < nh; ++h) {
+    const std::size_t kv_off = (h / kv_mul) * hs;
+    for (std::size_t c = 0; c < m; ++c) {
+      const Ring64* kbar = means[c + 1].data() + kv_off;
+      Ring64 acc = bias - (selected[c] ? mask : 0);
+      for (std::size_t i = 0; i < hs; ++i) acc += q[h * hs + i] * kbar[i];
+      out[h * m + c] = acc;
+    }
+  }
+  return out;
 }
 
 int FixedEngine::Argmax() const {

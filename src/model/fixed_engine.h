@@ -106,6 +106,10 @@ class FixedEngine {
   // MPCache: the positions `layer` attends with query q (its representatives kept up to
   // date first).
   std::vector<int> Select(int layer, const Vec& q);
+  // MPCache's residual path: the m virtual tokens' raw scores (n_heads x m, head-major) of
+  // `layer` at this step (the skipped clusters' mean keys; model/mpcache_policy.h), their
+  // means kept up to date first.
+  Vec ResidualScores(int layer, const Vec& q, const SelectionShape& shape);
 
   struct EncodedLayer {
     Vec rms_att, wq, wk, wv, wo, rms_ffn, w1, w2, w3;
@@ -123,6 +127,8 @@ class FixedEngine {
   std::vector<Vec> importance_;            // [layer][row] scores of the static eviction
   std::vector<std::vector<int>> kept_;     // [layer] positions kept by the eviction
   std::vector<std::vector<int>> attended_;
+  std::vector<std::vector<int>> picked_;  // [layer] level-1 selection of this step (MPCache)
+  std::vector<std::vector<Vec>> means_;   // [layer][cluster] [mean key | mean value]
   Vec logits_ring_;
   std::vector<double> logits_;
   std::map<std::string, std::vector<double>> trace_;

@@ -57,6 +57,7 @@ MpcachePolicy PolicyFromConfig(const config::MpcacheKnobs& knobs) {
   p.alpha = knobs.alpha;
   p.representative = knobs.mean_representative ? Representative::kMean : Representative::kMinMax;
   p.share_layers = knobs.share_layers;
+  p.residual = knobs.residual_path;
   p.static_keep_ratio = knobs.static_keep_ratio;
   p.observation_window = knobs.observation_window;
   p.reveal = knobs.reveal;
@@ -77,6 +78,7 @@ SelectionShape ShapeFor(const MpcachePolicy& policy, int length) {
   s.candidates = std::max(0, s.clusters - 2);
   const auto wanted = static_cast<int>(std::ceil(policy.keep_ratio * s.clusters - 1e-9)) - 2;
   s.keep = s.candidates == 0 ? 0 : std::clamp(wanted, 1, s.candidates);
+  s.residual = policy.residual;
   s.subs = policy.subclusters();
   s.sub_tokens = policy.cluster_tokens / s.subs;
   s.keep2 = s.keep * s.subs;
@@ -135,6 +137,25 @@ std::vector<int> KeptRows(const EvictionShape& shape, std::span<const int> selec
   }
   for (int t = shape.observe_from(); t < shape.prompt; ++t) out.push_back(t);
   return out;
+}
+
+namespace {
+Ring64 RawScoreConstant(double softmax_units, int head_size, int frac_bits) {
+  const double raw =
+      softmax_units * std::sqrt(static_cast<double>(head_size)) * std::ldexp(1.0, 2 * frac_bits);
+  return static_cast<Ring64>(std::llround(raw));
+}
+}  // namespace
+
+Ring64 ResidualBiasRaw(int cluster_tokens, int head_size, int frac_bits) {
+  return RawScoreConstant(std::log(static_cast<double>(cluster_tokens)), head_size, frac_bits);
+}
+Ring64 ResidualMaskRaw(int head_size, int frac_bits) {
+  return RawScoreConstant(kResidualMaskScore, head_size, frac_bits);
+}
+Ring64 MeanMultiplier(int cluster_tokens) {
+  return static_cast<Ring64>(
+      std::llround(std::ldexp(1.0, kMeanShift) / static_cast<double>(cluster_tokens)));
 }
 
 std::vector<Ring64> ClusterRepresentative(const MpcachePolicy& policy, const Ring64* keys,

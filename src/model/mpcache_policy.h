@@ -26,6 +26,16 @@
 // the attended positions are the sink's, the keep2 sub-clusters' in decreasing sub-score,
 // the newest cluster's.
 //
+// Residual path (policy residual, accuracy compensation): the candidates the selection skips
+// still take part in the attention through their mean key and value, as one virtual token
+// of multiplicity cs each. Per layer and step, after the attended positions, m more columns:
+//   raw_c = q . kbar_c + ResidualBiasRaw - ResidualMaskRaw x selected_c
+// (kbar_c, vbar_c = MeanRow of the cluster's keys and values; ResidualBiasRaw adds ln(cs) to
+// the softmax input so the virtual token weighs as its cs tokens would at the mean key;
+// ResidualMaskRaw pushes a selected cluster's column below the softmax's exp clip, an exact
+// 0 weight, since its tokens are attended themselves), and the mix adds w_c vbar_c. The
+// selection is that of level 1 (a cluster gathered at level 1 is never a virtual token).
+//
 // Representatives, computed once when a cluster completes:
 //   kMinMax: r = a x max_t k_t + (256 - a) x min_t k_t per feature, a = round(alpha x 256)
 //            (the linearised upper bound  sum q . (alpha r_max + (1 - alpha) r_min)),
@@ -61,6 +71,9 @@ struct MpcachePolicy {
   // Adjacent layer pairs share one selection: layers 0 and 1 select for themselves, then
   // layer 2l + 1 reuses the selection of layer 2l (l >= 1).
   bool share_layers = false;
+  // Accuracy compensation: the residual path through the skipped clusters' mean key and
+  // value (above).
+  bool residual = false;
   // Static look-once eviction after the prompt (SPEC §6.1): the fraction of the prompt's
   // tokens kept (1 = no eviction) and the fraction of its last queries that score them.
   double static_keep_ratio = 1.0;
@@ -104,10 +117,12 @@ struct SelectionShape {
   int sub_tokens = 0;      // cs2 (== cs: one level)
   int subs = 1;            // s = cs / cs2
   int keep2 = 0;           // sub-clusters attended of the keep s gathered (== keep s: none)
+  bool residual = false;   // the residual path's m virtual tokens follow the attended ones
   bool selects() const { return keep < candidates; }
   bool selects2() const { return selects() && keep2 < keep * subs; }
   int gathered_subs() const { return keep * subs; }
   int tail_start() const { return (clusters - 1) * cluster_tokens; }  // newest cluster
+  int residual_columns() const { return residual && selects() ? candidates : 0; }
   int attended() const {
     if (!selects()) return length;
     const int middle = selects2() ? keep2 * sub_tokens : keep * cluster_tokens;
@@ -145,6 +160,16 @@ int ImportanceBits(int frac_bits, const EvictionShape& shape, int n_heads);
 // The rows a layer keeps, in the documented order; `selected` are candidate indices (0 = row
 // `sink`) from TopKIndices over the candidates' importance.
 std::vector<int> KeptRows(const EvictionShape& shape, std::span<const int> selected);
+
+// The residual path's constants in the raw score domain (q . k at 2 frac_bits bits, before
+// the 1/sqrt(head_size) scaling): ln(cs), and kResidualMaskScore softmax units.
+inline constexpr double kResidualMaskScore = 64;  // far below FixedMath's exp clip (16)
+Ring64 ResidualBiasRaw(int cluster_tokens, int head_size, int frac_bits);
+Ring64 ResidualMaskRaw(int head_size, int frac_bits);
+// The mean of a cluster's rows: sum x MeanMultiplier(cs), truncated by kMeanShift bits
+// (exact for cs a power of two).
+inline constexpr int kMeanShift = 16;
+Ring64 MeanMultiplier(int cluster_tokens);
 
 // The representative of one complete cluster: `rows` keys of kv_dim values (row-major, at
 // f bits), kv_dim values out.

@@ -43,6 +43,7 @@ nlohmann::json CacheFlags::Describe() const {
     j["alpha"] = policy.alpha;
     j["representative"] = representative;
     j["share_layers"] = policy.share_layers;
+    j["residual_path"] = policy.residual;
     if (policy.two_levels()) {
       j["level2_cluster_tokens"] = policy.level2_tokens;
       j["level2_keep_ratio"] = policy.level2_keep_ratio;
@@ -85,6 +86,9 @@ void AddCacheFlags(CLI::App& cmd, CacheFlags& f) {
       ->each(given);
   cmd.add_flag("--share-layers", f.policy.share_layers,
                "MPCache: layer 2l+1 reuses layer 2l's selection (l >= 1)")
+      ->each(given);
+  cmd.add_flag("--residual", f.policy.residual,
+               "MPCache: skipped clusters attended through their mean key and value")
       ->each(given);
   cmd.add_option("--static-keep", f.policy.static_keep_ratio,
                  "MPCache: fraction of the prompt kept by the look-once eviction (1 = none)")

@@ -41,6 +41,7 @@ struct AccuracyArgs {
   double window = 0.2;
   int level2 = 0;
   double level2_keep = 0.2;
+  bool residual = false;
   bool json = false;
 };
 
@@ -111,6 +112,7 @@ Result<nlohmann::json> Measure(const AccuracyArgs& a) {
       p.observation_window = a.window;
       p.level2_tokens = a.level2;
       p.level2_keep_ratio = a.level2_keep;
+      p.residual = a.residual;
       MPCACHE_RETURN_IF_ERROR(p.Validate());
       fo.mpcache = p;
     }
@@ -159,6 +161,7 @@ Result<nlohmann::json> Measure(const AccuracyArgs& a) {
   j["observation_window"] = a.window;
   j["level2_cluster_tokens"] = a.level2;
   j["level2_keep_ratio"] = a.level2_keep;
+  j["residual_path"] = a.residual;
   double full_ll = 0;
   std::size_t text_tokens = 0;
   if (!a.text.empty()) {
@@ -241,6 +244,8 @@ void AddAccuracyCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--window", a->window, "Observation window of the eviction (prompt fraction)")
       ->check(CLI::Range(0.001, 1.0))
       ->capture_default_str();
+  cmd->add_flag("--residual", a->residual,
+                "Residual path: skipped clusters attended through their mean key and value");
   cmd->add_flag("--json", a->json, "Print one JSON object on stdout");
   cmd->callback([a, exit_code] {
     Result<nlohmann::json> j = Measure(*a);

@@ -184,6 +184,12 @@ TEST(PartyLimits, Llama2_7BShapes) {
   EXPECT_EQ(with.max_other, 32u * 16u);
   EXPECT_EQ(with.max_elements, 32000u * 4096u);
   EXPECT_EQ(with.max_dim, 32000u);
+  // Level 2: the first gather carries the s = 4 sub-scores too.
+  policy.level2_tokens = 4;
+  policy.residual = true;
+  auto two = ShapeLimitsForModel(c, policy).value();
+  EXPECT_EQ(two.max_other, 32u * 16u + 4u);
+  EXPECT_NE(two.source.find("sub-clusters of 4"), std::string::npos) << two.source;
   c.n_heads = 0;
   EXPECT_FALSE(ShapeLimitsForModel(c).ok());
 }

@@ -27,7 +27,8 @@ model::ModelWeights Synth(const std::string& dims, std::uint64_t seed = 7) {
 
 template <typename P>
 void ExpectTwin(const model::ModelWeights& w, const model::MpcachePolicy& policy,
-                const std::vector<int>& prompt, int steps, int kv_block_tokens = 4) {
+                const std::vector<int>& prompt, int steps, int kv_block_tokens = 4,
+                bool departs = true) {
   auto ring = EncodeModel(w, kRecommendedFracBits);
   ASSERT_TRUE(ring.ok()) << ring.error().ToString();
   model::FixedEngineOptions fo;
@@ -47,7 +48,9 @@ void ExpectTwin(const model::ModelWeights& w, const model::MpcachePolicy& policy
   ASSERT_TRUE(phases.count("select")) << "no select phase";
   EXPECT_GT(phases.at("select").rounds, 0u);
   // ... and changed what the model computes: the twin departs from the full cache.
-  EXPECT_NE(plain.fixed_tokens, full.fixed_tokens) << "the selection never mattered here";
+  if (departs) {
+    EXPECT_NE(plain.fixed_tokens, full.fixed_tokens) << "the selection never mattered here";
+  }
 }
 
 model::MpcachePolicy Policy(int cluster, double keep, model::Representative rep, bool share) {
@@ -101,6 +104,33 @@ TEST(Mpcache, LevelTwoMeanSharedLayersMatchesPlaintextSemiHonest) {
   p.level2_tokens = 1;
   p.level2_keep_ratio = 0.2;
   ExpectLevelTwoTwin<mpc::SemiHonest>("32x4x4x2x64x40x48", 2, p, 40);
+}
+
+// The residual path (the skipped clusters as mean-key virtual tokens): generations equal
+// the twin, with one level and with level 2 and shared layers.
+// Here the selection alone departs from the full cache's generation
+// (MinMaxMatchesPlaintextMalicious) and the residual path brings it back.
+TEST(Mpcache, ResidualPathMatchesPlaintextMalicious) {
+  const model::ModelWeights w = Synth("32x2x4x2x64x40x32");
+  model::MpcachePolicy p = Policy(2, 0.4, model::Representative::kMinMax, false);
+  p.residual = true;
+  ExpectTwin<mpc::Spdz2k>(w, p, {1, 5, 9}, 20, 4, /*departs=*/false);
+  model::FixedEngineOptions fo;
+  fo.kv_block_tokens = 4;
+  fo.mpcache = p;
+  const PlainRun with = RunPlain(w, {1, 5, 9}, 20, 1, fo);
+  fo.mpcache->residual = false;
+  const PlainRun without = RunPlain(w, {1, 5, 9}, 20, 1, fo);
+  const PlainRun full = RunPlain(w, {1, 5, 9}, 20, 1);
+  EXPECT_NE(without.fixed_tokens, full.fixed_tokens);
+  EXPECT_EQ(with.fixed_tokens, full.fixed_tokens);
+}
+TEST(Mpcache, ResidualPathLevelTwoSharedLayersMatchesPlaintextSemiHonest) {
+  model::MpcachePolicy p = Policy(4, 0.5, model::Representative::kMean, true);
+  p.level2_tokens = 1;
+  p.level2_keep_ratio = 0.2;
+  p.residual = true;
+  ExpectTwin<mpc::SemiHonest>(Synth("32x4x4x2x64x40x48", 2), p, {1, 5, 9}, 40);
 }
 
 // Malicious mode checks every opening of a decoding step, of all layers and both domains
