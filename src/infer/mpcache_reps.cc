@@ -13,7 +13,14 @@ using mpc::Shares;
 
 namespace {
 
-constexpr std::size_t kRepChunkValues = std::size_t{1} << 18;
+// Compared values per RowMax call: a long prefill's clusters go in chunks of this many, and
+// so does one cluster of a wide model (7B: 2 kv_dim cs = 262 144 values per cluster, four
+// calls), which bounds the comparisons' working memory (their bit triples and shares).
+constexpr std::size_t kRepChunkValues = std::size_t{1} << 16;
+// Malicious mode keeps every opened value for the next batched MAC check; a long prefill's
+// representatives open millions (7B: ~3 million per cluster and layer), so past this many
+// pending values they are checked at once rather than held until the step's check.
+constexpr std::size_t kCheckPendingBeyond = std::size_t{1} << 22;
 
 }  // namespace
 
@@ -97,8 +104,20 @@ Status MpcacheKv<P>::AddRepresentatives(mpc::Context<P>& ctx, int layer, std::si
         }
       }
     }
-    MPCACHE_ASSIGN_OR_RETURN(Shares<P> mx2,
-                             mpc::RowMax<P>(ctx_, rows, n * s * kv * 2, cs2, compare_bits_));
+    const std::size_t total = n * s * kv * 2,
+                      per_call = std::max<std::size_t>(1, kRepChunkValues / cs2);
+    Shares<P> mx2;
+    for (std::size_t r = 0; r < total; r += per_call) {
+      const std::size_t count = std::min(per_call, total - r);
+      MPCACHE_ASSIGN_OR_RETURN(
+          Shares<P> part,
+          mpc::RowMax<P>(ctx_, rows.Slice(r * cs2, count * cs2), count, cs2, compare_bits_));
+      mx2.Append(part);
+      if (P::kMalicious &&
+          ctx_.pending_checks() + ctx_.arith().pending_checks() > kCheckPendingBeyond) {
+        MPCACHE_RETURN_IF_ERROR(mpc::CheckAllMacs<P>(ctx_));
+      }
+    }
     Shares<P> mx1 = mx2;
     if (s > 1) {
       // The clusters' max and -min over their s sub-clusters' (rows (j, i, sign) of s).
