@@ -60,15 +60,25 @@ struct Case {
   int bit;             // arithmetic: the bit lied about (clamped to the opening's width)
 };
 
-TEST(SecureTamper, ConsistentLieMidGenerationFailsTheMacCheckBeforeRelease) {
-  auto config = model::ParseDims("16x1x2x2x32x20x8");
-  ASSERT_TRUE(config.ok());
+// The tamper tests' model: synthetic weights of `dims` (seed 4), ring-encoded; nullptr (and a
+// test failure) when they cannot be made.
+std::shared_ptr<const RingModel> TinyModel(const std::string& dims) {
+  auto config = model::ParseDims(dims);
+  EXPECT_TRUE(config.ok()) << dims;
+  if (!config.ok()) return nullptr;
   auto w = model::MakeSyntheticWeights(*config, 4);
-  ASSERT_TRUE(w.ok());
-  auto model = EncodeModel(*w, kRecommendedFracBits);
-  ASSERT_TRUE(model.ok());
+  EXPECT_TRUE(w.ok()) << dims;
+  if (!w.ok()) return nullptr;
+  auto m = EncodeModel(*w, kRecommendedFracBits);
+  EXPECT_TRUE(m.ok()) << dims;
+  return m.ok() ? *m : nullptr;
+}
+
+TEST(SecureTamper, ConsistentLieMidGenerationFailsTheMacCheckBeforeRelease) {
+  const std::shared_ptr<const RingModel> model = TinyModel("16x1x2x2x32x20x8");
+  ASSERT_NE(model, nullptr);
   const std::vector<int> prompt = {1, 3};
-  auto honest = RunInProcess<mpc::Spdz2k>(*model, prompt, 1, 6, InProcessOptions{});
+  auto honest = RunInProcess<mpc::Spdz2k>(model, prompt, 1, 6, InProcessOptions{});
   ASSERT_TRUE(honest.ok()) << honest.error().ToString();  // the same run without the lie passes
   const std::vector<Case> cases = {
       {mpc::Domain::kArith, 0, 0, 63},  {mpc::Domain::kArith, 1, 3, 62},
@@ -89,7 +99,7 @@ TEST(SecureTamper, ConsistentLieMidGenerationFailsTheMacCheckBeforeRelease) {
       liar.armed = true;
       return Status::Ok();
     };
-    auto run = RunInProcess<mpc::Spdz2k>(*model, prompt, 1, 6, InProcessOptions{}, hook);
+    auto run = RunInProcess<mpc::Spdz2k>(model, prompt, 1, 6, InProcessOptions{}, hook);
     ASSERT_TRUE(liar.lied) << "the run ended before the lie";
     ASSERT_FALSE(run.ok()) << "a consistent lie was accepted";
     EXPECT_EQ(run.error().code(), ErrorCode::kMacCheckFailed) << run.error().ToString();
@@ -128,18 +138,14 @@ void ExpectEveryLieFails(const std::shared_ptr<const RingModel>& model,
 // fails the MAC check. (A narrow comparison opening of `bits` bits is used mod 2^bits: the
 // lies here stay inside that, at bit 0, or at bits the full-width openings use.)
 TEST(SecureTamper, ConsistentLieInMpcacheSelectionFailsTheMacCheck) {
-  auto config = model::ParseDims("16x1x2x2x32x20x8");
-  ASSERT_TRUE(config.ok());
-  auto w = model::MakeSyntheticWeights(*config, 4);
-  ASSERT_TRUE(w.ok());
-  auto model = EncodeModel(*w, kRecommendedFracBits);
-  ASSERT_TRUE(model.ok());
+  const std::shared_ptr<const RingModel> model = TinyModel("16x1x2x2x32x20x8");
+  ASSERT_NE(model, nullptr);
   const std::vector<int> prompt = {1, 3, 5, 7};
   InProcessOptions o;
   o.session.mpcache = model::MpcachePolicy{};
   o.session.mpcache->cluster_tokens = 1;
   o.session.mpcache->keep_ratio = 0.3;
-  auto honest = RunInProcess<mpc::Spdz2k>(*model, prompt, 1, 7, o);
+  auto honest = RunInProcess<mpc::Spdz2k>(model, prompt, 1, 7, o);
   ASSERT_TRUE(honest.ok()) << honest.error().ToString();
   ASSERT_TRUE(honest->phases[0].count("select"));
   const std::vector<Case> cases = {
@@ -148,18 +154,14 @@ TEST(SecureTamper, ConsistentLieInMpcacheSelectionFailsTheMacCheck) {
       {mpc::Domain::kArith, 5, 4, 63}, {mpc::Domain::kBinary, 4, 0, 0},
       {mpc::Domain::kBinary, 5, 3, 0},
   };
-  ExpectEveryLieFails(*model, prompt, 7, o, "select", cases);
+  ExpectEveryLieFails(model, prompt, 7, o, "select", cases);
 }
 
 // Level 2 adds its own openings (the sub-scores' ranking, S2's masking, the second gather,
 // the first scatter): lies in the later openings of a selecting step, where they sit, fail too.
 TEST(SecureTamper, ConsistentLieInMpcacheLevelTwoFailsTheMacCheck) {
-  auto config = model::ParseDims("16x1x2x2x32x20x12");
-  ASSERT_TRUE(config.ok());
-  auto w = model::MakeSyntheticWeights(*config, 4);
-  ASSERT_TRUE(w.ok());
-  auto model = EncodeModel(*w, kRecommendedFracBits);
-  ASSERT_TRUE(model.ok());
+  const std::shared_ptr<const RingModel> model = TinyModel("16x1x2x2x32x20x12");
+  ASSERT_NE(model, nullptr);
   const std::vector<int> prompt = {1, 3, 5, 7};
   InProcessOptions o;
   o.session.mpcache = model::MpcachePolicy{};
@@ -167,7 +169,7 @@ TEST(SecureTamper, ConsistentLieInMpcacheLevelTwoFailsTheMacCheck) {
   o.session.mpcache->keep_ratio = 0.5;
   o.session.mpcache->level2_tokens = 1;
   o.session.mpcache->level2_keep_ratio = 0.3;
-  auto honest = RunInProcess<mpc::Spdz2k>(*model, prompt, 1, 10, o);
+  auto honest = RunInProcess<mpc::Spdz2k>(model, prompt, 1, 10, o);
   ASSERT_TRUE(honest.ok()) << honest.error().ToString();
   ASSERT_TRUE(honest->phases[0].count("select"));
   const std::vector<Case> cases = {
@@ -176,26 +178,22 @@ TEST(SecureTamper, ConsistentLieInMpcacheLevelTwoFailsTheMacCheck) {
       {mpc::Domain::kArith, 7, 12, 0}, {mpc::Domain::kBinary, 7, 2, 0},
       {mpc::Domain::kBinary, 7, 5, 0},
   };
-  ExpectEveryLieFails(*model, prompt, 10, o, "select", cases);
+  ExpectEveryLieFails(model, prompt, 10, o, "select", cases);
 }
 
 // The static eviction's openings (the importance ranking's comparisons of both domains, the
 // gathering product, the kept rows' reload) are checked like every other: a consistent lie
 // in any of them fails the MAC check before the first token leaves.
 TEST(SecureTamper, ConsistentLieInMpcacheEvictionFailsTheMacCheck) {
-  auto config = model::ParseDims("16x1x2x2x32x20x12");
-  ASSERT_TRUE(config.ok());
-  auto w = model::MakeSyntheticWeights(*config, 4);
-  ASSERT_TRUE(w.ok());
-  auto model = EncodeModel(*w, kRecommendedFracBits);
-  ASSERT_TRUE(model.ok());
+  const std::shared_ptr<const RingModel> model = TinyModel("16x1x2x2x32x20x12");
+  ASSERT_NE(model, nullptr);
   const std::vector<int> prompt = {1, 3, 5, 7, 9, 11};
   InProcessOptions o;
   o.session.mpcache = model::MpcachePolicy{};
   o.session.mpcache->cluster_tokens = 1;
   o.session.mpcache->keep_ratio = 1.0;
   o.session.mpcache->static_keep_ratio = 0.7;  // sink 1, window 2, keep 2 of 3 candidates
-  auto honest = RunInProcess<mpc::Spdz2k>(*model, prompt, 1, 8, o);
+  auto honest = RunInProcess<mpc::Spdz2k>(model, prompt, 1, 8, o);
   ASSERT_TRUE(honest.ok()) << honest.error().ToString();
   ASSERT_TRUE(honest->phases[0].count("evict"));
   // Arithmetic openings 0 .. 3 are the ranking's (comparisons of 22-bit importances: lies
@@ -205,7 +203,7 @@ TEST(SecureTamper, ConsistentLieInMpcacheEvictionFailsTheMacCheck) {
       {mpc::Domain::kArith, 4, 2, 0},  {mpc::Domain::kArith, 4, 3, 0},
       {mpc::Domain::kBinary, 4, 0, 0}, {mpc::Domain::kBinary, 4, 1, 0},
   };
-  ExpectEveryLieFails(*model, prompt, 8, o, "evict", cases);
+  ExpectEveryLieFails(model, prompt, 8, o, "evict", cases);
 }
 
 }  // namespace

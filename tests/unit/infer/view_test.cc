@@ -583,9 +583,11 @@ TEST(SecureView, MpcacheDpRequestsFollowPublicShapesMalicious) {
   ExpectDpRequestsFollowPublicShapes<mpc::Spdz2k>();
 }
 
+#ifdef MPCACHE_VIEW_FULL  // the suite runs the malicious one (its 40 exact runs are the slowest)
 TEST(SecureView, MpcacheLevelTwoSelectionStaysSecretSemiHonest) {
   ExpectSelectionStaysSecret<mpc::SemiHonest>(LevelTwoViewPolicy(), kLevelTwoSteps);
 }
+#endif
 TEST(SecureView, MpcacheLevelTwoSelectionStaysSecretMalicious) {
   ExpectSelectionStaysSecret<mpc::Spdz2k>(LevelTwoViewPolicy(), kLevelTwoSteps);
 }
