@@ -96,29 +96,38 @@ Result<Shares<P>> MpcacheKv<P>::Scores(mpc::Context<P>& ctx, int layer, const mo
     net::PhaseScope phase(ctx.stats(), "select");
     MPCACHE_RETURN_IF_ERROR(UpdateMeans(ctx, layer, mv));
   }
-  if (sl == layer) {
-    {
-      net::PhaseScope phase(ctx.stats(), "select");
-      MPCACHE_RETURN_IF_ERROR(UpdateRepresentatives(ctx, layer, m));
-    }
+  const bool selecting = sl == layer;
+  if (selecting) {
+    net::PhaseScope phase(ctx.stats(), "select");
+    MPCACHE_RETURN_IF_ERROR(UpdateRepresentatives(ctx, layer, m));
+  }
+  // One opening of q scores the keys and, after them, this layer's representatives (a
+  // sharing layer has none) and mean keys: n_heads x (L + mc + msc + mv).
+  const std::size_t mc = selecting ? m : 0, msc = selecting ? ms : 0;
+  Shares<P> cluster(mc);  // sum over heads of q_h . r_c
+  sub = Shares<P>(msc);
+  if (mc + mv == 0) {
+    MPCACHE_ASSIGN_OR_RETURN(raw, full_->Scores(ctx, layer, plan, q));
+  } else {
     const Reps& reps = reps_[static_cast<std::size_t>(layer)];
     MPCACHE_ASSIGN_OR_RETURN(auto uses, full_->KeyUses(layer, plan));
-    for (const auto& u : RepUses(reps.blocks, m)) uses.push_back(u);
-    for (const auto& u : RepUses(reps.blocks2, ms)) uses.push_back(u);
+    for (const auto& u : RepUses(reps.blocks, mc)) uses.push_back(u);
+    for (const auto& u : RepUses(reps.blocks2, msc)) uses.push_back(u);
     for (const auto& u : RepUses(reps.kbar, mv)) uses.push_back(u);
     MPCACHE_ASSIGN_OR_RETURN(Shares<P> all, mpc::AttentionScores<P>(ctx, full_->heads(), q, uses));
     net::PhaseScope phase(ctx.stats(), "select");
     raw = Shares<P>(nh * L);
-    Shares<P> cluster(m);  // sum over heads of q_h . r_c
-    sub = Shares<P>(ms);
-    const std::size_t width = L + m + ms + mv;
+    const std::size_t width = L + mc + msc + mv;
     for (std::size_t h = 0; h < nh; ++h) {
       const std::size_t row = h * width;
       for (std::size_t t = 0; t < L; ++t) raw.CopyFrom(h * L + t, all, row + t);
-      for (std::size_t c = 0; c < m; ++c) cluster.AddFrom(c, all, row + L + c);
-      for (std::size_t g = 0; g < ms; ++g) sub.AddFrom(g, all, row + L + m + g);
-      for (std::size_t c = 0; c < mv; ++c) virt.CopyFrom(h * mv + c, all, row + L + m + ms + c);
+      for (std::size_t c = 0; c < mc; ++c) cluster.AddFrom(c, all, row + L + c);
+      for (std::size_t g = 0; g < msc; ++g) sub.AddFrom(g, all, row + L + mc + g);
+      for (std::size_t c = 0; c < mv; ++c) virt.CopyFrom(h * mv + c, all, row + L + mc + msc + c);
     }
+  }
+  if (selecting) {
+    net::PhaseScope phase(ctx.stats(), "select");
     Selection sel;
     sel.length = length;
     if (policy_.reveals()) {
@@ -129,20 +138,6 @@ Result<Shares<P>> MpcacheKv<P>::Scores(mpc::Context<P>& ctx, int layer, const mo
       MPCACHE_ASSIGN_OR_RETURN(sel.one_hot, mpc::MaskFixed<P>(ctx, std::move(one_hot), k, m));
     }
     selection_[static_cast<std::size_t>(layer)] = std::move(sel);
-  } else if (mv == 0) {
-    MPCACHE_ASSIGN_OR_RETURN(raw, full_->Scores(ctx, layer, plan, q));
-  } else {
-    // A sharing layer scores its own mean keys in its one opening of q.
-    MPCACHE_ASSIGN_OR_RETURN(auto uses, full_->KeyUses(layer, plan));
-    for (const auto& u : RepUses(reps_[static_cast<std::size_t>(layer)].kbar, mv)) {
-      uses.push_back(u);
-    }
-    MPCACHE_ASSIGN_OR_RETURN(Shares<P> all, mpc::AttentionScores<P>(ctx, full_->heads(), q, uses));
-    raw = Shares<P>(nh * L);
-    for (std::size_t h = 0; h < nh; ++h) {
-      for (std::size_t t = 0; t < L; ++t) raw.CopyFrom(h * L + t, all, h * (L + mv) + t);
-      for (std::size_t c = 0; c < mv; ++c) virt.CopyFrom(h * mv + c, all, h * (L + mv) + L + c);
-    }
   }
   Selection& sel = selection_[static_cast<std::size_t>(sl)];
   if (sel.length != length) {
@@ -165,7 +160,7 @@ Result<Shares<P>> MpcacheKv<P>::Scores(mpc::Context<P>& ctx, int layer, const mo
   // Gather: G = S x M, M[c][h cs + t] = raw[h][(c + 1) cs + t] (k x n_heads cs); the
   // selecting layer's level 2 gathers its sub-scores Z[c][u] in the same product (columns
   // n_heads cs + u).
-  const std::size_t zs = sl == layer ? ms / std::max<std::size_t>(m, 1) : 0;
+  const std::size_t zs = selecting && two ? s : 0;
   const std::size_t gw = nh * cs + zs;
   Shares<P> cand(m * gw);
   for (std::size_t c = 0; c < m; ++c) {
@@ -196,7 +191,7 @@ Result<Shares<P>> MpcacheKv<P>::Scores(mpc::Context<P>& ctx, int layer, const mo
     return WithResidual(ctx, std::move(out), virt, shape, sel);
   }
   const std::size_t g1 = k * s;  // gathered sub-clusters
-  if (sl == layer) {
+  if (selecting) {
     // Level 2: rank the gathered sub-scores (j s + u) -> S2 (k2 x k s).
     Shares<P> gsub(g1);
     for (std::size_t g = 0; g < g1; ++g) gsub.CopyFrom(g, gathered, (g / s) * gw + nh * cs + g % s);
