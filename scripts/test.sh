@@ -30,6 +30,6 @@ if [ "${MPCACHE_SKIP_ASAN:-0}" != "1" ]; then
   echo "== unit tests under ASan/UBSan" >&2
   cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DMPCACHE_SANITIZE=ON -DMPCACHE_WERROR=ON \
         -DMPCACHE_BUILD_TESTS=ON -DMPCACHE_BUILD_BENCH=OFF >/dev/null
-  cmake --build build/asan -j"$jobs"
+  cmake --build build/asan -j"$jobs" --target mpcache-unit-tests
   ctest --test-dir build/asan --no-tests=error --output-on-failure -j"$jobs" -L unit
 fi
