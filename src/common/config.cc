@@ -350,6 +350,9 @@ Result<MpcacheKnobs> ReadMpcache(Section& top, bool debug) {
                            s.Real("static_keep_ratio", k.static_keep_ratio, 0, 1, true));
   MPCACHE_ASSIGN_OR_RETURN(k.observation_window,
                            s.Real("observation_window", k.observation_window, 0, 1, true));
+  MPCACHE_ASSIGN_OR_RETURN(auto eviction_score,
+                           s.Choice("eviction_score", {"softmax", "sigmoid"}, 0));
+  k.sigmoid_eviction = eviction_score == 1;
   MPCACHE_ASSIGN_OR_RETURN(auto l1, s.Int("level1_cluster_tokens", 32, 1, 4096));
   MPCACHE_ASSIGN_OR_RETURN(k.level1_keep_ratio,
                            s.Real("level1_keep_ratio", k.level1_keep_ratio, 0, 1, true));

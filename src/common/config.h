@@ -62,6 +62,7 @@ struct MpcacheKnobs {
   CacheMode cache = CacheMode::kFull;
   double static_keep_ratio = 0.6;   // fraction of prompt tokens kept after eviction
   double observation_window = 0.2;  // last fraction of prompt queries that score tokens
+  bool sigmoid_eviction = false;    // eviction scores: sigmoid of the scaled scores (not softmax)
   int level1_cluster_tokens = 32;
   double level1_keep_ratio = 0.5;
   int level2_cluster_tokens = 16;
@@ -70,7 +71,7 @@ struct MpcacheKnobs {
   bool mean_representative = false;  // representative: mean (instead of minmax)
   bool share_layers = false;         // layer 2l+1 reuses layer 2l's selection (l >= 1)
   bool residual_path = false;        // skipped clusters attended through their mean key/value
-  double layer_share_decay = 0.9;    // cross-layer score reuse (not in effect yet)
+  double layer_share_decay = 0.9;    // share_layers: previous selecting layer's scores' weight
   Reveal reveal = Reveal::kNone;
   double dp_epsilon = 1.0;      // reveal: dp only: epsilon per revealed selection
   double dp_sensitivity = 1.0;  // reveal: dp only: L1 bound of a selection's score change

@@ -275,14 +275,14 @@ Result<std::unique_ptr<PartyService>> PartyService::Create(config::PartyConfig c
                                           policy.level2_tokens, policy.level2_keep_ratio * 100)
                             : std::string(),
         model::ToString(policy.representative),
-        std::string(policy.share_layers ? ", layer pairs share a selection" : "") +
-            (policy.residual ? ", skipped clusters through their means" : ""),
+        (policy.share_layers
+             ? fmt::format(", layer pairs share a selection (previous scores x {:.2f})",
+                           policy.layer_share_decay)
+             : std::string()) +
+            (policy.residual ? ", skipped clusters through their means" : "") +
+            (policy.eviction_score == model::EvictionScore::kSigmoid ? ", sigmoid eviction scores"
+                                                                     : ""),
         policy.static_keep_ratio * 100, policy.observation_window * 100);
-    if (policy.share_layers) {
-      impl->log->warn(
-          "MPCache: layer_share_decay is not in effect in this build (a sharing layer reuses "
-          "its partner's selection as is)");
-    }
   }
   if (impl->adversary_for_testing) {
     impl->log->warn("TEST ONLY: this party deviates from the protocol on purpose (liar mode)");

@@ -115,6 +115,12 @@ Result<MatrixShapeLimits> ShapeLimitsForModel(const model::ModelConfig& c,
       MPCACHE_ASSIGN_OR_RETURN(std::uint64_t rows, MulSize(seq, 2 * kv, "MPCache eviction rows"));
       out.max_other = std::max(out.max_other, 2 * kv);
       out.max_elements = std::max({out.max_elements, evict, rows});
+      if (mpcache->eviction_score == model::EvictionScore::kSigmoid) {
+        // The window's sigmoids ride in the scatters with the weights: 2 n_heads cs rows
+        // (other), C up to 2 n_heads x seq.
+        out.max_other = std::max(out.max_other, 2 * other);
+        out.max_elements = std::max(out.max_elements, 2 * spread);
+      }
       out.source += " and the look-once eviction";
     }
   }

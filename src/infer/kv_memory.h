@@ -11,7 +11,8 @@
 //   Scores(l, plan, q)  raw q . k_t for every head and planned row (n_heads x L);
 //   Mix(l, plan, p)     raw sum_t p[h, t] v_t (dim values);
 // and BeginPrompt(n) before the prompt's first position (a policy may score the cache with
-// the prompt's last queries), EndPrefill(window) once after it (a policy's eviction point).
+// the prompt's last queries, from Mix's weights or ObserveScores' sigmoids), EndPrefill(window)
+// once after it (a policy's eviction point).
 // LoadPrefill appends many secret rows of a layer at once (one round): a long context's prefill.
 #pragma once
 
@@ -40,6 +41,11 @@ class KvMemory {
   virtual Result<mpc::Shares<P>> Mix(mpc::Context<P>& ctx, int layer, const model::KvPlan& plan,
                                      const mpc::Shares<P>& probs) = 0;
   virtual Status BeginPrompt(int /*prompt_len*/) { return Status::Ok(); }
+  // A policy that scores the prompt by the sigmoid of its queries' scaled scores (MPCache's
+  // eviction_score: sigmoid) asks for them at this step of `layer`: the engine then passes
+  // Sigmoid(s) (n_heads x the columns Scores returned, s the softmax's input) before Mix.
+  virtual bool ObservesScores(int /*layer*/) const { return false; }
+  virtual Status ObserveScores(int /*layer*/, mpc::Shares<P> /*sigmoid*/) { return Status::Ok(); }
   // What a policy revealed to the parties (MPCache's reveal: plain | dp) and the
   // differential-privacy budget that spent; nothing for the full cache.
   virtual std::uint64_t revealed_selections() const { return 0; }

@@ -25,10 +25,7 @@ Status MpcacheKv<P>::BeginPrompt(int prompt_len) {
 template <typename P>
 void MpcacheKv<P>::Observe(int layer, int length, const Shares<P>& weights) {
   // The query is the layer's newest row: position length - 1 while nothing was evicted.
-  if (!eviction_ || !eviction_->evicts() || layout().prefill_done() ||
-      length - 1 < eviction_->observe_from()) {
-    return;
-  }
+  if (!Observing(length)) return;
   const std::size_t nh = full_->heads().n_heads, L = static_cast<std::size_t>(length);
   Shares<P>& imp = importance_[static_cast<std::size_t>(layer)];
   if (imp.size() < L) {

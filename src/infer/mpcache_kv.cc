@@ -6,6 +6,7 @@
 #include "mpc/compare/rank_select.h"
 #include "mpc/compare/select.h"
 #include "mpc/io.h"
+#include "mpc/trunc.h"
 #include "net/comm_stats.h"
 
 namespace mpcache::infer {
@@ -125,6 +126,20 @@ Result<Shares<P>> MpcacheKv<P>::Scores(mpc::Context<P>& ctx, int layer, const mo
       for (std::size_t g = 0; g < msc; ++g) sub.AddFrom(g, all, row + L + mc + g);
       for (std::size_t c = 0; c < mv; ++c) virt.CopyFrom(h * mv + c, all, row + L + mc + msc + c);
     }
+  }
+  if (selecting && policy_.share_layers && policy_.DecayQ() > 0) {
+    // Cross-layer score reuse: + the previous selecting layer's own scores of this step,
+    // decayed (one truncation); this layer's own scores are the next one's.
+    net::PhaseScope phase(ctx.stats(), "select");
+    Shares<P> own = cluster;
+    if (policy_.BlendsScores(layer) && blend_length_ == length && blend_.size() == m) {
+      const std::uint64_t dq[] = {static_cast<std::uint64_t>(policy_.DecayQ())};
+      mpc::MulPublicInPlace(blend_, std::span<const std::uint64_t>(dq));
+      MPCACHE_ASSIGN_OR_RETURN(Shares<P> decayed, mpc::Trunc<P>(ctx, blend_, model::kDecayShift));
+      mpc::AddInPlace(cluster, decayed);
+    }
+    blend_ = std::move(own);
+    blend_length_ = length;
   }
   if (selecting) {
     net::PhaseScope phase(ctx.stats(), "select");
@@ -258,95 +273,132 @@ Shares<P> MpcacheKv<P>::WithResidual(mpc::Context<P>& ctx, Shares<P> out, const 
 }
 
 template <typename P>
-Result<Shares<P>> MpcacheKv<P>::Mix(mpc::Context<P>& ctx, int layer, const model::KvPlan& plan,
-                                    const Shares<P>& weights) {
-  if (layer < 0 || layer >= layout().n_layers()) return InvalidArgument("KV mix: bad layer");
-  const int length = plan.length();
-  const model::SelectionShape shape = model::ShapeFor(policy_, length);
-  if (!shape.selects()) {
-    Observe(layer, length, weights);
-    return full_->Mix(ctx, layer, plan, weights);
-  }
-  const std::size_t nh = full_->heads().n_heads, L = static_cast<std::size_t>(length);
+Result<Shares<P>> MpcacheKv<P>::Scatter(mpc::Context<P>& ctx, const model::SelectionShape& shape,
+                                        const Selection& sel, const Shares<P>& probs,
+                                        std::size_t n) const {
+  const auto L = static_cast<std::size_t>(shape.length);
   const auto cs = static_cast<std::size_t>(shape.cluster_tokens);
   const auto m = static_cast<std::size_t>(shape.candidates);
   const auto k = static_cast<std::size_t>(shape.keep);
   const auto A = static_cast<std::size_t>(shape.attended());
   const auto tail = static_cast<std::size_t>(shape.tail_start());
   const auto middle = A - cs - (L - tail);  // the selected clusters' (or sub-clusters') weights
+  Shares<P> p(n * L);
+  if (sel.revealed) {
+    // A public selection: the weights go back to their positions, the others stay 0.
+    const std::vector<int> rows = model::AttendedPositions(shape, sel.picked, sel.picked2);
+    for (std::size_t h = 0; h < n; ++h) {
+      for (std::size_t t = 0; t < A; ++t) {
+        p.CopyFrom(h * L + static_cast<std::size_t>(rows[t]), probs, h * A + t);
+      }
+    }
+    return p;
+  }
+  net::PhaseScope phase(ctx.stats(), "select");
+  // W^T (n cs x k): W^T[h cs + t][j] = the weight of token t of the j-th gathered cluster;
+  // with level 2 first scattered from the k2 sub-clusters by S2.
+  Shares<P> wt(n * cs * k);
+  if (!shape.selects2()) {
+    for (std::size_t h = 0; h < n; ++h) {
+      for (std::size_t t = 0; t < cs; ++t) {
+        for (std::size_t j = 0; j < k; ++j) {
+          wt.CopyFrom((h * cs + t) * k + j, probs, h * A + cs + j * cs + t);
+        }
+      }
+    }
+  } else {
+    const auto s = static_cast<std::size_t>(shape.subs);
+    const auto cs2 = static_cast<std::size_t>(shape.sub_tokens);
+    const auto k2 = static_cast<std::size_t>(shape.keep2);
+    // W2^T (n cs2 x k2) S2 -> n cs2 x k s.
+    Shares<P> wt2(n * cs2 * k2);
+    for (std::size_t h = 0; h < n; ++h) {
+      for (std::size_t t = 0; t < cs2; ++t) {
+        for (std::size_t g = 0; g < k2; ++g) {
+          wt2.CopyFrom((h * cs2 + t) * k2 + g, probs, h * A + cs + g * cs2 + t);
+        }
+      }
+    }
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> spread2, mpc::MatMul<P>(ctx, wt2, n * cs2, sel.one_hot2));
+    for (std::size_t h = 0; h < n; ++h) {
+      for (std::size_t g = 0; g < k * s; ++g) {
+        for (std::size_t t = 0; t < cs2; ++t) {
+          wt.CopyFrom((h * cs + (g % s) * cs2 + t) * k + g / s, spread2, (h * cs2 + t) * k * s + g);
+        }
+      }
+    }
+  }
+  MPCACHE_ASSIGN_OR_RETURN(Shares<P> spread, mpc::MatMul<P>(ctx, wt, n * cs, sel.one_hot));
+  for (std::size_t h = 0; h < n; ++h) {
+    for (std::size_t t = 0; t < cs; ++t) p.CopyFrom(h * L + t, probs, h * A + t);
+    for (std::size_t c = 0; c < m; ++c) {
+      for (std::size_t t = 0; t < cs; ++t) {
+        p.CopyFrom(h * L + (c + 1) * cs + t, spread, (h * cs + t) * m + c);
+      }
+    }
+    for (std::size_t t = tail; t < L; ++t)
+      p.CopyFrom(h * L + t, probs, h * A + cs + middle + (t - tail));
+  }
+  return p;
+}
+
+template <typename P>
+Result<Shares<P>> MpcacheKv<P>::Mix(mpc::Context<P>& ctx, int layer, const model::KvPlan& plan,
+                                    const Shares<P>& weights) {
+  if (layer < 0 || layer >= layout().n_layers()) return InvalidArgument("KV mix: bad layer");
+  const int length = plan.length();
+  const model::SelectionShape shape = model::ShapeFor(policy_, length);
+  const std::size_t nh = full_->heads().n_heads, L = static_cast<std::size_t>(length);
+  const auto A = static_cast<std::size_t>(shape.attended());
   const auto mv = static_cast<std::size_t>(shape.residual_columns());
   if (weights.size() != nh * (A + mv)) {
     return InvalidArgument("MPCache mix: " + std::to_string(weights.size()) +
                            " weights for n_heads x " + std::to_string(A + mv) +
                            " attended positions and residual columns");
   }
-  // probs: the attended positions' weights (n_heads x A); w: the residual path's (n_heads x m).
-  Shares<P> probs = mv == 0 ? weights : Shares<P>(nh * A), w(nh * mv);
+  // Sigmoid eviction: this query's sigmoids (n_heads x (A + m), as the weights) score the
+  // prompt instead of the weights.
+  std::optional<Shares<P>> sig;
+  if (policy_.eviction_score == model::EvictionScore::kSigmoid && Observing(length)) {
+    if (!observed_ || observed_->first != layer) {
+      return Internal("MPCache mix of an observed query before its sigmoid scores");
+    }
+    sig = std::move(observed_->second);
+    observed_.reset();
+    if (sig->size() != weights.size()) {
+      return InvalidArgument("MPCache: " + std::to_string(sig->size()) + " observed sigmoids for " +
+                             std::to_string(weights.size()) + " weights");
+    }
+  }
+  if (!shape.selects()) {
+    Observe(layer, length, sig ? *sig : weights);
+    return full_->Mix(ctx, layer, plan, weights);
+  }
+  // probs: the attended positions' weights (n_heads x A), the observed sigmoids' below them
+  // (rows n_heads .. 2 n_heads: scattered by the same products); w: the residual path's
+  // weights (n_heads x m).
+  const std::size_t rows = sig ? 2 * nh : nh;
+  Shares<P> probs = mv == 0 && !sig ? weights : Shares<P>(rows * A), w(nh * mv);
   for (std::size_t h = 0; mv > 0 && h < nh; ++h) {
-    for (std::size_t t = 0; t < A; ++t) probs.CopyFrom(h * A + t, weights, h * (A + mv) + t);
     for (std::size_t c = 0; c < mv; ++c) w.CopyFrom(h * mv + c, weights, h * (A + mv) + A + c);
+  }
+  for (std::size_t h = 0; (mv > 0 || sig) && h < nh; ++h) {
+    for (std::size_t t = 0; t < A; ++t) {
+      probs.CopyFrom(h * A + t, weights, h * (A + mv) + t);
+      if (sig) probs.CopyFrom((nh + h) * A + t, *sig, h * (A + mv) + t);
+    }
   }
   const Selection& sel = selection_[static_cast<std::size_t>(policy_.SelectingLayer(layer))];
   if (sel.length != length) return Internal("MPCache mix before this step's selection");
-  Shares<P> p(nh * L);
-  if (sel.revealed) {
-    // A public selection: the weights go back to their positions, the others stay 0.
-    const std::vector<int> rows = model::AttendedPositions(shape, sel.picked, sel.picked2);
-    for (std::size_t h = 0; h < nh; ++h) {
-      for (std::size_t t = 0; t < A; ++t) {
-        p.CopyFrom(h * L + static_cast<std::size_t>(rows[t]), probs, h * A + t);
-      }
-    }
+  MPCACHE_ASSIGN_OR_RETURN(Shares<P> scattered, Scatter(ctx, shape, sel, probs, rows));
+  Shares<P> p;
+  if (sig) {
+    p = scattered.Slice(0, nh * L);
+    Observe(layer, length, scattered.Slice(nh * L, nh * L));
   } else {
-    net::PhaseScope phase(ctx.stats(), "select");
-    // W^T (n_heads cs x k): W^T[h cs + t][j] = the weight of token t of the j-th gathered
-    // cluster; with level 2 first scattered from the k2 sub-clusters by S2.
-    Shares<P> wt(nh * cs * k);
-    if (!shape.selects2()) {
-      for (std::size_t h = 0; h < nh; ++h) {
-        for (std::size_t t = 0; t < cs; ++t) {
-          for (std::size_t j = 0; j < k; ++j) {
-            wt.CopyFrom((h * cs + t) * k + j, probs, h * A + cs + j * cs + t);
-          }
-        }
-      }
-    } else {
-      const auto s = static_cast<std::size_t>(shape.subs);
-      const auto cs2 = static_cast<std::size_t>(shape.sub_tokens);
-      const auto k2 = static_cast<std::size_t>(shape.keep2);
-      // W2^T (n_heads cs2 x k2) S2 -> n_heads cs2 x k s.
-      Shares<P> wt2(nh * cs2 * k2);
-      for (std::size_t h = 0; h < nh; ++h) {
-        for (std::size_t t = 0; t < cs2; ++t) {
-          for (std::size_t g = 0; g < k2; ++g) {
-            wt2.CopyFrom((h * cs2 + t) * k2 + g, probs, h * A + cs + g * cs2 + t);
-          }
-        }
-      }
-      MPCACHE_ASSIGN_OR_RETURN(Shares<P> spread2, mpc::MatMul<P>(ctx, wt2, nh * cs2, sel.one_hot2));
-      for (std::size_t h = 0; h < nh; ++h) {
-        for (std::size_t g = 0; g < k * s; ++g) {
-          for (std::size_t t = 0; t < cs2; ++t) {
-            wt.CopyFrom((h * cs + (g % s) * cs2 + t) * k + g / s, spread2,
-                        (h * cs2 + t) * k * s + g);
-          }
-        }
-      }
-    }
-    MPCACHE_ASSIGN_OR_RETURN(Shares<P> spread, mpc::MatMul<P>(ctx, wt, nh * cs, sel.one_hot));
-    for (std::size_t h = 0; h < nh; ++h) {
-      for (std::size_t t = 0; t < cs; ++t) p.CopyFrom(h * L + t, probs, h * A + t);
-      for (std::size_t c = 0; c < m; ++c) {
-        for (std::size_t t = 0; t < cs; ++t) {
-          p.CopyFrom(h * L + (c + 1) * cs + t, spread, (h * cs + t) * m + c);
-        }
-      }
-      for (std::size_t t = tail; t < L; ++t) {
-        p.CopyFrom(h * L + t, probs, h * A + cs + middle + (t - tail));
-      }
-    }
+    Observe(layer, length, scattered);
+    p = std::move(scattered);
   }
-  Observe(layer, length, p);
   if (mv == 0) return full_->Mix(ctx, layer, plan, p);
   // The mean values mixed in the same product: [p | w] against [value blocks | vbar].
   Shares<P> pw(nh * (L + mv));

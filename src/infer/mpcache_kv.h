@@ -19,7 +19,9 @@
 //                    positions weighted by an exact secret 0.
 // Rounds added per selecting layer: LtzRounds(64) + LtzRounds(RankBits(m)) + 3 (plus, when
 // a cluster completes, RowMax's and one append round); a sharing layer (policy
-// share_layers) reuses its partner's S: gather and scatter only.
+// share_layers) reuses its partner's S: gather and scatter only. With layer_share_decay > 0
+// every selecting layer after the first adds the previous selecting layer's m cluster scores
+// times DecayQ, truncated by kDecayShift: 1 round, m values opened.
 //
 // Level 2 (policy two_levels(): sub-clusters of cs2 tokens, s = cs / cs2 per cluster, k2 of
 // the g = k s gathered sub-clusters attended, all public):
@@ -47,7 +49,11 @@
 //
 // Static eviction (policy static_keep_ratio < 1; model::EvictionFor's shape, public): while
 // the prompt's last W queries run, Mix adds each row's softmax weights (summed over heads)
-// to the layer's secret importance (local, free). At EndPrefill, for all layers together:
+// to the layer's secret importance (local, free). eviction_score sigmoid adds instead the
+// Sigmoid of the scaled scores, which the engine computes (Sigmoid's rounds per observed
+// query and layer) and passes by ObserveScores; when that query selects, they are scattered
+// back to cache order in the same products as the weights (2 n_heads rows instead of n_heads:
+// the scatter's openings double for those queries). At EndPrefill, for all layers together:
 //   rank        RowRankSelection(n_layers rows of m importances, keep, ImportanceBits):
 //               the secret one-hot E_l (keep x m) per layer, in one batch;
 //   compact     per layer E_l x [K | V] of the candidates (m x 2 kv_dim): 1 round, opens
@@ -71,6 +77,7 @@
 
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "infer/kv_cache.h"
@@ -106,6 +113,16 @@ class MpcacheKv final : public KvMemory<P> {
                              const mpc::Shares<P>& probs) override;
   // With static eviction: the prompt's length fixes the eviction's public shape.
   Status BeginPrompt(int prompt_len) override;
+  // eviction_score sigmoid: true for the observation window's queries; their sigmoids
+  // (n_heads x (attended + residual columns)) then score the prompt in the next Mix of `layer`.
+  bool ObservesScores(int layer) const override {
+    return policy_.eviction_score == model::EvictionScore::kSigmoid &&
+           Observing(layout().length(layer));
+  }
+  Status ObserveScores(int layer, mpc::Shares<P> sigmoid) override {
+    observed_.emplace(layer, std::move(sigmoid));
+    return Status::Ok();
+  }
   // Evicts (static eviction), then computes the representatives the next step will score
   // (a long context's clusters in bulk, not in that step).
   Status EndPrefill(mpc::Context<P>& ctx, int window) override;
@@ -152,9 +169,21 @@ class MpcacheKv final : public KvMemory<P> {
   Status AddRepresentatives(mpc::Context<P>& ctx, int layer, std::size_t n);
   static std::vector<mpc::BlockUse<P>> RepUses(const std::vector<mpc::FixedBlock<P>>& blocks,
                                                std::size_t rows);
-  // Adds this query's weights (n_heads x L, cache order) to `layer`'s importance when it is
-  // one of the prompt's observation window.
+  // Whether a layer's query at `length` cached rows is one of the prompt's observation window
+  // (static eviction).
+  bool Observing(int length) const {
+    return eviction_ && eviction_->evicts() && !layout().prefill_done() &&
+           length - 1 >= eviction_->observe_from();
+  }
+  // Adds this query's weights (or sigmoids; n_heads x L, cache order) to `layer`'s
+  // importance when it is one of the prompt's observation window.
   void Observe(int layer, int length, const mpc::Shares<P>& weights);
+  // `n` rows of attended weights (n x attended, model::AttendedPositions' order) back to
+  // cache order (n x L), unattended positions an exact 0: W2^T S2 and W^T S under a secret
+  // selection (two products with level 2, one without), public copies for a revealed one.
+  Result<mpc::Shares<P>> Scatter(mpc::Context<P>& ctx, const model::SelectionShape& shape,
+                                 const Selection& sel, const mpc::Shares<P>& probs,
+                                 std::size_t n) const;
   // The static eviction of every layer (EndPrefill).
   Status Evict(mpc::Context<P>& ctx);
   // reveal: plain | dp: opens the (noisy) cluster scores and, with level 2, the
@@ -169,6 +198,7 @@ class MpcacheKv final : public KvMemory<P> {
   int frac_bits_;
   std::optional<model::EvictionShape> eviction_;  // set by BeginPrompt when the policy evicts
   std::vector<mpc::Shares<P>> importance_;        // [layer] (prompt rows) while observing
+  std::optional<std::pair<int, mpc::Shares<P>>> observed_;  // sigmoid eviction: layer, sigmoids
   struct Reps {
     std::vector<mpc::FixedBlock<P>> blocks;      // cluster c + 1: row c
     std::vector<mpc::FixedBlock<P>> blocks2;     // level 2: sub-cluster u of cluster c + 1: c s + u
@@ -186,6 +216,8 @@ class MpcacheKv final : public KvMemory<P> {
     std::vector<int> picked2;       // ... and these gathered sub-clusters (level 2)
   };
   std::vector<Selection> selection_;  // [layer], this step's
+  mpc::Shares<P> blend_;              // score reuse: the last selecting layer's own scores
+  int blend_length_ = -1;             // ... made at this many cached rows
   std::optional<Prg> noise_prg_;      // reveal: dp, this party's private noise
   std::uint64_t revealed_ = 0;
   std::vector<std::uint64_t> last_noise_, last_revealed_;

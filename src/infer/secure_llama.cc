@@ -211,6 +211,12 @@ Status SecureLlama<P>::Forward(const Vec& one_hot, int pos) {
       Vec scores = be_.Trunc(be_.MulConst(be_.Trunc(raw_scores, f), inv_sqrt_hs), f);
       probs = Softmax(be_, mp, scores, nh, cols);  // (n_heads, planned rows)
       MPCACHE_RETURN_IF_ERROR(Check());
+      if (cache_->ObservesScores(l)) {
+        PhaseScope observe(stats, "evict");
+        Vec sig = Sigmoid(be_, mp, scores);
+        MPCACHE_RETURN_IF_ERROR(Check());
+        MPCACHE_RETURN_IF_ERROR(cache_->ObserveScores(l, std::move(sig)));
+      }
     }
     Vec att_raw;
     {

@@ -202,14 +202,19 @@ Result<std::span<const double>> FixedEngine::Forward(int token, int pos) {
     }
     Vec probs = math_.Softmax(scores, nh, cols);
     if (eviction_ && !kv_->layout().prefill_done() && pos >= eviction_->observe_from()) {
-      // The window's queries score every row they attend: their weights, summed over heads.
+      // The window's queries score every row they attend: their weights (or the sigmoid of
+      // their scaled scores), summed over heads.
+      const Vec observed = options_.mpcache->eviction_score == EvictionScore::kSigmoid
+                               ? math_.Sigmoid(scores)
+                               : Vec{};
+      const Vec& score = observed.empty() ? probs : observed;
       Vec& imp = importance_[l];
       if (imp.size() < static_cast<std::size_t>(kv_->layout().length(layer))) {
         imp.resize(static_cast<std::size_t>(kv_->layout().length(layer)), 0);
       }
       for (std::size_t h = 0; h < nh; ++h) {
         for (std::size_t t = 0; t < att_cols; ++t) {
-          imp[static_cast<std::size_t>(rows[t])] += probs[h * cols + t];
+          imp[static_cast<std::size_t>(rows[t])] += score[h * cols + t];
         }
       }
     }
@@ -341,6 +346,19 @@ std::vector<int> FixedEngine::Select(int layer, const Vec& q) {
     for (std::size_t u = 0; u < subs && !sub.empty(); ++u) {
       sub[c * subs + u] = score(r.data() + (1 + u) * kv);
     }
+  }
+  if (policy.share_layers && policy.DecayQ() > 0) {
+    // Cross-layer score reuse: + the previous selecting layer's own scores of this step,
+    // decayed; this layer's own scores are the next one's.
+    Vec own = scores;
+    if (policy.BlendsScores(layer) && blend_length_ == length && blend_.size() == m) {
+      PlainBackend& be = math_.backend();
+      const Vec d =
+          be.Trunc(be.MulConst(blend_, static_cast<Ring64>(policy.DecayQ())), kDecayShift);
+      for (std::size_t c = 0; c < m; ++c) scores[c] += d[c];
+    }
+    blend_ = std::move(own);
+    blend_length_ = length;
   }
   const std::vector<int> picked = TopKIndices(scores, static_cast<std::size_t>(shape.keep));
   picked_[static_cast<std::size_t>(layer)] = picked;

@@ -128,7 +128,9 @@ class FixedEngine {
   std::vector<std::vector<int>> kept_;     // [layer] positions kept by the eviction
   std::vector<std::vector<int>> attended_;
   std::vector<std::vector<int>> picked_;  // [layer] level-1 selection of this step (MPCache)
-  std::vector<std::vector<Vec>> means_;   // [layer][cluster] [mean key | mean value]
+  Vec blend_;              // the last selecting layer's own cluster scores (score reuse)
+  int blend_length_ = -1;  // ... at this many cached rows
+  std::vector<std::vector<Vec>> means_;  // [layer][cluster] [mean key | mean value]
   Vec logits_ring_;
   std::vector<double> logits_;
   std::map<std::string, std::vector<double>> trace_;

@@ -10,6 +10,10 @@ std::string_view ToString(Representative r) {
   return r == Representative::kMinMax ? "minmax" : "mean";
 }
 
+std::string_view ToString(EvictionScore e) {
+  return e == EvictionScore::kSoftmax ? "softmax" : "sigmoid";
+}
+
 Status MpcachePolicy::Validate() const {
   if (cluster_tokens < 1 || cluster_tokens > 4096) {
     return InvalidArgument("MPCache cluster size " + std::to_string(cluster_tokens) +
@@ -18,6 +22,10 @@ Status MpcachePolicy::Validate() const {
   if (!(keep_ratio > 0 && keep_ratio <= 1)) {
     return InvalidArgument("MPCache keep ratio " + std::to_string(keep_ratio) +
                            " must be in (0, 1] (level1_keep_ratio)");
+  }
+  if (!(layer_share_decay >= 0 && layer_share_decay <= 1)) {
+    return InvalidArgument("MPCache cross-layer decay " + std::to_string(layer_share_decay) +
+                           " must be in [0, 1] (layer_share_decay; 0 = no score reuse)");
   }
   if (!(static_keep_ratio > 0 && static_keep_ratio <= 1)) {
     return InvalidArgument("MPCache static keep ratio " + std::to_string(static_keep_ratio) +
@@ -57,9 +65,11 @@ MpcachePolicy PolicyFromConfig(const config::MpcacheKnobs& knobs) {
   p.alpha = knobs.alpha;
   p.representative = knobs.mean_representative ? Representative::kMean : Representative::kMinMax;
   p.share_layers = knobs.share_layers;
+  p.layer_share_decay = knobs.layer_share_decay;
   p.residual = knobs.residual_path;
   p.static_keep_ratio = knobs.static_keep_ratio;
   p.observation_window = knobs.observation_window;
+  p.eviction_score = knobs.sigmoid_eviction ? EvictionScore::kSigmoid : EvictionScore::kSoftmax;
   p.reveal = knobs.reveal;
   p.dp_epsilon = knobs.dp_epsilon;
   p.dp_sensitivity = knobs.dp_sensitivity;
@@ -68,6 +78,10 @@ MpcachePolicy PolicyFromConfig(const config::MpcacheKnobs& knobs) {
 
 int MpcachePolicy::AlphaQ() const {
   return static_cast<int>(std::lround(alpha * 256));
+}
+
+int MpcachePolicy::DecayQ() const {
+  return static_cast<int>(std::lround(std::ldexp(layer_share_decay, kDecayShift)));
 }
 
 SelectionShape ShapeFor(const MpcachePolicy& policy, int length) {

@@ -58,6 +58,11 @@ namespace mpcache::model {
 
 enum class Representative { kMinMax, kMean };
 std::string_view ToString(Representative r);
+// What a prompt token's importance sums over the observation window's queries: their softmax
+// weights (free: the attention computes them) or the sigmoid of their scaled scores (SPEC
+// §6.1's MPC-friendly variant: no max, no division; here one more Sigmoid per observed query).
+enum class EvictionScore { kSoftmax, kSigmoid };
+std::string_view ToString(EvictionScore e);
 
 struct MpcachePolicy {
   int cluster_tokens = 32;   // level-1 cluster size (tokens)
@@ -71,6 +76,11 @@ struct MpcachePolicy {
   // Adjacent layer pairs share one selection: layers 0 and 1 select for themselves, then
   // layer 2l + 1 reuses the selection of layer 2l (l >= 1).
   bool share_layers = false;
+  // Cross-layer score reuse (with share_layers): every selecting layer after the first ranks
+  // its own cluster scores plus layer_share_decay times the previous selecting layer's own
+  // scores of the same step, own + ((DecayQ() x previous) >> kDecayShift) (one truncation;
+  // level 2's sub-scores are not blended); 0 = the selection alone is shared.
+  double layer_share_decay = 0.0;
   // Accuracy compensation: the residual path through the skipped clusters' mean key and
   // value (above).
   bool residual = false;
@@ -78,6 +88,7 @@ struct MpcachePolicy {
   // tokens kept (1 = no eviction) and the fraction of its last queries that score them.
   double static_keep_ratio = 1.0;
   double observation_window = 0.2;
+  EvictionScore eviction_score = EvictionScore::kSoftmax;
   // What the parties learn of each selection (SPEC §6.5): kNone nothing; kPlain the cluster
   // scores and the selection (debugging only); kDp the scores plus the sum of the three
   // parties' Laplace noises of scale dp_sensitivity / dp_epsilon each (in score units,
@@ -98,11 +109,18 @@ struct MpcachePolicy {
     return 2 * frac_bits + (representative == Representative::kMinMax ? 8 : 0);
   }
   int AlphaQ() const;  // round(alpha x 256)
+  int DecayQ() const;  // round(layer_share_decay x 2^kDecayShift)
+  // Whether `layer`'s ranking adds the previous selecting layer's decayed scores.
+  bool BlendsScores(int layer) const {
+    return share_layers && DecayQ() > 0 && layer >= 1 && SelectingLayer(layer) == layer;
+  }
   // The layer whose selection `layer` attends with.
   int SelectingLayer(int layer) const {
     return share_layers && layer >= 3 && layer % 2 == 1 ? layer - 1 : layer;
   }
 };
+
+inline constexpr int kDecayShift = 8;
 
 // The policy a party's `mpcache:` section configures (level-1 clusters; validated there).
 MpcachePolicy PolicyFromConfig(const config::MpcacheKnobs& knobs);
@@ -139,7 +157,9 @@ SelectionShape ShapeFor(const MpcachePolicy& policy, int length);
 //   candidates the m = n - sink - W rows between, scored by importance_t = sum over the
 //              window's queries and every head of the softmax weight they give row t (the
 //              head average up to the public factor n_heads); the attention's own weights, so
-//              scoring costs no communication;
+//              scoring costs no communication; with eviction_score kSigmoid instead the
+//              sigmoid of the scaled score s = q . k_t / sqrt(head_size) the softmax gets
+//              (each query's row scored on its own, not relative to the others);
 //   keep       ceil(static_keep_ratio x n) - sink - W candidates (clamped to 0 .. m) with the
 //              highest importance (ties to the lower row) stay, the others are gone.
 // After eviction a layer holds, in this order: the sink's rows, the kept candidates in

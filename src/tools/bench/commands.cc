@@ -18,8 +18,9 @@ Result<std::optional<model::MpcachePolicy>> CacheFlags::Policy() const {
   if (cache == "full") {
     if (knobs_given) {
       return InvalidArgument(
-          "--cluster, --keep, --alpha, --representative, --share-layers, --static-keep, "
-          "--window, --reveal, --dp-epsilon and --dp-sensitivity are MPCache's "
+          "--cluster, --keep, --alpha, --representative, --share-layers, --share-decay, "
+          "--static-keep, "
+          "--window, --eviction-score, --reveal, --dp-epsilon and --dp-sensitivity are MPCache's "
           "knobs: add --cache mpcache (the full cache has none)");
     }
     return std::optional<model::MpcachePolicy>();
@@ -27,6 +28,8 @@ Result<std::optional<model::MpcachePolicy>> CacheFlags::Policy() const {
   model::MpcachePolicy p = policy;
   p.representative =
       representative == "mean" ? model::Representative::kMean : model::Representative::kMinMax;
+  p.eviction_score =
+      eviction_score == "sigmoid" ? model::EvictionScore::kSigmoid : model::EvictionScore::kSoftmax;
   p.reveal = reveal == "dp"      ? config::Reveal::kDp
              : reveal == "plain" ? config::Reveal::kPlain
                                  : config::Reveal::kNone;
@@ -43,6 +46,7 @@ nlohmann::json CacheFlags::Describe() const {
     j["alpha"] = policy.alpha;
     j["representative"] = representative;
     j["share_layers"] = policy.share_layers;
+    j["layer_share_decay"] = policy.layer_share_decay;
     j["residual_path"] = policy.residual;
     if (policy.two_levels()) {
       j["level2_cluster_tokens"] = policy.level2_tokens;
@@ -50,6 +54,7 @@ nlohmann::json CacheFlags::Describe() const {
     }
     j["static_keep_ratio"] = policy.static_keep_ratio;
     j["observation_window"] = policy.observation_window;
+    j["eviction_score"] = eviction_score;
     j["reveal"] = reveal;
     if (reveal == "dp") {
       j["dp_epsilon"] = policy.dp_epsilon;
@@ -87,12 +92,22 @@ void AddCacheFlags(CLI::App& cmd, CacheFlags& f) {
   cmd.add_flag("--share-layers", f.policy.share_layers,
                "MPCache: layer 2l+1 reuses layer 2l's selection (l >= 1)")
       ->each(given);
+  cmd.add_option("--share-decay", f.policy.layer_share_decay,
+                 "MPCache: with --share-layers, weight of the previous selecting layer's scores "
+                 "in each selecting layer's ranking (0 = the selection alone is shared)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->each(given);
   cmd.add_flag("--residual", f.policy.residual,
                "MPCache: skipped clusters attended through their mean key and value")
       ->each(given);
   cmd.add_option("--static-keep", f.policy.static_keep_ratio,
                  "MPCache: fraction of the prompt kept by the look-once eviction (1 = none)")
       ->check(CLI::Range(0.0, 1.0))
+      ->each(given);
+  cmd.add_option("--eviction-score", f.eviction_score,
+                 "MPCache: what scores the prompt for the eviction: softmax (the attention's "
+                 "weights) or sigmoid (of the scaled scores)")
+      ->check(CLI::IsMember({"softmax", "sigmoid"}))
       ->each(given);
   cmd.add_option("--reveal", f.reveal,
                  "MPCache: what the parties learn of a selection: none, dp (noisy scores) or "

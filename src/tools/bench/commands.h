@@ -30,6 +30,7 @@ struct CacheFlags {
   model::MpcachePolicy policy;
   std::string representative = "minmax";
   std::string reveal = "none";
+  std::string eviction_score = "softmax";
   bool knobs_given = false;  // an MPCache knob was on the command line
   // The policy when --cache mpcache (validated), none for the full cache.
   Result<std::optional<model::MpcachePolicy>> Policy() const;

@@ -36,6 +36,9 @@ struct AccuracyArgs {
   std::vector<double> keeps{0.5, 0.25, 0.1};
   int cluster = 32;
   std::string representative = "minmax";
+  std::string eviction_score = "softmax";
+  bool share_layers = false;
+  double share_decay = 0.0;
   double alpha = 0.6;
   double static_keep = 1.0;
   double window = 0.2;
@@ -110,9 +113,13 @@ Result<nlohmann::json> Measure(const AccuracyArgs& a) {
                                                     : model::Representative::kMinMax;
       p.static_keep_ratio = a.static_keep;
       p.observation_window = a.window;
+      p.eviction_score = a.eviction_score == "sigmoid" ? model::EvictionScore::kSigmoid
+                                                       : model::EvictionScore::kSoftmax;
       p.level2_tokens = a.level2;
       p.level2_keep_ratio = a.level2_keep;
       p.residual = a.residual;
+      p.share_layers = a.share_layers;
+      p.layer_share_decay = a.share_decay;
       MPCACHE_RETURN_IF_ERROR(p.Validate());
       fo.mpcache = p;
     }
@@ -159,9 +166,12 @@ Result<nlohmann::json> Measure(const AccuracyArgs& a) {
   j["alpha"] = a.alpha;
   j["static_keep_ratio"] = a.static_keep;
   j["observation_window"] = a.window;
+  j["eviction_score"] = a.eviction_score;
   j["level2_cluster_tokens"] = a.level2;
   j["level2_keep_ratio"] = a.level2_keep;
   j["residual_path"] = a.residual;
+  j["share_layers"] = a.share_layers;
+  j["layer_share_decay"] = a.share_decay;
   double full_ll = 0;
   std::size_t text_tokens = 0;
   if (!a.text.empty()) {
@@ -243,6 +253,16 @@ void AddAccuracyCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--window", a->window, "Observation window of the eviction (prompt fraction)")
       ->check(CLI::Range(0.001, 1.0))
+      ->capture_default_str();
+  cmd->add_option("--eviction-score", a->eviction_score,
+                  "What scores the prompt for the eviction: softmax or sigmoid")
+      ->check(CLI::IsMember({"softmax", "sigmoid"}))
+      ->capture_default_str();
+  cmd->add_flag("--share-layers", a->share_layers,
+                "Layer 2l+1 reuses layer 2l's selection (l >= 1)");
+  cmd->add_option("--share-decay", a->share_decay,
+                  "With --share-layers: weight of the previous selecting layer's scores")
+      ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
   cmd->add_flag("--residual", a->residual,
                 "Residual path: skipped clusters attended through their mean key and value");

@@ -54,6 +54,8 @@ TEST(Config, ShippedConfigsLoad) {
     EXPECT_EQ(c->mpcache.reveal, Reveal::kNone);
     EXPECT_EQ(c->mpcache.level1_cluster_tokens, 32);
     EXPECT_DOUBLE_EQ(c->mpcache.alpha, 0.6);
+    EXPECT_FALSE(c->mpcache.sigmoid_eviction);
+    EXPECT_DOUBLE_EQ(c->mpcache.layer_share_decay, 0.9);
     EXPECT_EQ(c->metrics_port, 9100 + i);
     // Relative paths are anchored at the YAML's folder.
     EXPECT_EQ(fs::path(c->tls.cert),
@@ -153,6 +155,10 @@ INSTANTIATE_TEST_SUITE_P(
                  "(0, 1]"},
         BadField{"level2_cluster_tokens: 16", "level2_cluster_tokens: 10",
                  "field 'mpcache.level2_cluster_tokens'", "divisor"},
+        BadField{"eviction_score: softmax", "eviction_score: tanh",
+                 "field 'mpcache.eviction_score'", "softmax | sigmoid"},
+        BadField{"layer_share_decay: 0.9", "layer_share_decay: 1.2",
+                 "field 'mpcache.layer_share_decay'", "[0, 1]"},
         BadField{"reveal: none", "reveal: plain", "field 'mpcache.reveal'", "debug: true"},
         BadField{"reveal: none", "reveal: all", "field 'mpcache.reveal'", "none | dp | plain"},
         BadField{"reauction_interval_steps: 8", "reauction_interval_steps: -1",

@@ -169,6 +169,21 @@ TEST(PartyLimits, APartyAsksForNothingBeyondItsModel) {
   EXPECT_TRUE(store.GetMatrixMask(128, 32).ok());
 }
 
+// The sigmoid eviction's window queries scatter their sigmoids with the weights: the
+// scatter triples' other doubles (2 n_heads cs), and only then.
+TEST(PartyLimits, SigmoidEvictionDoublesTheScatterRows) {
+  model::MpcachePolicy policy;
+  policy.cluster_tokens = 8;
+  policy.static_keep_ratio = 0.6;
+  auto softmax = ShapeLimitsForModel(SmallConfig(), policy);
+  ASSERT_TRUE(softmax.ok()) << softmax.error().ToString();
+  EXPECT_EQ(softmax->max_other, 32u);  // n_heads cs = 2 kv = 32
+  policy.eviction_score = model::EvictionScore::kSigmoid;
+  auto sigmoid = ShapeLimitsForModel(SmallConfig(), policy);
+  ASSERT_TRUE(sigmoid.ok()) << sigmoid.error().ToString();
+  EXPECT_EQ(sigmoid->max_other, 64u);
+}
+
 TEST(PartyLimits, Llama2_7BShapes) {
   model::ModelConfig c;
   c.dim = 4096, c.hidden_dim = 11008, c.n_layers = 32, c.n_heads = 32, c.n_kv_heads = 32;

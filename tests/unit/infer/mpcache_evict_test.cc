@@ -74,8 +74,10 @@ Vec Weights(std::size_t n, Prg& prg) {
   return v;
 }
 
+// sigmoid: eviction_score sigmoid, the importance summed from the sigmoids ObserveScores
+// passes (drawn apart from the weights Mix gets, so a memory summing the weights fails).
 template <typename P>
-void ExpectEvictionTwin(double static_keep) {
+void ExpectEvictionTwin(double static_keep, bool sigmoid = false) {
   model::ModelConfig config;
   config.dim = 12;
   config.n_heads = 4;
@@ -88,17 +90,20 @@ void ExpectEvictionTwin(double static_keep) {
   policy.keep_ratio = 1.0;  // no dynamic selection: the eviction alone
   policy.static_keep_ratio = static_keep;
   policy.observation_window = 0.25;
+  if (sigmoid) policy.eviction_score = model::EvictionScore::kSigmoid;
   const model::EvictionShape e = model::EvictionFor(policy, static_cast<int>(n));
   ASSERT_TRUE(e.evicts());
   const auto m = static_cast<std::size_t>(e.candidates), keep = static_cast<std::size_t>(e.keep),
              kept = static_cast<std::size_t>(e.kept()), W = static_cast<std::size_t>(e.window);
   Prg prg(TestSeed(71));
-  std::vector<Vec> keys, values, weights;  // [layer]; weights: W queries x nh x n
+  std::vector<Vec> keys, values, weights, sigmoids;  // [layer]; weights: W queries x nh x n
   for (std::size_t l = 0; l < layers; ++l) {
     keys.push_back(Small(n * kv, prg));
     values.push_back(Small(n * kv, prg));
     weights.push_back(Weights(W * nh * n, prg));
+    sigmoids.push_back(Weights(W * nh * n, prg));
   }
+  const std::vector<Vec>& observed = sigmoid ? sigmoids : weights;
   const Vec q = Small(nh * hs, prg), probs = Weights(nh * kept, prg);
 
   // The twin: importance = the window's weights summed over queries and heads; the kept
@@ -107,7 +112,7 @@ void ExpectEvictionTwin(double static_keep) {
   for (std::size_t l = 0; l < layers; ++l) {
     Vec imp(n, 0);
     for (std::size_t i = 0; i < W * nh; ++i) {
-      for (std::size_t t = 0; t < n; ++t) imp[t] += weights[l][i * n + t];
+      for (std::size_t t = 0; t < n; ++t) imp[t] += observed[l][i * n + t];
     }
     const std::vector<int> picked =
         model::TopKIndices(std::span<const std::uint64_t>(imp.data() + e.sink, m), keep);
@@ -147,6 +152,13 @@ void ExpectEvictionTwin(double static_keep) {
         const Vec w(weights[lu].begin() + static_cast<std::ptrdiff_t>(i * nh * n),
                     weights[lu].begin() + static_cast<std::ptrdiff_t>((i + 1) * nh * n));
         MPCACHE_ASSIGN_OR_RETURN(Shares<P> sw, ShareVec(ctx, w));
+        if (mem->ObservesScores(l) != sigmoid) return Internal("ObservesScores wrong");
+        if (sigmoid) {
+          const Vec g(sigmoids[lu].begin() + static_cast<std::ptrdiff_t>(i * nh * n),
+                      sigmoids[lu].begin() + static_cast<std::ptrdiff_t>((i + 1) * nh * n));
+          MPCACHE_ASSIGN_OR_RETURN(Shares<P> sg, ShareVec(ctx, g));
+          MPCACHE_RETURN_IF_ERROR(mem->ObserveScores(l, std::move(sg)));
+        }
         MPCACHE_ASSIGN_OR_RETURN(Shares<P> ignored, mem->Mix(ctx, l, mem->Plan(l), sw));
         (void)ignored;
       }
@@ -206,6 +218,9 @@ TYPED_TEST(MpcacheEvictTest, KeptRowsEqualThePlaintextTwinAndCostTheTheory) {
 TYPED_TEST(MpcacheEvictTest, ABudgetBelowSinkAndWindowDropsEveryCandidateWithoutRanking) {
   ExpectEvictionTwin<TypeParam>(0.2);
 }
+TYPED_TEST(MpcacheEvictTest, SigmoidScoresRankTheCandidatesAtTheSameCost) {
+  ExpectEvictionTwin<TypeParam>(0.6, /*sigmoid=*/true);
+}
 
 // Whole generations: the secure engine with the eviction equals its fixed-point twin, the
 // eviction shrank the cache, and it changed what the model computes.
@@ -252,6 +267,16 @@ TEST(MpcacheEviction, GenerationMatchesPlaintextMalicious) {
   p.cluster_tokens = 2;
   p.keep_ratio = 1.0;
   p.static_keep_ratio = 0.4;
+  ExpectGenerationTwin<mpc::Spdz2k>(p, LongPrompt(), 30);
+}
+// The sigmoid variant, its window's queries selecting (their sigmoids scattered with the
+// weights): the secure engine's Sigmoid equals the twin's within its truncations.
+TEST(MpcacheEviction, SigmoidWithDynamicSelectionMatchesPlaintextMalicious) {
+  model::MpcachePolicy p;
+  p.cluster_tokens = 2;
+  p.keep_ratio = 0.5;
+  p.static_keep_ratio = 0.5;
+  p.eviction_score = model::EvictionScore::kSigmoid;
   ExpectGenerationTwin<mpc::Spdz2k>(p, LongPrompt(), 30);
 }
 TEST(MpcacheEviction, WithDynamicSelectionMatchesPlaintextSemiHonest) {

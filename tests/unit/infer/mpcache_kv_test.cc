@@ -42,6 +42,10 @@ struct Case {
   int level2 = 0;  // level-2 sub-cluster tokens (0: one level)
   double level2_keep = 0.2;
   bool residual = false;
+  // A prompt query in the sigmoid eviction's observation window: its sigmoids are scattered
+  // with the weights (the scatter's openings double; the mix is unchanged). The score cost
+  // is then not checked (the representatives are computed in Scores, not at EndPrefill).
+  bool observe_sigmoid = false;
 };
 
 Vec Small(std::size_t n, Prg& prg) {
@@ -64,6 +68,10 @@ void ExpectTwin(const Case& c) {
   policy.level2_tokens = c.level2;
   policy.level2_keep_ratio = c.level2_keep;
   policy.residual = c.residual;
+  if (c.observe_sigmoid) {
+    policy.static_keep_ratio = 0.5;
+    policy.eviction_score = model::EvictionScore::kSigmoid;
+  }
   const model::SelectionShape shape = model::ShapeFor(policy, c.length);
   ASSERT_TRUE(shape.selects());
   ASSERT_EQ(shape.selects2(), c.level2 > 0);
@@ -74,7 +82,7 @@ void ExpectTwin(const Case& c) {
              mv = static_cast<std::size_t>(shape.residual_columns()), W = A + mv;
   Prg prg(TestSeed(41));
   const Vec keys = Small(L * kv, prg), values = Small(L * kv, prg), q = Small(nh * hs, prg);
-  const Vec probs = Small(nh * W, prg);
+  const Vec probs = Small(nh * W, prg), sigmoids = Small(nh * W, prg);
 
   // The plaintext twin: representatives, cluster scores, the selection, and the products
   // over the attended positions.
@@ -161,12 +169,24 @@ void ExpectTwin(const Case& c) {
     MPCACHE_ASSIGN_OR_RETURN(Shares<P> sv, ShareVec(ctx, values));
     MPCACHE_ASSIGN_OR_RETURN(Shares<P> sq, ShareVec(ctx, q));
     MPCACHE_ASSIGN_OR_RETURN(Shares<P> sp, ShareVec(ctx, probs));
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> sig, ShareVec(ctx, sigmoids));
+    if (c.observe_sigmoid) MPCACHE_RETURN_IF_ERROR(mem->BeginPrompt(c.length));
     MPCACHE_RETURN_IF_ERROR(mem->LoadPrefill(ctx, 0, sk, sv));
-    MPCACHE_RETURN_IF_ERROR(mem->EndPrefill(ctx, 0));  // the representatives, not measured
+    if (!c.observe_sigmoid) {
+      MPCACHE_RETURN_IF_ERROR(mem->EndPrefill(ctx, 0));  // the representatives, not measured
+    }
     const model::KvPlan plan = mem->Plan(0);
     Out out;
     auto t0 = ctx.stats().Total();
     MPCACHE_ASSIGN_OR_RETURN(Shares<P> s, mem->Scores(ctx, 0, plan, sq));
+    if (mem->ObservesScores(0) != c.observe_sigmoid) {
+      return Internal("ObservesScores is " + std::to_string(mem->ObservesScores(0)));
+    }
+    if (c.observe_sigmoid) {
+      // Without the sigmoids the observed query's Mix is refused, with them it runs.
+      if (mem->Mix(ctx, 0, plan, sp).ok()) return Internal("Mix ran without the sigmoids");
+      MPCACHE_RETURN_IF_ERROR(mem->ObserveScores(0, sig));
+    }
     auto t1 = ctx.stats().Total();
     MPCACHE_ASSIGN_OR_RETURN(Shares<P> o, mem->Mix(ctx, 0, plan, sp));
     auto t2 = ctx.stats().Total();
@@ -190,7 +210,8 @@ void ExpectTwin(const Case& c) {
       3 + static_cast<std::uint64_t>(mpc::LtzRounds(64) + mpc::LtzRounds(rb));
   const std::uint64_t zs = shape.selects2() ? s : 0;
   std::uint64_t score_bytes = 2 * (B * (nh * hs + k * m + m * (nh * cs + zs)) + rank_bytes);
-  std::uint64_t mix_rounds = 2, mix_bytes = 2 * B * (nh * cs * k + nh * (L + mv));
+  const std::uint64_t wrows = c.observe_sigmoid ? 2 * nh : nh;  // weights (and sigmoids)
+  std::uint64_t mix_rounds = 2, mix_bytes = 2 * B * (wrows * cs * k + nh * (L + mv));
   if (shape.selects2()) {
     const int rb2 = mpc::RankBits(g);
     score_rounds += 2 + static_cast<std::uint64_t>(mpc::LtzRounds(64) + mpc::LtzRounds(rb2));
@@ -199,11 +220,13 @@ void ExpectTwin(const Case& c) {
                                                   mpc::OpenBytes<P>(rb2), B) -
                         2 * B * k2 * g);
     mix_rounds += 1;
-    mix_bytes += 2 * B * nh * cs2 * k2;
+    mix_bytes += 2 * B * wrows * cs2 * k2;
   }
   for (const auto& r : res) {
-    EXPECT_EQ(r->score_cost.rounds, score_rounds);
-    EXPECT_EQ(r->score_cost.bytes_sent, score_bytes);
+    if (!c.observe_sigmoid) {
+      EXPECT_EQ(r->score_cost.rounds, score_rounds);
+      EXPECT_EQ(r->score_cost.bytes_sent, score_bytes);
+    }
     EXPECT_EQ(r->mix_cost.rounds, mix_rounds);
     EXPECT_EQ(r->mix_cost.bytes_sent, mix_bytes);
   }
@@ -234,6 +257,16 @@ TYPED_TEST(MpcacheKvTest, ResidualPathColumnsFollowTheTwinAndCostNoRound) {
 // tokens attended), mean representatives.
 TYPED_TEST(MpcacheKvTest, LevelTwoSingleTokenSubClustersWithTheMean) {
   ExpectTwin<TypeParam>({3, 36, 0.5, model::Representative::kMean, 5, 1, 0.2});
+}
+
+TYPED_TEST(MpcacheKvTest, SigmoidEvictionScattersTheSigmoidsInTheSameProducts) {
+  Case c;
+  c.observe_sigmoid = true;
+  ExpectTwin<TypeParam>(c);
+  c.level2 = 1;  // sub-clusters of one token: both scatters carry them
+  c.cluster = 2;
+  c.level2_keep = 0.3;
+  ExpectTwin<TypeParam>(c);
 }
 
 }  // namespace

@@ -76,6 +76,54 @@ TEST(Mpcache, MeanSharedLayersMatchesPlaintext) {
                           Policy(2, 0.3, model::Representative::kMean, true), {1, 3}, 18);
 }
 
+// Cross-layer score reuse (layer_share_decay): layers 1 and 2 of 4 (layer 3 shares layer 2's
+// selection) rank their scores plus 0.9 x the previous selecting layer's. With and without
+// the reuse the secure engine equals its twin, the reuse changes the generation, and it
+// costs exactly one truncation of the m cluster scores per blending layer and selecting
+// position (1 round, B m per peer).
+TEST(Mpcache, SharedLayersWithScoreReuseMatchPlaintextAndCostOneTruncation) {
+  const model::ModelWeights w = Synth("32x4x4x2x64x40x48", 2);
+  auto ring = EncodeModel(w, kRecommendedFracBits);
+  ASSERT_TRUE(ring.ok()) << ring.error().ToString();
+  const model::MpcachePolicy without = Policy(2, 0.3, model::Representative::kMinMax, true);
+  model::MpcachePolicy with = without;
+  with.layer_share_decay = 0.9;
+  const std::vector<int> prompt{1, 5, 9};
+  const int steps = 40;
+  struct Run {
+    std::vector<int> tokens;
+    net::PhaseCounters select;
+  };
+  const auto run = [&](const model::MpcachePolicy& p) -> Run {
+    model::FixedEngineOptions fo;
+    fo.mpcache = p;
+    fo.kv_block_tokens = 4;
+    const PlainRun plain = RunPlain(w, prompt, steps, 1, fo);
+    InProcessOptions o;
+    o.session.kv_block_tokens = 4;
+    o.session.mpcache = p;
+    auto r = RunInProcess<mpc::Spdz2k>(*ring, prompt, 1, steps, o);
+    EXPECT_TRUE(r.ok()) << r.error().ToString();
+    if (!r.ok()) return {};
+    EXPECT_EQ(r->tokens, plain.fixed_tokens) << FirstDifference(
+        r->tokens, plain.fixed_tokens, plain.margins, static_cast<int>(prompt.size()));
+    return {r->tokens, r->phases[0].at("select")};
+  };
+  const Run a = run(with), b = run(without);
+  ASSERT_EQ(a.tokens.size(), b.tokens.size()) << "both must run as many positions";
+  EXPECT_NE(a.tokens, b.tokens) << "the score reuse never mattered here";
+  std::uint64_t rounds = 0, bytes = 0;
+  for (int length = 1; length < static_cast<int>(a.tokens.size()); ++length) {
+    const model::SelectionShape shape = model::ShapeFor(with, length);
+    if (!shape.selects()) continue;
+    rounds += 2;  // layers 1 and 2
+    bytes += 2 * 2 * mpc::OpenBytes<mpc::Spdz2k>() * static_cast<std::uint64_t>(shape.candidates);
+  }
+  ASSERT_GT(rounds, 0u);
+  EXPECT_EQ(a.select.rounds - b.select.rounds, rounds);
+  EXPECT_EQ(a.select.bytes_sent - b.select.bytes_sent, bytes);
+}
+
 // Level 2 (sub-clusters inside the selected clusters): the secure selection of both levels
 // equals the twin's, and the second level changes what is attended (the twin departs from
 // the same policy with one level).

@@ -447,6 +447,9 @@ model::MpcachePolicy ViewPolicy() {
   p.cluster_tokens = 1;
   p.keep_ratio = 0.3;
   p.static_keep_ratio = 0.6;
+  // The sigmoid eviction scores: the window's Sigmoid openings (and its sigmoids in the
+  // scatter) are in the view too; the softmax variant opens nothing of its own.
+  p.eviction_score = model::EvictionScore::kSigmoid;
   return p;
 }
 constexpr int kMpcacheSteps = 6;
