@@ -350,6 +350,8 @@ Result<MpcacheKnobs> ReadMpcache(Section& top, bool debug) {
                            s.Real("static_keep_ratio", k.static_keep_ratio, 0, 1, true));
   MPCACHE_ASSIGN_OR_RETURN(k.observation_window,
                            s.Real("observation_window", k.observation_window, 0, 1, true));
+  MPCACHE_ASSIGN_OR_RETURN(k.impact_weight,
+                           s.Real("impact_weight", k.impact_weight, 0, 16, false));
   MPCACHE_ASSIGN_OR_RETURN(auto eviction_score,
                            s.Choice("eviction_score", {"softmax", "sigmoid"}, 0));
   k.sigmoid_eviction = eviction_score == 1;

@@ -62,6 +62,7 @@ struct MpcacheKnobs {
   CacheMode cache = CacheMode::kFull;
   double static_keep_ratio = 0.6;   // fraction of prompt tokens kept after eviction
   double observation_window = 0.2;  // last fraction of prompt queries that score tokens
+  double impact_weight = 0.0;        // kept prompt rows' softmax inputs + this x their importance
   bool sigmoid_eviction = false;    // eviction scores: sigmoid of the scaled scores (not softmax)
   int level1_cluster_tokens = 32;
   double level1_keep_ratio = 0.5;

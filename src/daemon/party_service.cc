@@ -281,7 +281,10 @@ Result<std::unique_ptr<PartyService>> PartyService::Create(config::PartyConfig c
              : std::string()) +
             (policy.residual ? ", skipped clusters through their means" : "") +
             (policy.eviction_score == model::EvictionScore::kSigmoid ? ", sigmoid eviction scores"
-                                                                     : ""),
+                                                                     : "") +
+            (policy.impact_weight > 0
+                 ? fmt::format(", kept rows re-weighted by impact x {:.2f}", policy.impact_weight)
+                 : std::string()),
         policy.static_keep_ratio * 100, policy.observation_window * 100);
   }
   if (impl->adversary_for_testing) {

@@ -110,10 +110,12 @@ Result<MatrixShapeLimits> ShapeLimitsForModel(const model::ModelConfig& c,
     }
     if (mpcache->evicts()) {
       // Static eviction: the one-hot (kept x candidates, both below seq) times the
-      // candidates' [K | V] (candidates x 2 kv): other = 2 kv.
+      // candidates' [K | V] (candidates x 2 kv; impact re-weighting adds the importance
+      // column): other = 2 kv (+ 1).
+      const std::uint64_t width = 2 * kv + (mpcache->impact_weight > 0 ? 1 : 0);
       MPCACHE_ASSIGN_OR_RETURN(std::uint64_t evict, MulSize(seq, seq, "MPCache eviction one-hot"));
-      MPCACHE_ASSIGN_OR_RETURN(std::uint64_t rows, MulSize(seq, 2 * kv, "MPCache eviction rows"));
-      out.max_other = std::max(out.max_other, 2 * kv);
+      MPCACHE_ASSIGN_OR_RETURN(std::uint64_t rows, MulSize(seq, width, "MPCache eviction rows"));
+      out.max_other = std::max(out.max_other, width);
       out.max_elements = std::max({out.max_elements, evict, rows});
       if (mpcache->eviction_score == model::EvictionScore::kSigmoid) {
         // The window's sigmoids ride in the scatters with the weights: 2 n_heads cs rows

@@ -55,6 +55,12 @@ Status MpcacheKv<P>::Evict(mpc::Context<P>& ctx) {
   const auto bt = static_cast<std::size_t>(layout().block_tokens());
   const auto sink = static_cast<std::size_t>(e.sink);
   const auto nl = static_cast<std::size_t>(layers);
+  // Impact re-weighting: the candidates' importance rides in the gather as one more column.
+  const bool impact = policy_.impact_weight > 0;
+  const std::size_t width = 2 * kv + (impact ? 1 : 0);
+  const std::uint64_t mult[] = {
+      model::ImpactMultiplier(policy_, e, static_cast<int>(full_->heads().n_heads),
+                              static_cast<int>(full_->heads().head_size), frac_bits_)};
   // Every layer's candidates ranked in one batch.
   Shares<P> selection;
   if (keep > 0) {
@@ -79,34 +85,48 @@ Status MpcacheKv<P>::Evict(mpc::Context<P>& ctx) {
       for (std::size_t i = 0; i < kv; ++i) to.CopyFrom(at + i, b.x, off + i);
     };
     const std::size_t kept = static_cast<std::size_t>(e.kept());
-    Shares<P> k(kept * kv), v(kept * kv);
+    const Shares<P>& imp = importance_[l];
+    if (impact && imp.size() < static_cast<std::size_t>(e.prompt)) {
+      return Internal("MPCache eviction: layer " + std::to_string(l) +
+                      " was not observed over the whole window");
+    }
+    Shares<P> k(kept * kv), v(kept * kv), bias(impact ? kept : 0);
     std::size_t at = 0;
     for (std::size_t t = 0; t < sink; ++t, ++at) {
       row_into(k, at * kv, kb[t / bt], (t % bt) * kv);
       row_into(v, at * kv, vb[t / bt], (t % bt) * kv);
+      if (impact) bias.CopyFrom(at, imp, t);
     }
     if (keep > 0) {
-      // [K | V] of the candidates (m x 2 kv), gathered by E_l (keep x m) in one product.
-      Shares<P> cand(m * 2 * kv);
+      // [K | V (| importance)] of the candidates (m x width), gathered by E_l (keep x m) in
+      // one product.
+      Shares<P> cand(m * width);
       for (std::size_t c = 0; c < m; ++c) {
         const std::size_t t = sink + c;
-        row_into(cand, c * 2 * kv, kb[t / bt], (t % bt) * kv);
-        row_into(cand, c * 2 * kv + kv, vb[t / bt], (t % bt) * kv);
+        row_into(cand, c * width, kb[t / bt], (t % bt) * kv);
+        row_into(cand, c * width + kv, vb[t / bt], (t % bt) * kv);
+        if (impact) cand.CopyFrom(c * width + 2 * kv, imp, t);
       }
       MPCACHE_ASSIGN_OR_RETURN(
           Shares<P> picked,
-          mpc::MatMul<P>(ctx, selection.Slice(l * keep * m, keep * m), cand, keep, m, 2 * kv));
+          mpc::MatMul<P>(ctx, selection.Slice(l * keep * m, keep * m), cand, keep, m, width));
       for (std::size_t j = 0; j < keep; ++j, ++at) {
         for (std::size_t i = 0; i < kv; ++i) {
-          k.CopyFrom(at * kv + i, picked, j * 2 * kv + i);
-          v.CopyFrom(at * kv + i, picked, j * 2 * kv + kv + i);
+          k.CopyFrom(at * kv + i, picked, j * width + i);
+          v.CopyFrom(at * kv + i, picked, j * width + kv + i);
         }
+        if (impact) bias.CopyFrom(at, picked, j * width + 2 * kv);
       }
     }
     for (auto t = static_cast<std::size_t>(e.observe_from());
          t < static_cast<std::size_t>(e.prompt); ++t, ++at) {
       row_into(k, at * kv, kb[t / bt], (t % bt) * kv);
       row_into(v, at * kv, vb[t / bt], (t % bt) * kv);
+      if (impact) bias.CopyFrom(at, imp, t);
+    }
+    if (impact) {
+      mpc::MulPublicInPlace(bias, std::span<const std::uint64_t>(mult));
+      impact_[l] = std::move(bias);
     }
     MPCACHE_RETURN_IF_ERROR(full_->Compact(ctx, layer, k, v));
     reps_[l] = Reps{};  // the clusters are new

@@ -79,7 +79,11 @@ Result<Shares<P>> MpcacheKv<P>::Scores(mpc::Context<P>& ctx, int layer, const mo
   if (layer < 0 || layer >= layout().n_layers()) return InvalidArgument("KV scores: bad layer");
   const int length = plan.length();
   const model::SelectionShape shape = model::ShapeFor(policy_, length);
-  if (!shape.selects()) return full_->Scores(ctx, layer, plan, q);
+  if (!shape.selects()) {
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> raw, full_->Scores(ctx, layer, plan, q));
+    AddImpact(layer, raw, static_cast<std::size_t>(length));
+    return raw;
+  }
   const std::size_t nh = full_->heads().n_heads, L = static_cast<std::size_t>(length);
   const auto cs = static_cast<std::size_t>(shape.cluster_tokens);
   const auto m = static_cast<std::size_t>(shape.candidates);
@@ -127,6 +131,7 @@ Result<Shares<P>> MpcacheKv<P>::Scores(mpc::Context<P>& ctx, int layer, const mo
       for (std::size_t c = 0; c < mv; ++c) virt.CopyFrom(h * mv + c, all, row + L + mc + msc + c);
     }
   }
+  AddImpact(layer, raw, L);
   if (selecting && policy_.share_layers && policy_.DecayQ() > 0) {
     // Cross-layer score reuse: + the previous selecting layer's own scores of this step,
     // decayed (one truncation); this layer's own scores are the next one's.
@@ -270,6 +275,16 @@ Shares<P> MpcacheKv<P>::WithResidual(mpc::Context<P>& ctx, Shares<P> out, const 
     }
   }
   return res;
+}
+
+template <typename P>
+void MpcacheKv<P>::AddImpact(int layer, Shares<P>& raw, std::size_t length) const {
+  const Shares<P>& bias = impact_[static_cast<std::size_t>(layer)];
+  if (bias.size() == 0) return;
+  const std::size_t nh = full_->heads().n_heads, rows = std::min(bias.size(), length);
+  for (std::size_t h = 0; h < nh; ++h) {
+    for (std::size_t t = 0; t < rows; ++t) raw.AddFrom(h * length + t, bias, t);
+  }
 }
 
 template <typename P>

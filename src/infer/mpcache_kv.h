@@ -62,7 +62,10 @@
 //               1 round per layer, opens 2 kept kv_dim values; the old blocks are dropped;
 //   representatives of the new clusters (as above).
 // Rounds: LtzRounds(ImportanceBits) + LtzRounds(RankBits(m)) + 2 n_layers (+ the
-// representatives'); nothing about which rows stayed is opened.
+// representatives'); nothing about which rows stayed is opened. Impact re-weighting
+// (impact_weight > 0): the compaction gathers [K | V | importance] (m more values opened per
+// layer), and every later Scores adds the kept rows' importance x ImpactMultiplier to their
+// raw scores (local).
 //
 // reveal: plain | dp (policy.reveal): the m cluster scores (and with level 2 the m s
 // sub-scores, in the same opening: two selections) are opened instead of ranked —
@@ -152,6 +155,7 @@ class MpcacheKv final : public KvMemory<P> {
         policy_(policy),
         compare_bits_(compare_bits),
         frac_bits_(frac_bits),
+        impact_(static_cast<std::size_t>(full_->layout().n_layers())),
         reps_(static_cast<std::size_t>(full_->layout().n_layers())),
         selection_(static_cast<std::size_t>(full_->layout().n_layers())) {}
   // Representative blocks (reps_[layer].blocks or .blocks2) for `rows` representatives.
@@ -184,6 +188,9 @@ class MpcacheKv final : public KvMemory<P> {
   Result<mpc::Shares<P>> Scatter(mpc::Context<P>& ctx, const model::SelectionShape& shape,
                                  const Selection& sel, const mpc::Shares<P>& probs,
                                  std::size_t n) const;
+  // Impact re-weighting: adds `layer`'s kept rows' biases to raw scores (n_heads x L, cache
+  // order; local).
+  void AddImpact(int layer, mpc::Shares<P>& raw, std::size_t length) const;
   // The static eviction of every layer (EndPrefill).
   Status Evict(mpc::Context<P>& ctx);
   // reveal: plain | dp: opens the (noisy) cluster scores and, with level 2, the
@@ -198,6 +205,8 @@ class MpcacheKv final : public KvMemory<P> {
   int frac_bits_;
   std::optional<model::EvictionShape> eviction_;  // set by BeginPrompt when the policy evicts
   std::vector<mpc::Shares<P>> importance_;        // [layer] (prompt rows) while observing
+  // Impact re-weighting: [layer][kept row] the raw-score bias of the rows the eviction kept.
+  std::vector<mpc::Shares<P>> impact_;
   std::optional<std::pair<int, mpc::Shares<P>>> observed_;  // sigmoid eviction: layer, sigmoids
   struct Reps {
     std::vector<mpc::FixedBlock<P>> blocks;      // cluster c + 1: row c

@@ -67,6 +67,7 @@ Result<FixedEngine> FixedEngine::Create(const ModelWeights& weights, FixedEngine
   e.attended_.resize(static_cast<std::size_t>(c.n_layers));
   e.picked_.resize(static_cast<std::size_t>(c.n_layers));
   e.means_.resize(static_cast<std::size_t>(c.n_layers));
+  e.impact_.resize(static_cast<std::size_t>(c.n_layers));
   return e;
 }
 
@@ -173,6 +174,15 @@ Result<std::span<const double>> FixedEngine::Forward(int token, int pos) {
         Ring64 acc = 0;
         for (std::size_t i = 0; i < hs; ++i) acc += q[h * hs + i] * kt[i];
         raw[h * cols + t] = acc;
+      }
+    }
+    // Impact re-weighting: the kept prompt rows' biases (the eviction's; none before it).
+    if (const Vec& bias = impact_[l]; !bias.empty()) {
+      for (std::size_t h = 0; h < nh; ++h) {
+        for (std::size_t t = 0; t < att_cols; ++t) {
+          const auto r = static_cast<std::size_t>(rows[t]);
+          if (r < bias.size()) raw[h * cols + t] += bias[r];
+        }
       }
     }
     if (virt > 0) {
@@ -290,6 +300,14 @@ Status FixedEngine::EndPrefill(int window) {
                                          static_cast<std::size_t>(e.candidates));
       const std::vector<int> picked = TopKIndices(cand, static_cast<std::size_t>(e.keep));
       kept_.push_back(KeptRows(e, picked));
+      if (options_.mpcache->impact_weight > 0) {
+        // Impact re-weighting: each kept row's raw-score bias, in the kept order.
+        const Ring64 mult = ImpactMultiplier(*options_.mpcache, e, config_.n_heads,
+                                             static_cast<int>(config_.head_size()), fp_.frac_bits);
+        Vec& bias = impact_[static_cast<std::size_t>(l)];
+        bias.clear();
+        for (int r : kept_.back()) bias.push_back(imp[static_cast<std::size_t>(r)] * mult);
+      }
       MPCACHE_RETURN_IF_ERROR(kv_->Compact(l, kept_.back()));
       reps_[static_cast<std::size_t>(l)].clear();  // the clusters are new
       means_[static_cast<std::size_t>(l)].clear();

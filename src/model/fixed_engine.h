@@ -126,6 +126,7 @@ class FixedEngine {
   std::optional<EvictionShape> eviction_;  // set by BeginPrompt when the policy evicts
   std::vector<Vec> importance_;            // [layer][row] scores of the static eviction
   std::vector<std::vector<int>> kept_;     // [layer] positions kept by the eviction
+  std::vector<Vec> impact_;                // [layer][kept row] impact re-weighting's raw bias
   std::vector<std::vector<int>> attended_;
   std::vector<std::vector<int>> picked_;  // [layer] level-1 selection of this step (MPCache)
   Vec blend_;              // the last selecting layer's own cluster scores (score reuse)

@@ -23,6 +23,10 @@ Status MpcachePolicy::Validate() const {
     return InvalidArgument("MPCache keep ratio " + std::to_string(keep_ratio) +
                            " must be in (0, 1] (level1_keep_ratio)");
   }
+  if (!(impact_weight >= 0 && impact_weight <= 16)) {
+    return InvalidArgument("MPCache impact weight " + std::to_string(impact_weight) +
+                           " must be in [0, 16] (impact_weight; 0 = off)");
+  }
   if (!(layer_share_decay >= 0 && layer_share_decay <= 1)) {
     return InvalidArgument("MPCache cross-layer decay " + std::to_string(layer_share_decay) +
                            " must be in [0, 1] (layer_share_decay; 0 = no score reuse)");
@@ -69,6 +73,7 @@ MpcachePolicy PolicyFromConfig(const config::MpcacheKnobs& knobs) {
   p.residual = knobs.residual_path;
   p.static_keep_ratio = knobs.static_keep_ratio;
   p.observation_window = knobs.observation_window;
+  p.impact_weight = knobs.impact_weight;
   p.eviction_score = knobs.sigmoid_eviction ? EvictionScore::kSigmoid : EvictionScore::kSoftmax;
   p.reveal = knobs.reveal;
   p.dp_epsilon = knobs.dp_epsilon;
@@ -166,6 +171,12 @@ Ring64 ResidualBiasRaw(int cluster_tokens, int head_size, int frac_bits) {
 }
 Ring64 ResidualMaskRaw(int head_size, int frac_bits) {
   return RawScoreConstant(kResidualMaskScore, head_size, frac_bits);
+}
+Ring64 ImpactMultiplier(const MpcachePolicy& policy, const EvictionShape& shape, int n_heads,
+                        int head_size, int frac_bits) {
+  const double per = static_cast<double>(std::max(1, shape.window)) * std::max(1, n_heads);
+  return static_cast<Ring64>(
+      std::llround(policy.impact_weight * std::sqrt(head_size) * std::ldexp(1.0, frac_bits) / per));
 }
 Ring64 MeanMultiplier(int cluster_tokens) {
   return static_cast<Ring64>(

@@ -89,6 +89,11 @@ struct MpcachePolicy {
   double static_keep_ratio = 1.0;
   double observation_window = 0.2;
   EvictionScore eviction_score = EvictionScore::kSoftmax;
+  // Accuracy compensation of the eviction (impact re-weighting): every kept prompt row's
+  // softmax input is raised by impact_weight x its importance / (W n_heads) (the average
+  // weight the window gave it, in [0, 1]), i.e. its weight multiplied by exp(impact_weight x
+  // that average) before the softmax's normalisation; 0 = off.
+  double impact_weight = 0.0;
   // What the parties learn of each selection (SPEC §6.5): kNone nothing; kPlain the cluster
   // scores and the selection (debugging only); kDp the scores plus the sum of the three
   // parties' Laplace noises of scale dp_sensitivity / dp_epsilon each (in score units,
@@ -180,6 +185,12 @@ int ImportanceBits(int frac_bits, const EvictionShape& shape, int n_heads);
 // The rows a layer keeps, in the documented order; `selected` are candidate indices (0 = row
 // `sink`) from TopKIndices over the candidates' importance.
 std::vector<int> KeptRows(const EvictionShape& shape, std::span<const int> selected);
+
+// Impact re-weighting: a kept row's raw-score bias is its importance times this public
+// integer, round(impact_weight sqrt(head_size) 2^f / (W n_heads)) (importance at f bits, raw
+// scores at 2 f bits before the 1/sqrt(head_size) scaling): exact, local.
+Ring64 ImpactMultiplier(const MpcachePolicy& policy, const EvictionShape& shape, int n_heads,
+                        int head_size, int frac_bits);
 
 // The residual path's constants in the raw score domain (q . k at 2 frac_bits bits, before
 // the 1/sqrt(head_size) scaling): ln(cs), and kResidualMaskScore softmax units.

@@ -20,7 +20,8 @@ Result<std::optional<model::MpcachePolicy>> CacheFlags::Policy() const {
       return InvalidArgument(
           "--cluster, --keep, --alpha, --representative, --share-layers, --share-decay, "
           "--static-keep, "
-          "--window, --eviction-score, --reveal, --dp-epsilon and --dp-sensitivity are MPCache's "
+          "--window, --eviction-score, --impact-weight, --reveal, --dp-epsilon and "
+          "--dp-sensitivity are MPCache's "
           "knobs: add --cache mpcache (the full cache has none)");
     }
     return std::optional<model::MpcachePolicy>();
@@ -55,6 +56,7 @@ nlohmann::json CacheFlags::Describe() const {
     j["static_keep_ratio"] = policy.static_keep_ratio;
     j["observation_window"] = policy.observation_window;
     j["eviction_score"] = eviction_score;
+    j["impact_weight"] = policy.impact_weight;
     j["reveal"] = reveal;
     if (reveal == "dp") {
       j["dp_epsilon"] = policy.dp_epsilon;
@@ -103,6 +105,11 @@ void AddCacheFlags(CLI::App& cmd, CacheFlags& f) {
   cmd.add_option("--static-keep", f.policy.static_keep_ratio,
                  "MPCache: fraction of the prompt kept by the look-once eviction (1 = none)")
       ->check(CLI::Range(0.0, 1.0))
+      ->each(given);
+  cmd.add_option("--impact-weight", f.policy.impact_weight,
+                 "MPCache: kept prompt rows' softmax inputs raised by this x their eviction "
+                 "importance (0 = off)")
+      ->check(CLI::Range(0.0, 16.0))
       ->each(given);
   cmd.add_option("--eviction-score", f.eviction_score,
                  "MPCache: what scores the prompt for the eviction: softmax (the attention's "

@@ -39,6 +39,7 @@ struct AccuracyArgs {
   std::string eviction_score = "softmax";
   bool share_layers = false;
   double share_decay = 0.0;
+  double impact_weight = 0.0;
   double alpha = 0.6;
   double static_keep = 1.0;
   double window = 0.2;
@@ -119,6 +120,7 @@ Result<nlohmann::json> Measure(const AccuracyArgs& a) {
       p.level2_keep_ratio = a.level2_keep;
       p.residual = a.residual;
       p.share_layers = a.share_layers;
+      p.impact_weight = a.impact_weight;
       p.layer_share_decay = a.share_decay;
       MPCACHE_RETURN_IF_ERROR(p.Validate());
       fo.mpcache = p;
@@ -171,6 +173,7 @@ Result<nlohmann::json> Measure(const AccuracyArgs& a) {
   j["level2_keep_ratio"] = a.level2_keep;
   j["residual_path"] = a.residual;
   j["share_layers"] = a.share_layers;
+  j["impact_weight"] = a.impact_weight;
   j["layer_share_decay"] = a.share_decay;
   double full_ll = 0;
   std::size_t text_tokens = 0;
@@ -257,6 +260,10 @@ void AddAccuracyCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--eviction-score", a->eviction_score,
                   "What scores the prompt for the eviction: softmax or sigmoid")
       ->check(CLI::IsMember({"softmax", "sigmoid"}))
+      ->capture_default_str();
+  cmd->add_option("--impact-weight", a->impact_weight,
+                  "Impact re-weighting of the evicted prompt's kept rows (0 = off)")
+      ->check(CLI::Range(0.0, 16.0))
       ->capture_default_str();
   cmd->add_flag("--share-layers", a->share_layers,
                 "Layer 2l+1 reuses layer 2l's selection (l >= 1)");

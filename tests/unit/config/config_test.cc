@@ -55,6 +55,7 @@ TEST(Config, ShippedConfigsLoad) {
     EXPECT_EQ(c->mpcache.level1_cluster_tokens, 32);
     EXPECT_DOUBLE_EQ(c->mpcache.alpha, 0.6);
     EXPECT_FALSE(c->mpcache.sigmoid_eviction);
+    EXPECT_DOUBLE_EQ(c->mpcache.impact_weight, 0.0);
     EXPECT_DOUBLE_EQ(c->mpcache.layer_share_decay, 0.9);
     EXPECT_EQ(c->metrics_port, 9100 + i);
     // Relative paths are anchored at the YAML's folder.
@@ -157,6 +158,8 @@ INSTANTIATE_TEST_SUITE_P(
                  "field 'mpcache.level2_cluster_tokens'", "divisor"},
         BadField{"eviction_score: softmax", "eviction_score: tanh",
                  "field 'mpcache.eviction_score'", "softmax | sigmoid"},
+        BadField{"impact_weight: 0", "impact_weight: -1", "field 'mpcache.impact_weight'",
+                 "[0, 16]"},
         BadField{"layer_share_decay: 0.9", "layer_share_decay: 1.2",
                  "field 'mpcache.layer_share_decay'", "[0, 1]"},
         BadField{"reveal: none", "reveal: plain", "field 'mpcache.reveal'", "debug: true"},

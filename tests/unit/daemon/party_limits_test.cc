@@ -182,6 +182,12 @@ TEST(PartyLimits, SigmoidEvictionDoublesTheScatterRows) {
   auto sigmoid = ShapeLimitsForModel(SmallConfig(), policy);
   ASSERT_TRUE(sigmoid.ok()) << sigmoid.error().ToString();
   EXPECT_EQ(sigmoid->max_other, 64u);
+  // Impact re-weighting gathers the importance with [K | V]: 2 kv + 1.
+  policy.cluster_tokens = 2;
+  policy.impact_weight = 2;
+  auto impact = ShapeLimitsForModel(SmallConfig(), policy);
+  ASSERT_TRUE(impact.ok()) << impact.error().ToString();
+  EXPECT_EQ(impact->max_other, 33u);
 }
 
 TEST(PartyLimits, Llama2_7BShapes) {

@@ -76,8 +76,10 @@ Vec Weights(std::size_t n, Prg& prg) {
 
 // sigmoid: eviction_score sigmoid, the importance summed from the sigmoids ObserveScores
 // passes (drawn apart from the weights Mix gets, so a memory summing the weights fails).
+// impact: impact_weight (the kept rows' scores then carry their importance x
+// ImpactMultiplier, and the gather one more column).
 template <typename P>
-void ExpectEvictionTwin(double static_keep, bool sigmoid = false) {
+void ExpectEvictionTwin(double static_keep, bool sigmoid = false, double impact = 0) {
   model::ModelConfig config;
   config.dim = 12;
   config.n_heads = 4;
@@ -91,6 +93,7 @@ void ExpectEvictionTwin(double static_keep, bool sigmoid = false) {
   policy.static_keep_ratio = static_keep;
   policy.observation_window = 0.25;
   if (sigmoid) policy.eviction_score = model::EvictionScore::kSigmoid;
+  policy.impact_weight = impact;
   const model::EvictionShape e = model::EvictionFor(policy, static_cast<int>(n));
   ASSERT_TRUE(e.evicts());
   const auto m = static_cast<std::size_t>(e.candidates), keep = static_cast<std::size_t>(e.keep),
@@ -120,9 +123,15 @@ void ExpectEvictionTwin(double static_keep, bool sigmoid = false) {
     ASSERT_EQ(rows.size(), kept);
     want_scores[l].assign(nh * kept, 0);
     want_mix[l].assign(nh * hs, 0);
+    const std::uint64_t mult =
+        model::ImpactMultiplier(policy, e, static_cast<int>(nh), static_cast<int>(hs), 16);
+    if (impact > 0) {
+      EXPECT_GT(mult, 0u);
+    }
     for (std::size_t h = 0; h < nh; ++h) {
       for (std::size_t t = 0; t < kept; ++t) {
         const auto r = static_cast<std::size_t>(rows[t]);
+        if (impact > 0) want_scores[l][h * kept + t] += imp[r] * mult;
         for (std::size_t i = 0; i < hs; ++i) {
           want_scores[l][h * kept + t] += q[h * hs + i] * keys[l][r * kv + (h / 2) * hs + i];
           want_mix[l][h * hs + i] += probs[h * kept + t] * values[l][r * kv + (h / 2) * hs + i];
@@ -200,7 +209,8 @@ void ExpectEvictionTwin(double static_keep, bool sigmoid = false) {
   const std::uint64_t rounds =
       (keep == 0 ? 0 : static_cast<std::uint64_t>(mpc::LtzRounds(bits) + mpc::LtzRounds(rb))) +
       (keep == 0 ? 1 : 2) * layers;
-  const std::uint64_t per_layer = (keep == 0 ? 0 : B * (keep * m + m * 2 * kv)) + B * kept * 2 * kv;
+  const std::uint64_t width = 2 * kv + (impact > 0 ? 1 : 0);
+  const std::uint64_t per_layer = (keep == 0 ? 0 : B * (keep * m + m * width)) + B * kept * 2 * kv;
   for (const auto& r : res) {
     EXPECT_EQ(r->cost.rounds, rounds);
     EXPECT_EQ(r->cost.bytes_sent, 2 * (rank_bytes + layers * per_layer));
@@ -220,6 +230,10 @@ TYPED_TEST(MpcacheEvictTest, ABudgetBelowSinkAndWindowDropsEveryCandidateWithout
 }
 TYPED_TEST(MpcacheEvictTest, SigmoidScoresRankTheCandidatesAtTheSameCost) {
   ExpectEvictionTwin<TypeParam>(0.6, /*sigmoid=*/true);
+}
+TYPED_TEST(MpcacheEvictTest, ImpactReweightingCarriesTheImportanceInTheGather) {
+  ExpectEvictionTwin<TypeParam>(0.6, /*sigmoid=*/false, /*impact=*/2.0);
+  ExpectEvictionTwin<TypeParam>(0.2, /*sigmoid=*/false, /*impact=*/2.0);  // no candidate kept
 }
 
 // Whole generations: the secure engine with the eviction equals its fixed-point twin, the
@@ -269,6 +283,29 @@ TEST(MpcacheEviction, GenerationMatchesPlaintextMalicious) {
   p.static_keep_ratio = 0.4;
   ExpectGenerationTwin<mpc::Spdz2k>(p, LongPrompt(), 30);
 }
+// Impact re-weighting after the eviction, with the dynamic selection: the secure generation
+// equals the twin, which departs from the same policy without it.
+TEST(MpcacheEviction, ImpactReweightingMatchesPlaintextMalicious) {
+  model::MpcachePolicy p;
+  p.cluster_tokens = 2;
+  p.keep_ratio = 0.5;
+  p.static_keep_ratio = 0.4;
+  p.impact_weight = 2.0;
+  ExpectGenerationTwin<mpc::Spdz2k>(p, LongPrompt(), 30);
+  auto config = model::ParseDims("32x2x4x2x64x40x48");
+  ASSERT_TRUE(config.ok());
+  config->shared_classifier = true;
+  auto w = model::MakeSyntheticWeights(*config, 11);
+  ASSERT_TRUE(w.ok());
+  model::FixedEngineOptions fo;
+  fo.mpcache = p;
+  fo.kv_block_tokens = 4;
+  const testing::PlainRun with = testing::RunPlain(*w, LongPrompt(), 30, 1, fo);
+  fo.mpcache->impact_weight = 0;
+  const testing::PlainRun without = testing::RunPlain(*w, LongPrompt(), 30, 1, fo);
+  EXPECT_NE(with.fixed_tokens, without.fixed_tokens) << "the re-weighting never mattered here";
+}
+
 // The sigmoid variant, its window's queries selecting (their sigmoids scattered with the
 // weights): the secure engine's Sigmoid equals the twin's within its truncations.
 TEST(MpcacheEviction, SigmoidWithDynamicSelectionMatchesPlaintextMalicious) {

@@ -450,6 +450,7 @@ model::MpcachePolicy ViewPolicy() {
   // The sigmoid eviction scores: the window's Sigmoid openings (and its sigmoids in the
   // scatter) are in the view too; the softmax variant opens nothing of its own.
   p.eviction_score = model::EvictionScore::kSigmoid;
+  p.impact_weight = 2;  // the importances gathered with the kept rows: one more column
   return p;
 }
 constexpr int kMpcacheSteps = 6;
