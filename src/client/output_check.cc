@@ -11,10 +11,11 @@ namespace mpcache::client {
 namespace cp = daemon::client_proto;
 
 TokenReleases::TokenReleases(std::uint64_t session, int prompt_len, int vocab,
-                             std::vector<std::uint64_t> out_masks)
+                             std::vector<std::uint64_t> out_masks, int skip)
     : session_(session),
       prompt_len_(prompt_len),
       vocab_(vocab),
+      skip_(skip),
       out_masks_(std::move(out_masks)),
       next_pos_(static_cast<std::uint32_t>(prompt_len)) {}
 
@@ -62,12 +63,14 @@ Result<std::optional<int>> TokenReleases::Add(int party, const cp::Token& t) {
   const cp::Token agreed = *slot_[0];
   // The mask of this position, and only it: a token unmasked with another position's mask
   // (or a mask the request does not have) is not the token.
-  const std::uint64_t first_out = static_cast<std::uint64_t>(prompt_len_);
-  if (agreed.mask_seq != agreed.pos || agreed.mask_seq < first_out ||
+  const std::uint64_t first_out =
+      static_cast<std::uint64_t>(prompt_len_) + static_cast<std::uint64_t>(skip_);
+  const std::uint64_t want = std::uint64_t{agreed.pos} + static_cast<std::uint64_t>(skip_);
+  if (agreed.mask_seq != want || agreed.mask_seq < first_out ||
       agreed.mask_seq - first_out >= out_masks_.size()) {
     return ProtocolError("the parties released position " + std::to_string(agreed.pos) +
                          " under mask " + std::to_string(agreed.mask_seq) + ", not under mask " +
-                         std::to_string(agreed.pos) + " of " + std::to_string(first_out) + ".." +
+                         std::to_string(want) + " of " + std::to_string(first_out) + ".." +
                          std::to_string(first_out + out_masks_.size() - 1) +
                          ": refusing the output");
   }

@@ -32,9 +32,11 @@ namespace mpcache::client {
 
 class TokenReleases {
  public:
-  // out_masks[k]: the clear output mask of mask number prompt_len + k.
+  // out_masks[k]: the clear output mask of mask number prompt_len + skip + k, released at
+  // position prompt_len + k (skip: client mask batches taken between the prompt's and the
+  // outputs', i.e. 1 for the sampling noise).
   TokenReleases(std::uint64_t session, int prompt_len, int vocab,
-                std::vector<std::uint64_t> out_masks);
+                std::vector<std::uint64_t> out_masks, int skip = 0);
 
   // Party `party`'s Token. The token once all three released the same value for the next
   // position; nullopt while some have not; an error for anything the client must refuse.
@@ -44,7 +46,7 @@ class TokenReleases {
 
  private:
   std::uint64_t session_;
-  int prompt_len_, vocab_;
+  int prompt_len_, vocab_, skip_;
   std::vector<std::uint64_t> out_masks_;
   std::uint32_t next_pos_;
   std::array<std::optional<daemon::client_proto::Token>, 3> slot_;

@@ -79,7 +79,8 @@ class Run {
     if (io_thread_.joinable()) io_thread_.join();
   }
 
-  Result<GenerateResult> Go(std::vector<int> prompt, int max_tokens);
+  Result<GenerateResult> Go(std::vector<int> prompt, int max_tokens, const SamplingParams& sampling,
+                            std::uint64_t seed);
 
  private:
   Status Connect(std::uint64_t session);
@@ -101,7 +102,10 @@ class Run {
 
   std::uint64_t session_ = 0;
   int prompt_len_ = 0;
+  SamplingParams sampling_;
+  std::uint64_t seed_ = 0;
   std::vector<std::uint64_t> out_masks_;
+  cp::Generate generate_;
   std::optional<TokenReleases> releases_;  // once the output masks are known
   GenerateResult result_;
   std::size_t printed_ = 0;
@@ -135,6 +139,10 @@ Status Run::Connect(std::uint64_t session) {
   g.prompt_len = static_cast<std::uint32_t>(prompt_len_);
   g.vocab = static_cast<std::uint32_t>(tok_.vocab_size());
   g.steps = static_cast<std::uint32_t>(out_masks_.size());
+  g.temperature = sampling_.temperature;
+  g.top_p = sampling_.top_p;
+  g.top_k = static_cast<std::uint32_t>(sampling_.top_k);
+  generate_ = g;
   for (int p = 0; p < 3; ++p) {
     MPCACHE_RETURN_IF_ERROR(parties_[static_cast<std::size_t>(p)].link->Send(cp::Encode(g)));
   }
@@ -189,11 +197,15 @@ Status Run::OnToken(int party, const cp::Token& t) {
   return Status::Ok();
 }
 
-Result<GenerateResult> Run::Go(std::vector<int> prompt, int max_tokens) {
+Result<GenerateResult> Run::Go(std::vector<int> prompt, int max_tokens,
+                               const SamplingParams& sampling, std::uint64_t seed) {
+  sampling_ = sampling;
+  seed_ = seed;
   const auto t0 = std::chrono::steady_clock::now();
   MPCACHE_ASSIGN_OR_RETURN(Seed rnd, OsSeed());
   std::memcpy(&session_, rnd.data(), 8);
   result_.session_id = session_;
+  result_.seed = seed;
   prompt_len_ = static_cast<int>(prompt.size());
   result_.prompt_tokens = prompt_len_;
   result_.tokens = prompt;
@@ -272,11 +284,40 @@ Result<GenerateResult> Run::Go(std::vector<int> prompt, int max_tokens) {
           msg.d[static_cast<std::size_t>(pos) * static_cast<std::size_t>(vocab) +
                 static_cast<std::size_t>(prompt[static_cast<std::size_t>(pos)])] += 1;
         }
+        std::uint64_t next_batch = 1;
+        if (const std::uint64_t n = cp::SampleNoiseValues(generate_); n > 0) {
+          // The sampling noise of every position that may sample, in order, masked with
+          // batch 1 (the parties take it right after the prompt's).
+          preproc::Batch nb = pb;
+          nb.seq = next_batch++;
+          nb.request.count = n;
+          MPCACHE_ASSIGN_OR_RETURN(auto rn, preproc::ExpandClientMasks(seed, nb));
+          const std::uint32_t f = parties_[0].seed->frac_bits;
+          for (int p = 1; p < 3; ++p) {
+            if (parties_[static_cast<std::size_t>(p)].seed->frac_bits != f) {
+              return ProtocolError(
+                  "the parties compute at different fixed-point precisions (" + std::to_string(f) +
+                  " and " + std::to_string(parties_[static_cast<std::size_t>(p)].seed->frac_bits) +
+                  " fractional bits): give them the same model.frac_bits");
+            }
+          }
+          if (f < 8 || f > 30) {
+            return ProtocolError("the parties announced " + std::to_string(f) +
+                                 " fractional bits: outside 8..30");
+          }
+          SamplingNoise noise(seed_, sampling_.temperature, static_cast<int>(f));
+          msg.d.reserve(msg.d.size() + n);
+          for (std::size_t done = 0; done < n; done += static_cast<std::size_t>(vocab)) {
+            const std::vector<Ring64> x = noise.Next(static_cast<std::size_t>(vocab));
+            for (std::size_t i = 0; i < x.size(); ++i) msg.d.push_back(x[i] - rn[done + i]);
+          }
+        }
         preproc::Batch ob = pb;
-        ob.seq = 1;
+        ob.seq = next_batch;
         ob.request.count = out_masks_.size();
         MPCACHE_ASSIGN_OR_RETURN(out_masks_, preproc::ExpandClientMasks(seed, ob));
-        releases_.emplace(session_, prompt_len_, vocab, out_masks_);
+        releases_.emplace(session_, prompt_len_, vocab, out_masks_,
+                          static_cast<int>(next_batch) - 1);
         const auto bytes = cp::Encode(msg);
         for (auto& p : parties_) MPCACHE_RETURN_IF_ERROR(p.link->Send(bytes));
         prompt_sent = true;
@@ -347,8 +388,15 @@ Result<GenerateResult> GeneratePrivately(const config::ClientConfig& cfg,
   if (cfg.parties.size() != 3) return InvalidArgument(cfg.file + ": needs three parties");
   MPCACHE_ASSIGN_OR_RETURN(model::Tokenizer tok, model::Tokenizer::LoadLlama2c(cfg.tokenizer, 0));
   MPCACHE_ASSIGN_OR_RETURN(std::vector<int> prompt, tok.Encode(options.prompt, true, false));
+  MPCACHE_RETURN_IF_ERROR(options.sampling.Validate(tok.vocab_size()));
+  std::uint64_t seed = 0;
+  if (options.seed) {
+    seed = *options.seed;
+  } else {
+    MPCACHE_ASSIGN_OR_RETURN(seed, RandomSamplingSeed());
+  }
   Run run(cfg, tok, on_text, std::move(log));
-  return run.Go(std::move(prompt), options.max_tokens);
+  return run.Go(std::move(prompt), options.max_tokens, options.sampling, seed);
 }
 
 }  // namespace mpcache::client

@@ -9,11 +9,13 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "common/config.h"
+#include "common/fixed_sampling.h"
 #include "common/result.h"
 
 namespace spdlog {
@@ -38,14 +40,19 @@ struct GenerateResult {
   std::vector<int> tokens;  // BOS, prompt..., generated
   int prompt_tokens = 0;    // BOS included
   int generated = 0;
-  std::string text;    // prompt included, as llama2.c prints it
-  double seconds = 0;  // wall time at the client
+  std::string text;        // prompt included, as llama2.c prints it
+  std::uint64_t seed = 0;  // sampling: the seed of the client's noise (to reproduce the run)
+  double seconds = 0;      // wall time at the client
   std::vector<PartyReport> parties;
 };
 
 struct GenerateOptions {
   std::string prompt;
   int max_tokens = 64;  // positions, prompt included (llama2.c's -n steps)
+  // Private sampling (common/fixed_sampling.h): greedy by default. The noise is drawn here,
+  // at the client, from `seed` (a reproducible run) or, without one, from the OS.
+  SamplingParams sampling;
+  std::optional<std::uint64_t> seed;
 };
 
 using TextSink = std::function<void(std::string_view piece)>;

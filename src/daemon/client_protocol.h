@@ -2,14 +2,19 @@
 // link; every message names the request's session id). Header-only: the client CLI
 // includes it without linking the daemon.
 //
-//   client -> every party   Generate {session, prompt_len, steps, vocab}
-//   party  -> client        SeedShare {XOR share of the client's mask seed, SHA-256 of it}
+//   client -> every party   Generate {session, prompt_len, steps, vocab, sampling}
+//                           (sampling: temperature, top_p, top_k; public to the parties)
+//   party  -> client        SeedShare {XOR share of the client's mask seed, SHA-256 of it,
+//                           the parties' frac_bits}
 //                           (the dealer made the seed; each party sees one share only,
 //                           the client checks the three hashes agree)
-//   client -> every party   Prompt {d = onehot(token) - r, prompt_len x vocab values}
-//                           (r: client-owned dealer masks, batch 0 of the session)
+//   client -> every party   Prompt {d = onehot(token) - r, prompt_len x vocab values,
+//                           then, when sampling, d = noise - r'' for SampleNoiseValues}
+//                           (r: client-owned dealer masks, batch 0 of the session; r'': the
+//                           noise batch 1, the client's T x Gumbel draws per decode position)
 //   party  -> client        Token {pos, mask_seq, token + r'} after every MAC check
-//                           (r': output masks, batch 1; the client checks all three agree)
+//                           (r': output masks, the last batch; the client checks all three
+//                           agree)
 //   client -> every party   Continue {pos, more}
 //   party  -> client        Done {report} | Error {message, blamed party}
 //
@@ -20,6 +25,7 @@
 // another position, and prompt rows that are not one-hot (infer/input_check.h).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string>
@@ -48,17 +54,33 @@ struct Generate {
   static constexpr const char* kName = "Generate";
   std::uint64_t session = 0;
   std::uint32_t prompt_len = 0, steps = 0, vocab = 0;
-  auto Fields() { return std::tie(session, prompt_len, steps, vocab); }
-  auto Fields() const { return std::tie(session, prompt_len, steps, vocab); }
+  double temperature = 0, top_p = 1;  // common/fixed_sampling.h (0: greedy)
+  std::uint32_t top_k = 0;
+  auto Fields() { return std::tie(session, prompt_len, steps, vocab, temperature, top_p, top_k); }
+  auto Fields() const {
+    return std::tie(session, prompt_len, steps, vocab, temperature, top_p, top_k);
+  }
 };
+
+// The sampling noise a request enters after its prompt: vocab values for every position
+// that may sample (prompt_len - 1 .. positions - 1, positions = max(steps, prompt_len)), or
+// none for greedy requests.
+inline std::uint64_t SampleNoiseValues(const Generate& g) {
+  if (g.temperature == 0) return 0;
+  const std::uint64_t positions = std::max(g.steps, g.prompt_len);
+  return (positions - g.prompt_len + 1) * std::uint64_t{g.vocab};
+}
 struct SeedShare {
   static constexpr Type kType = kSeedShare;
   static constexpr const char* kName = "SeedShare";
   std::uint64_t session = 0;
   std::array<std::uint8_t, 16> share{};
   std::array<std::uint8_t, 32> hash{};
-  auto Fields() { return std::tie(session, share, hash); }
-  auto Fields() const { return std::tie(session, share, hash); }
+  // The parties' fixed-point precision (model.frac_bits): the client encodes its sampling
+  // noise at it.
+  std::uint32_t frac_bits = 0;
+  auto Fields() { return std::tie(session, share, hash, frac_bits); }
+  auto Fields() const { return std::tie(session, share, hash, frac_bits); }
 };
 struct Prompt {
   static constexpr Type kType = kPrompt;
@@ -188,15 +210,21 @@ inline MessageLimits GenerateLimits() {
 }
 
 // What a party accepts after the seed share: the Prompt of the request, exactly
-// prompt_len x vocab values (prompt_len is at most the model's seq_len and vocab its
-// vocabulary size: the party checked both against model.checkpoint).
-inline MessageLimits PromptLimits(std::uint32_t prompt_len, std::uint32_t vocab) {
+// prompt_len x vocab values plus the sampling noise (prompt_len and steps are at most the
+// model's seq_len and vocab its vocabulary size: the party checked them against
+// model.checkpoint).
+inline MessageLimits PromptLimits(const Generate& g) {
   const std::size_t header = Encode(Prompt{}).size();
+  const std::uint64_t noise = SampleNoiseValues(g);
   MessageLimits l(TypeName);
-  l.Allow(kPrompt, header + 8 * std::size_t{prompt_len} * vocab,
-          "8 bytes x prompt_len " + std::to_string(prompt_len) + " (the request's Generate) x " +
-              std::to_string(vocab) + " (the vocabulary of model.checkpoint) + " +
-              std::to_string(header) + " bytes of header");
+  const std::string rows = "prompt_len " + std::to_string(g.prompt_len) +
+                           " (the request's Generate) x " + std::to_string(g.vocab) +
+                           " (the vocabulary of model.checkpoint)";
+  l.Allow(
+      kPrompt, header + 8 * (std::size_t{g.prompt_len} * g.vocab + noise),
+      (noise > 0 ? "8 bytes x (" + rows + " + " + std::to_string(noise) + " sampling noise values)"
+                 : "8 bytes x " + rows) +
+          " + " + std::to_string(header) + " bytes of header");
   return l;
 }
 

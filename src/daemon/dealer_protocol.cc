@@ -22,8 +22,16 @@ std::vector<std::uint8_t> Encode(const Join& m) {
       .U8(static_cast<std::uint8_t>(m.security))
       .U32(m.prompt_len)
       .U32(m.steps)
-      .U32(m.vocab);
+      .U32(m.vocab)
+      .U64(m.noise);
   return w.Take();
+}
+
+std::vector<std::uint64_t> ClientMaskBatches(const Join& join) {
+  std::vector<std::uint64_t> sizes{std::uint64_t{join.prompt_len} * join.vocab};
+  if (join.noise > 0) sizes.push_back(join.noise);
+  sizes.push_back(join.steps);
+  return sizes;
 }
 
 std::vector<std::uint8_t> Encode(const Setup& m) {
@@ -78,6 +86,7 @@ Result<Join> DecodeJoin(const std::vector<std::uint8_t>& p) {
   MPCACHE_ASSIGN_OR_RETURN(m.prompt_len, r.U32());
   MPCACHE_ASSIGN_OR_RETURN(m.steps, r.U32());
   MPCACHE_ASSIGN_OR_RETURN(m.vocab, r.U32());
+  MPCACHE_ASSIGN_OR_RETURN(m.noise, r.U64());
   MPCACHE_RETURN_IF_ERROR(r.End());
   return m;
 }

@@ -42,14 +42,19 @@ struct Join {
   std::uint32_t party = 0;
   preproc::Security security = preproc::Security::kMalicious;
   std::uint32_t prompt_len = 0, steps = 0, vocab = 0;
+  // Sampling: the client's noise values (decode positions x vocab), else 0.
+  std::uint64_t noise = 0;
 };
+// The client's mask batches of a session, in the order the parties take them: the
+// prompt's (prompt_len x vocab), the sampling noise's (when noise > 0), the outputs' (steps).
+std::vector<std::uint64_t> ClientMaskBatches(const Join& join);
 struct Setup {
   Seed party_seed{};
   std::uint64_t bit_key_share = 0;
   Seed bit_seed{};  // expands the comparison material (preproc::BitExpander)
   std::array<std::uint8_t, 16> client_seed_share{};
   std::array<std::uint8_t, 32> client_seed_hash{};
-  std::vector<preproc::Batch> client_batches;    // this party's part of batches 0 and 1
+  std::vector<preproc::Batch> client_batches;    // this party's part of ClientMaskBatches
   std::uint64_t chunk_items = 32768;             // ask ahead for at least this many items
   std::uint64_t max_request_items = 1ull << 22;  // never ask for more in one request
 };

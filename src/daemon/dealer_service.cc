@@ -127,7 +127,8 @@ Status DealerService::Impl::Handle(SyncLink& link, int party, std::uint64_t& ses
     }
   }
   const dealer_proto::Join& j = session->join();
-  if (j.prompt_len != join.prompt_len || j.steps != join.steps || j.vocab != join.vocab) {
+  if (j.prompt_len != join.prompt_len || j.steps != join.steps || j.vocab != join.vocab ||
+      j.noise != join.noise) {
     return ProtocolError("party " + std::to_string(party) +
                          " joined with other session parameters than its peers");
   }

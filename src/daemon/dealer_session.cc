@@ -43,8 +43,7 @@ class DealerSessionImpl final : public DealerSession {
     shares_[1] = s1;
     for (std::size_t i = 0; i < 16; ++i) shares_[2][i] = client[i] ^ s0[i] ^ s1[i];
     hash_ = SeedHash(client);
-    const std::uint64_t n_prompt = std::uint64_t{join_.prompt_len} * join_.vocab;
-    for (std::uint64_t count : {n_prompt, std::uint64_t{join_.steps}}) {
+    for (std::uint64_t count : dealer_proto::ClientMaskBatches(join_)) {
       preproc::BatchRequest req;
       req.type = preproc::ItemType::kInputMask;
       req.count = count;
@@ -232,16 +231,17 @@ Result<std::shared_ptr<DealerSession>> DealerSession::Create(const dealer_proto:
   }
   if (join.prompt_len < 1 || join.prompt_len > 65536 || join.vocab < 2 || join.vocab > (1u << 20) ||
       std::uint64_t{join.prompt_len} * join.vocab > (1u << 26) || join.steps < 1 ||
-      join.steps > (1u << 20)) {
+      join.steps > (1u << 20) ||
+      (join.noise != 0 && (join.noise % join.vocab != 0 || join.noise / join.vocab > join.steps))) {
     return ProtocolError("session parameters out of range (prompt " +
                          std::to_string(join.prompt_len) + ", vocab " + std::to_string(join.vocab) +
-                         ", steps " + std::to_string(join.steps) + ")");
+                         ", steps " + std::to_string(join.steps) + ", sampling noise " +
+                         std::to_string(join.noise) + ")");
   }
-  // The Setup carries the client's two mask batches (the last party's with corrections):
+  // The Setup carries the client's mask batches (the last party's with corrections):
   // it must fit in one message, so a Join cannot make the dealer build an unreadable one.
   std::uint64_t setup_bytes = 4096;  // seeds, hashes, limits, headers
-  for (const std::uint64_t count :
-       {std::uint64_t{join.prompt_len} * join.vocab, std::uint64_t{join.steps}}) {
+  for (const std::uint64_t count : dealer_proto::ClientMaskBatches(join)) {
     const preproc::BatchRequest req{
         .type = preproc::ItemType::kInputMask, .count = count, .owner = mpc::kClient};
     MPCACHE_ASSIGN_OR_RETURN(std::size_t bytes, preproc::CorrectionBytes(join.security, req));
@@ -251,9 +251,13 @@ Result<std::shared_ptr<DealerSession>> DealerSession::Create(const dealer_proto:
     return ProtocolError("session parameters: prompt_len x vocab = " +
                          std::to_string(std::uint64_t{join.prompt_len} * join.vocab) +
                          " input masks (and steps = " + std::to_string(join.steps) +
-                         ") make a Setup of " + std::to_string(setup_bytes) +
+                         ", sampling noise = " + std::to_string(join.noise) + ") make a Setup of " +
+                         std::to_string(setup_bytes) +
                          " bytes, more than the largest message a party reads (" +
-                         std::to_string(kMaxLinkMessageBytes) + "): use a shorter prompt");
+                         std::to_string(kMaxLinkMessageBytes) + "): use a shorter prompt" +
+                         (join.noise > 0 ? " or fewer --max-tokens (sampling enters noise for "
+                                           "every generated position)"
+                                         : ""));
   }
   if (join.security == preproc::Security::kMalicious) {
     auto s = std::make_shared<DealerSessionImpl<mpc::Spdz2k>>(join);

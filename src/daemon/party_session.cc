@@ -70,6 +70,14 @@ Status UsedSessions::Use(std::uint64_t session) {
   return Status::Ok();
 }
 
+SamplingParams RequestSampling(const client_proto::Generate& req) {
+  SamplingParams s;
+  s.temperature = req.temperature;
+  s.top_p = req.top_p;
+  s.top_k = static_cast<int>(std::min<std::uint32_t>(req.top_k, 1u << 30));
+  return s;
+}
+
 Result<int> RequestPositions(const client_proto::Generate& req, const model::ModelConfig& model,
                              const std::string& model_file) {
   const std::string limit = std::to_string(model.seq_len);
@@ -89,6 +97,9 @@ Result<int> RequestPositions(const client_proto::Generate& req, const model::Mod
                            " tokens");
   }
   if (req.steps < 1) return InvalidArgument("max tokens must be at least 1");
+  if (Status s = RequestSampling(req).Validate(model.vocab_size); !s.ok()) {
+    return InvalidArgument("the request's sampling: " + s.error().message());
+  }
   if (req.steps > static_cast<std::uint32_t>(model.seq_len)) {
     return InvalidArgument("the request asks for " + std::to_string(req.steps) +
                            " positions (max tokens, the prompt's " +
@@ -120,6 +131,7 @@ Result<client_proto::Done> Run(const PartyRuntime& rt, SyncLink& client,
   join.prompt_len = req.prompt_len;
   join.steps = static_cast<std::uint32_t>(steps);
   join.vocab = req.vocab;
+  join.noise = client_proto::SampleNoiseValues(req);
   MPCACHE_ASSIGN_OR_RETURN(
       auto dealer_link,
       SyncLink::Connect(*rt.io, *rt.tls, net::ToEndpoint(cfg.dealer), std::string(net::kDealerName),
@@ -136,7 +148,8 @@ Result<client_proto::Done> Run(const PartyRuntime& rt, SyncLink& client,
 
   // 2. The client's share of its mask seed.
   client_proto::SeedShare share{req.session, prep->setup().client_seed_share,
-                                prep->setup().client_seed_hash};
+                                prep->setup().client_seed_hash,
+                                static_cast<std::uint32_t>(cfg.model.frac_bits)};
   MPCACHE_RETURN_IF_ERROR(client.Send(client_proto::Encode(share)));
 
   // 3. The mesh of this request.
@@ -149,8 +162,7 @@ Result<client_proto::Done> Run(const PartyRuntime& rt, SyncLink& client,
   MPCACHE_RETURN_IF_ERROR(infer::AgreeOnModel(*mesh, rt.identity, cfg.model.checkpoint));
 
   // 4. The masked prompt: exactly prompt_len x vocab values (nothing bigger is taken in).
-  MPCACHE_ASSIGN_OR_RETURN(
-      auto payload, client.Recv(recv, client_proto::PromptLimits(req.prompt_len, req.vocab)));
+  MPCACHE_ASSIGN_OR_RETURN(auto payload, client.Recv(recv, client_proto::PromptLimits(req)));
   MPCACHE_ASSIGN_OR_RETURN(client_proto::Prompt prompt,
                            client_proto::Decode<client_proto::Prompt>(payload));
   if (prompt.session != req.session) {
@@ -159,11 +171,17 @@ Result<client_proto::Done> Run(const PartyRuntime& rt, SyncLink& client,
         "from another request?)",
         prompt.session, req.session));
   }
-  if (prompt.d.size() != std::size_t{req.prompt_len} * req.vocab) {
-    return ProtocolError("the client's Prompt has " + std::to_string(prompt.d.size()) +
-                         " values; its Generate announced " + std::to_string(req.prompt_len) +
-                         " tokens x " + std::to_string(req.vocab) + " (the vocabulary)");
+  const std::size_t prompt_values = std::size_t{req.prompt_len} * req.vocab;
+  if (prompt.d.size() != prompt_values + join.noise) {
+    return ProtocolError(
+        "the client's Prompt has " + std::to_string(prompt.d.size()) +
+        " values; its Generate announced " + std::to_string(req.prompt_len) + " tokens x " +
+        std::to_string(req.vocab) + " (the vocabulary)" +
+        (join.noise > 0 ? " + " + std::to_string(join.noise) + " noise values" : std::string()));
   }
+  std::vector<std::uint64_t> noise(prompt.d.begin() + static_cast<std::ptrdiff_t>(prompt_values),
+                                   prompt.d.end());
+  prompt.d.resize(prompt_values);
 
   // 5. Contexts, weights, generation (as infer/in_process.cc, one party).
   MPCACHE_ASSIGN_OR_RETURN(Seed local, OsSeed());
@@ -185,10 +203,11 @@ Result<client_proto::Done> Run(const PartyRuntime& rt, SyncLink& client,
   options.max_seq_len = steps;
   options.debug = cfg.debug;
   options.mpcache = policy;
+  options.sampling = RequestSampling(req);
   MPCACHE_ASSIGN_OR_RETURN(auto session,
                            infer::GenerationSession<P>::Create(*bctx, weights, options));
   TlsClientLink link(client, req.session, static_cast<int>(req.prompt_len),
-                     static_cast<int>(req.vocab), std::move(prompt.d), recv);
+                     static_cast<int>(req.vocab), std::move(prompt.d), std::move(noise), recv);
   // TEST ONLY: the lying-party test binary deviates from here on (empty in production).
   typename infer::GenerationSession<P>::PositionHook test_hook;
   if (rt.adversary_for_testing) {

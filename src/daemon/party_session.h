@@ -14,6 +14,7 @@
 #include <unordered_set>
 
 #include "common/config.h"
+#include "common/fixed_sampling.h"
 #include "daemon/client_protocol.h"
 #include "daemon/metrics.h"
 #include "daemon/sync_link.h"
@@ -74,10 +75,14 @@ std::optional<int> BlamedParty(const std::string& message, int self);
 
 // The positions a request runs (prompt included, at least the prompt), or an error naming
 // the limit it exceeds: the client's vocabulary must be the model's, the prompt and the
-// positions asked for must fit the model's context (seq_len). Refused at once, before
-// any dealer or mesh work: a request beyond the context is never cut short silently.
+// positions asked for must fit the model's context (seq_len), the sampling parameters
+// their ranges. Refused at once, before any dealer or mesh work: a request beyond the
+// context is never cut short silently.
 Result<int> RequestPositions(const client_proto::Generate& request, const model::ModelConfig& model,
                              const std::string& model_file);
+
+// The request's (public) sampling parameters.
+SamplingParams RequestSampling(const client_proto::Generate& request);
 
 Result<client_proto::Done> RunPartySession(const PartyRuntime& rt, SyncLink& client,
                                            const client_proto::Generate& request,

@@ -486,14 +486,15 @@ Result<std::unique_ptr<RemotePreprocessing<P>>> RemotePreprocessing<P>::Open(
   limits.max_matrix_elements = std::min(limits.max_matrix_elements, r->shapes_.max_elements);
   limits.matrix_setting = "the most " + r->shapes_.source + " can need";
   r->store_->set_limits(std::move(limits));
-  // The client's two mask batches: the prompt's (prompt_len x vocab) and the outputs' (steps).
-  const std::uint64_t sizes[] = {std::uint64_t{join.prompt_len} * join.vocab, join.steps};
-  if (r->setup_.client_batches.size() != std::size(sizes)) {
+  // The client's mask batches: the prompt's (prompt_len x vocab), the sampling noise's (if
+  // any) and the outputs' (steps).
+  const std::vector<std::uint64_t> sizes = dealer_proto::ClientMaskBatches(join);
+  if (r->setup_.client_batches.size() != sizes.size()) {
     return ProtocolError("the dealer's Setup carries " +
                          std::to_string(r->setup_.client_batches.size()) +
-                         " client mask batches, expected 2");
+                         " client mask batches, expected " + std::to_string(sizes.size()));
   }
-  for (std::size_t i = 0; i < std::size(sizes); ++i) {
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
     const preproc::Batch& b = r->setup_.client_batches[i];
     InFlight f;
     f.request =

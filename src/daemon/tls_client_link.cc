@@ -22,6 +22,17 @@ Result<std::vector<std::uint64_t>> TlsClientLink::PromptInput(int pos, std::uint
   return std::vector<std::uint64_t>(begin, begin + static_cast<std::ptrdiff_t>(n));
 }
 
+Result<std::vector<std::uint64_t>> TlsClientLink::NoiseInput(std::uint64_t mask_seq,
+                                                             std::size_t n) {
+  if (noise_.empty()) return InvalidArgument("the client's request does not sample");
+  if (mask_seq != static_cast<std::uint64_t>(prompt_len_) || n != noise_.size()) {
+    return Internal("the sampling noise (" + std::to_string(n) + " values, client mask batch " +
+                    std::to_string(mask_seq) + ") is not the " + std::to_string(noise_.size()) +
+                    " values of batch " + std::to_string(prompt_len_) + " the client sent");
+  }
+  return std::move(noise_);
+}
+
 Result<bool> TlsClientLink::TokenOutput(int pos, std::uint64_t mask_seq, std::uint64_t masked) {
   client_proto::Token t{session_, static_cast<std::uint32_t>(pos), mask_seq, masked};
   MPCACHE_RETURN_IF_ERROR(link_.Send(client_proto::Encode(t)));

@@ -17,6 +17,9 @@ class InProcessClient::View final : public ClientLink {
                                                  std::size_t n) override {
     return client_.PromptInput(pos, mask_seq, n);
   }
+  Result<std::vector<std::uint64_t>> NoiseInput(std::uint64_t mask_seq, std::size_t n) override {
+    return client_.NoiseInput(mask_seq, n);
+  }
   Result<bool> TokenOutput(int pos, std::uint64_t mask_seq, std::uint64_t masked) override {
     return client_.TokenOutput(party_, pos, mask_seq, masked);
   }
@@ -76,6 +79,22 @@ Result<std::vector<std::uint64_t>> InProcessClient::PromptInput(int pos, std::ui
   std::vector<std::uint64_t> d(n);
   for (std::size_t i = 0; i < n; ++i) d[i] = x[i] - r[i];
   inputs_[pos] = d;
+  return d;
+}
+
+Result<std::vector<std::uint64_t>> InProcessClient::NoiseInput(std::uint64_t seq, std::size_t n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!noise_) return InvalidArgument("client: this request does not sample (no noise source)");
+  if (auto it = noise_inputs_.find(seq); it != noise_inputs_.end()) return it->second;
+  MPCACHE_ASSIGN_OR_RETURN(std::vector<std::uint64_t> r, Masks(seq));
+  if (r.size() != n) {
+    return ProtocolError("client: mask batch " + std::to_string(seq) + " has " +
+                         std::to_string(r.size()) + " values, the noise " + std::to_string(n));
+  }
+  std::vector<std::uint64_t> d = noise_(n);
+  if (d.size() != n) return Internal("client: the noise source gave the wrong size");
+  for (std::size_t i = 0; i < n; ++i) d[i] -= r[i];
+  noise_inputs_[seq] = d;
   return d;
 }
 
@@ -151,6 +170,21 @@ Result<InProcessResult> RunOnce(std::shared_ptr<const RingModel> model,
   InProcessClient client(
       prompt, model->config.vocab_size, bos_id, [&dealer] { return dealer->NextClientMasks(); },
       parties, options.client_input);
+  if (!options.session.sampling.Greedy()) {
+    auto noise = std::make_shared<SamplingNoise>(
+        options.sampling_seed, options.session.sampling.temperature, model->frac_bits);
+    const std::size_t vocab = static_cast<std::size_t>(model->config.vocab_size);
+    client.SetNoise([noise, vocab](std::size_t n) {
+      std::vector<std::uint64_t> out;
+      out.reserve(n);
+      for (std::size_t done = 0; done < n; done += vocab) {
+        const std::vector<Ring64> v = noise->Next(vocab);
+        out.insert(out.end(), v.begin(), v.end());
+      }
+      out.resize(n);
+      return out;
+    });
+  }
   InProcessResult result;
   result.phases.resize(parties);
   const int prompt_len = static_cast<int>(prompt.size());

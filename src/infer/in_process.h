@@ -30,6 +30,11 @@ class InProcessClient {
   InProcessClient(std::vector<int> prompt, int vocab_size, int bos_id, MaskSource masks,
                   int parties = 3, InputEdit edit = {});
 
+  // Sampling: the client's noise, n values at a time (e.g. SamplingNoise::Next per
+  // position). Unset: a NoiseInput is refused.
+  using NoiseSource = std::function<std::vector<std::uint64_t>(std::size_t n)>;
+  void SetNoise(NoiseSource noise) { noise_ = std::move(noise); }
+
   ClientLink& Link(int party) { return *links_[static_cast<std::size_t>(party)]; }
   // BOS, prompt..., then every released token, in order.
   std::vector<int> Tokens() const;
@@ -38,6 +43,7 @@ class InProcessClient {
   class View;
   Result<std::vector<std::uint64_t>> Masks(std::uint64_t seq);  // under mu_
   Result<std::vector<std::uint64_t>> PromptInput(int pos, std::uint64_t seq, std::size_t n);
+  Result<std::vector<std::uint64_t>> NoiseInput(std::uint64_t seq, std::size_t n);
   Result<bool> TokenOutput(int party, int pos, std::uint64_t seq, std::uint64_t masked);
 
   mutable std::mutex mu_;
@@ -45,6 +51,8 @@ class InProcessClient {
   int vocab_size_, bos_id_;
   MaskSource source_;
   InputEdit edit_;
+  NoiseSource noise_;
+  std::map<std::uint64_t, std::vector<std::uint64_t>> noise_inputs_;  // seq -> broadcast d
   std::vector<std::vector<std::uint64_t>> masks_;     // client batches fetched so far
   std::map<int, std::vector<std::uint64_t>> inputs_;  // pos -> broadcast d
   std::map<int, std::uint64_t> outputs_;              // pos -> masked value seen first
@@ -58,6 +66,8 @@ struct InProcessOptions {
   // splitting `model` in memory (then `model` only gives the config check).
   std::string share_dir;
   SessionOptions session;
+  // Sampling (session.sampling not greedy): the client's --seed for its noise.
+  std::uint64_t sampling_seed = 1;
   std::uint64_t seed = 1;  // dealer and local seeds (reproducible runs)
   int threads = 1;         // worker threads per party for local matrix products
   // Offline first: run once recording every party's preprocessing requests, then run again

@@ -34,6 +34,7 @@ Result<std::unique_ptr<SecureLlama<P>>> SecureLlama<P>::Create(mpc::BinaryContex
                                                                const SecureWeights<P>& weights,
                                                                SessionOptions options) {
   MPCACHE_RETURN_IF_ERROR(options.Validate());
+  MPCACHE_RETURN_IF_ERROR(options.sampling.Validate(weights.config.vocab_size));
   if (options.math.frac_bits != weights.frac_bits) {
     return InvalidArgument("the weights are encoded with " + std::to_string(weights.frac_bits) +
                            " fractional bits, the session uses " +
@@ -301,6 +302,21 @@ Result<Shares<P>> SecureLlama<P>::ArgmaxOneHot(const Vec& logits) {
       mpc::ArgMaxResult<P> am,
       mpc::RowArgMax<P>(ctx_, logits, 1, logits.size(), options_.math.compare_bits));
   return std::move(am.one_hot);
+}
+
+template <typename P>
+Result<Shares<P>> SecureLlama<P>::SampleOneHot(const Vec& logits, const Vec& noise) {
+  if (noise.size() != logits.size()) {
+    return InvalidArgument("sampling noise has " + std::to_string(noise.size()) +
+                           " entries, the logits " + std::to_string(logits.size()));
+  }
+  Vec scores;
+  {
+    PhaseScope phase(arith().stats(), "sampling");
+    scores = SamplingScores(be_, options_.math, logits, noise, options_.sampling);
+    MPCACHE_RETURN_IF_ERROR(Check());
+  }
+  return ArgmaxOneHot(scores);
 }
 
 template <typename P>

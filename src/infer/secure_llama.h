@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "common/fixed_math.h"
+#include "common/fixed_sampling.h"
 #include "infer/kv_cache.h"
 #include "infer/secure_weights.h"
 #include "model/mpcache_policy.h"
@@ -39,6 +40,9 @@ struct SessionOptions {
   bool reveal_intermediates = false;
   // MPCache's dynamic selection (infer/mpcache_kv.h); none = the full cache.
   std::optional<model::MpcachePolicy> mpcache;
+  // Private sampling (common/fixed_sampling.h): greedy by default; otherwise the client
+  // enters T x Gumbel noise and the next token is the argmax of SamplingScores.
+  SamplingParams sampling;
 
   Status Validate() const;
 };
@@ -60,6 +64,10 @@ class SecureLlama {
   Result<mpc::Shares<P>> Logits();
   // Secret one-hot of the first maximum of `logits` (vocab entries; never opened).
   Result<mpc::Shares<P>> ArgmaxOneHot(const mpc::Shares<P>& logits);
+  // Secret one-hot of the sampled token: the argmax of SamplingScores(logits, noise) under
+  // options().sampling (`noise`: the client's T x Gumbel draws for this position, vocab
+  // entries at f bits). Phase "sampling" for the scores, then "classifier_argmax".
+  Result<mpc::Shares<P>> SampleOneHot(const mpc::Shares<P>& logits, const mpc::Shares<P>& noise);
 
   // Debug reveals of the last Forward/Logits (refused unless reveal_intermediates).
   Result<const DebugTrace*> Trace() const;

@@ -40,6 +40,22 @@ Result<Shares<P>> GenerationSession<P>::InputPromptRows(ClientLink& client, int 
 }
 
 template <typename P>
+Result<Shares<P>> GenerationSession<P>::InputNoise(ClientLink& client, int positions) {
+  mpc::Context<P>& ctx = engine_->context().arith();
+  const std::size_t n =
+      static_cast<std::size_t>(positions) * static_cast<std::size_t>(engine_->config().vocab_size);
+  net::PhaseScope phase(ctx.stats(), "sampling");
+  MPCACHE_ASSIGN_OR_RETURN(mpc::InputMasks<P> masks, ctx.prep().GetInputMasks(n, mpc::kClient));
+  const std::uint64_t seq = client_mask_seq_++;
+  MPCACHE_ASSIGN_OR_RETURN(std::vector<std::uint64_t> d, client.NoiseInput(seq, n));
+  if (d.size() != n) {
+    return ProtocolError("the client's sampling noise has " + std::to_string(d.size()) +
+                         " values, expected " + std::to_string(n));
+  }
+  return mpc::InputFromClient<P>(ctx, std::move(masks), d);
+}
+
+template <typename P>
 Result<bool> GenerationSession<P>::ReleaseToken(ClientLink& client, const Shares<P>& one_hot,
                                                 int pos) {
   mpc::BinaryContext<P>& bctx = engine_->context();
@@ -97,6 +113,9 @@ Result<SessionReport> GenerationSession<P>::Generate(ClientLink& client, int pro
     return chunk.Slice(static_cast<std::size_t>(pos - chunk_first) * vocab, vocab);
   };
   MPCACHE_ASSIGN_OR_RETURN(Shares<P> one_hot, prompt_row(0));
+  const bool sampling = !engine_->options().sampling.Greedy();
+  Shares<P> noise;  // sampling: the client's noise of every position from prompt_len - 1 on
+  int sampled = 0;
   // The KV policy learns the prompt's (public) length: its static eviction's shape.
   MPCACHE_RETURN_IF_ERROR(engine_->kv().BeginPrompt(prompt_len));
   for (int pos = 0; pos < steps; ++pos) {
@@ -121,7 +140,16 @@ Result<SessionReport> GenerationSession<P>::Generate(ClientLink& client, int pro
     }
     MPCACHE_ASSIGN_OR_RETURN(Shares<P> logits, engine_->Logits());
     if (after_position) MPCACHE_RETURN_IF_ERROR(after_position(pos, *engine_));
-    MPCACHE_ASSIGN_OR_RETURN(one_hot, engine_->ArgmaxOneHot(logits));
+    if (sampling) {
+      if (sampled == 0) {
+        MPCACHE_ASSIGN_OR_RETURN(noise, InputNoise(client, steps - pos));
+      }
+      const Shares<P> mine = noise.Slice(static_cast<std::size_t>(sampled) * vocab, vocab);
+      MPCACHE_ASSIGN_OR_RETURN(one_hot, engine_->SampleOneHot(logits, mine));
+      sampled += 1;
+    } else {
+      MPCACHE_ASSIGN_OR_RETURN(one_hot, engine_->ArgmaxOneHot(logits));
+    }
     report.decode_positions += 1;
     MPCACHE_ASSIGN_OR_RETURN(bool more, ReleaseToken(client, one_hot, pos + 1));
     report.released += 1;

@@ -13,6 +13,9 @@
 //     Forward(one_hot, pos)
 //     if pos + 1 < prompt_len: one_hot = client input of prompt[pos + 1]   (no classifier)
 //     else: one_hot = argmax(Logits()); release its index to the client (stop if asked)
+// Sampling (options.sampling): at the first generated position the client enters its noise
+// for every position left (ClientLink::NoiseInput) and argmax(Logits()) becomes
+// SampleOneHot(Logits(), noise of this position).
 #pragma once
 
 #include <functional>
@@ -58,6 +61,8 @@ class GenerationSession {
   // The client's inputs for prompt positions first .. first + count - 1 (count x vocab
   // shares, row-major), checked to be one-hot vectors (CheckOneHotRows).
   Result<mpc::Shares<P>> InputPromptRows(ClientLink& client, int first, int count);
+  // The client's sampling noise for `positions` positions (positions x vocab shares).
+  Result<mpc::Shares<P>> InputNoise(ClientLink& client, int positions);
   // Opens index + r' (r' a client mask), checks every MAC, hands it to the client.
   Result<bool> ReleaseToken(ClientLink& client, const mpc::Shares<P>& one_hot, int pos);
 

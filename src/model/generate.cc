@@ -7,6 +7,15 @@ namespace mpcache::model {
 Result<GenerateResult> Generate(const ForwardFn& forward, const Tokenizer& tokenizer,
                                 Sampler& sampler, const GenerateOptions& options,
                                 const PieceFn& on_piece) {
+  const PickFn pick = [&sampler](std::span<const float> logits) -> Result<int> {
+    return sampler.Sample(logits);
+  };
+  return Generate(forward, tokenizer, pick, options, on_piece);
+}
+
+Result<GenerateResult> Generate(const ForwardFn& forward, const Tokenizer& tokenizer,
+                                const PickFn& pick, const GenerateOptions& options,
+                                const PieceFn& on_piece) {
   if (options.steps < 0) return InvalidArgument("steps must be >= 0");
   int steps = options.steps;
   if (options.max_seq_len > 0 && (steps == 0 || steps > options.max_seq_len)) {
@@ -31,7 +40,7 @@ Result<GenerateResult> Generate(const ForwardFn& forward, const Tokenizer& token
     if (pos + 1 < static_cast<int>(prompt.size())) {
       next = prompt[static_cast<std::size_t>(pos) + 1];
     } else {
-      next = sampler.Sample(logits.value());
+      MPCACHE_ASSIGN_OR_RETURN(next, pick(logits.value()));
     }
     ++pos;
     result.positions = pos;

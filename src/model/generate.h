@@ -41,6 +41,13 @@ struct GenerateResult {
   }
 };
 
+// Picks the next token from the last forward's logits (a sampler, or private sampling's
+// plaintext twin reading the engine's ring logits).
+using PickFn = std::function<Result<int>(std::span<const float> logits)>;
+
+Result<GenerateResult> Generate(const ForwardFn& forward, const Tokenizer& tokenizer,
+                                const PickFn& pick, const GenerateOptions& options,
+                                const PieceFn& on_piece = {});
 Result<GenerateResult> Generate(const ForwardFn& forward, const Tokenizer& tokenizer,
                                 Sampler& sampler, const GenerateOptions& options,
                                 const PieceFn& on_piece = {});

@@ -44,12 +44,14 @@ struct ClientRun {
 };
 
 ClientRun RunClient(Cluster& c, const std::string& prompt, int steps, bool json,
-                    std::chrono::seconds timeout, const std::string& tag) {
+                    std::chrono::seconds timeout, const std::string& tag,
+                    const std::vector<std::string>& extra = {}) {
   const std::string out = c.dir() + "/" + tag + ".out", err = c.dir() + "/" + tag + ".err";
   std::vector<std::string> argv{MPCACHE_CLIENT_BIN, "generate",           "--config",
                                 c.client_config(),  "--prompt",           prompt,
                                 "--max-tokens",     std::to_string(steps)};
   if (json) argv.push_back("--json");
+  argv.insert(argv.end(), extra.begin(), extra.end());
   Process p(argv, out, err);
   ClientRun r;
   r.code = p.Wait(timeout);
@@ -111,6 +113,43 @@ TEST(Daemons, GoldenTextAndPerTokenBytesMatchInProcess) {
   EXPECT_LT(dealer[0], 16e6);
   EXPECT_EQ(dealer[1], dealer[0]);
   EXPECT_GT(dealer[2], 100 * dealer[0]);
+}
+
+// Private sampling through the daemons (issue 18): the client's noise from --seed travels
+// masked with its prompt, and the tokens are those of `mpcache-model run --engine fixed`
+// with the same seed and precision; out-of-range values are refused before any party is
+// asked.
+TEST(Daemons, SampledGenerationMatchesThePlaintextTwin) {
+  Cluster c;
+  ASSERT_TRUE(c.StartAll()) << c.dir();
+  const std::vector<std::string> sampling{"--temperature", "0.9", "--top-p", "0.9", "--seed", "5"};
+  ClientRun r = RunClient(c, "Once upon a time", 24, true, 240s, "sampled", sampling);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["seed"].get<std::uint64_t>(), 5u);
+  std::vector<std::string> argv{MPCACHE_MODEL_BIN, "run",
+                                "--model",         ModelDir() + "/stories260K.bin",
+                                "--tokenizer",     ModelDir() + "/tok512.bin",
+                                "--prompt",        "Once upon a time",
+                                "--steps",         "24",
+                                "--engine",        "fixed",
+                                "--frac-bits",     "16",
+                                "--json"};
+  argv.insert(argv.end(), sampling.begin(), sampling.end());
+  const std::string plain_out = c.dir() + "/plain.json";
+  Process plain(argv, plain_out, c.dir() + "/plain.err");
+  ASSERT_EQ(plain.Wait(120s), 0) << ReadFile(c.dir() + "/plain.err");
+  const auto p = nlohmann::json::parse(ReadFile(plain_out));
+  EXPECT_EQ(j["tokens"], p["tokens"]);
+  EXPECT_EQ(j["text"], p["text"]);
+  EXPECT_NE(j["text"].get<std::string>(), std::string(kGolden64).substr(0, j["text"].size()))
+      << "a sampled story, not the greedy one";
+  ClientRun bad =
+      RunClient(c, "Once upon a time", 8, false, 30s, "bad-temp", {"--temperature", "500"});
+  EXPECT_NE(bad.code, 0);
+  EXPECT_NE(bad.err.find("--temperature 500 is out of range: 0 (greedy) or 0.01 .. 100"),
+            std::string::npos)
+      << bad.err;
 }
 
 // MPCache through the daemons (the party YAML's mpcache section): clusters of 20 tokens,

@@ -107,6 +107,30 @@ TEST(ModelCliTest, SampledRunIsReproducibleWithSeed) {
   EXPECT_FALSE(a.out.empty());
 }
 
+// Private sampling's twin (issue 18): one seed, one story; the float engine's encoded logits
+// and the fixed engine's (the secure engine's arithmetic) agree on it here; another seed
+// tells another story; the JSON names the seed and the parameters.
+TEST(ModelCliTest, PrivateSamplingTwinIsReproducibleAcrossEngines) {
+  const std::string dir = RequireModelDir();
+  if (dir.empty()) return;
+  const std::string base = "run --model " + Quote(dir + "/stories260K.bin") + " --tokenizer " +
+                           Quote(dir + "/tok512.bin") +
+                           " --prompt 'Once upon a time' --steps 48 --temperature 0.9 --top-p 0.9 "
+                           "--json --seed ";
+  const Output fl = RunTool(base + "21"), fx = RunTool(base + "21 --engine fixed"),
+               other = RunTool(base + "22 --engine fixed");
+  ASSERT_EQ(fl.exit_code, 0) << fl.err;
+  ASSERT_EQ(fx.exit_code, 0) << fx.err;
+  const auto a = nlohmann::json::parse(fl.out), b = nlohmann::json::parse(fx.out),
+             c = nlohmann::json::parse(other.out);
+  EXPECT_EQ(a["tokens"], b["tokens"]);
+  EXPECT_NE(b["tokens"], c["tokens"]);
+  EXPECT_EQ(b["seed"], 21);
+  EXPECT_EQ(b["engine"], "fixed");
+  EXPECT_EQ(b["sampling"], "temperature 0.9, top-p 0.9");
+  EXPECT_EQ(b["sampler"], "private");
+}
+
 TEST(ModelCliTest, Info) {
   const std::string dir = RequireModelDir();
   if (dir.empty()) return;
@@ -140,6 +164,16 @@ TEST(ModelCliTest, ErrorsAreOneLineAndNonZero) {
       {"run --model " + Quote(dir + "/tok512.bin"), "not a model checkpoint"},
       {"info --model /nonexistent/m.gguf", "no such file"},
       {"info --model " + Quote(dir + "/README.md"), "README.md"},
+      // Sampling values outside their ranges: the flag and its range named.
+      {"run --model " + bin + " --tokenizer " + Quote(dir + "/tok512.bin") + " --temperature 500",
+       "--temperature 500 is out of range: 0 (greedy) or 0.01 .. 100"},
+      {"run --model " + bin + " --tokenizer " + Quote(dir + "/tok512.bin") + " --top-p 0",
+       "--top-p 0 is out of range: a nucleus mass in (0, 1]"},
+      {"run --model " + bin + " --tokenizer " + Quote(dir + "/tok512.bin") + " --top-k 513",
+       "--top-k 513 is out of range: 0 (off) .. 512"},
+      {"run --model " + bin + " --tokenizer " + Quote(dir + "/tok512.bin") +
+           " --temperature 1 --top-k 5 --sampler llama2c",
+       "--top-k needs --sampler private"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.args);

@@ -1,8 +1,9 @@
 // `mpcache-bench generate --model M --tokenizer T --prompt P --steps N
 //  --security malicious|semi-honest --weights public|private [--cache full|mpcache] [--json]`
 //
-// A whole private greedy generation with three parties in one process over the in-memory
-// mesh, the in-process dealers feeding them on demand and a simulated client (infer/
+// A whole private generation (greedy, or sampled with --temperature/--top-p/--top-k and the
+// client's noise from --seed: common/fixed_sampling.h) with three parties in one process over the
+// in-memory mesh, the in-process dealers feeding them on demand and a simulated client (infer/
 // in_process.h). Per-token figures are over the decoded positions (the prefill of the
 // prompt's tokens is reported apart): wall seconds, bytes sent per party, rounds, and the
 // per-phase breakdown (embedding, norms, projections, attention, softmax, ffn,
@@ -19,6 +20,7 @@
 #include "model/checkpoint.h"
 #include "model/tokenizer.h"
 #include "tools/bench/commands.h"
+#include "tools/common/sampling_flags.h"
 
 namespace mpcache::tools {
 namespace {
@@ -29,6 +31,7 @@ struct GenerateOptions {
   std::string security = "malicious";
   std::string weights = "public";
   CacheFlags cache;
+  SamplingFlags sampling;
   int threads = 1;
   std::uint64_t seed = 1;
   int frac_bits = kRecommendedFracBits;
@@ -46,6 +49,7 @@ Result<nlohmann::json> RunGenerate(const GenerateOptions& o) {
     config = w.config;
     MPCACHE_ASSIGN_OR_RETURN(ring, infer::EncodeModel(w, o.frac_bits));
   }  // float weights freed here
+  MPCACHE_RETURN_IF_ERROR(o.sampling.params.Validate(config.vocab_size));
   MPCACHE_ASSIGN_OR_RETURN(model::Tokenizer tok,
                            model::Tokenizer::LoadLlama2c(o.tokenizer, config.vocab_size));
   MPCACHE_ASSIGN_OR_RETURN(std::vector<int> prompt, tok.Encode(o.prompt, true, false));
@@ -54,6 +58,8 @@ Result<nlohmann::json> RunGenerate(const GenerateOptions& o) {
   io.private_weights = o.weights == "private";
   io.share_dir = o.shares;
   io.seed = o.seed;
+  io.sampling_seed = o.seed;
+  io.session.sampling = o.sampling.params;
   io.threads = o.threads;
   io.preprocess_first = o.offline_first;
   io.session.math.frac_bits = o.frac_bits;
@@ -102,6 +108,8 @@ Result<nlohmann::json> RunGenerate(const GenerateOptions& o) {
   j["revealed_selections"] = r.report.revealed_selections;
   j["dp_epsilon_spent"] = r.report.epsilon_spent;
   j["frac_bits"] = o.frac_bits;
+  j["sampling"] = o.sampling.params.Describe();
+  if (!o.sampling.params.Greedy()) j["seed"] = o.seed;
   j["seconds_per_token"] = r.report.decode_seconds * per;
   j["bytes_per_token"] = static_cast<double>(total.bytes_sent) * per;
   j["rounds_per_token"] = static_cast<double>(total.rounds) * per;
@@ -152,10 +160,11 @@ int RunGenerateCommand(const GenerateOptions& o) {
 
 void AddGenerateCommand(CLI::App& app, int* exit_code) {
   auto opts = std::make_shared<GenerateOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "generate",
-      "Private greedy generation: three parties in one process (in-memory mesh), dealer and "
-      "client simulated; per-token time, bytes, rounds and per-phase breakdown");
+  CLI::App* cmd =
+      app.add_subcommand("generate",
+                         "Private generation (greedy or sampled): three parties in one process "
+                         "(in-memory mesh), dealer and "
+                         "client simulated; per-token time, bytes, rounds and per-phase breakdown");
   cmd->add_option("--model", opts->model, "Checkpoint (llama2.c .bin or GGUF)")->required();
   cmd->add_option("--tokenizer", opts->tokenizer, "llama2.c tokenizer.bin")->required();
   cmd->add_option("--prompt", opts->prompt, "Prompt text (default: BOS only)");
@@ -170,7 +179,11 @@ void AddGenerateCommand(CLI::App& app, int* exit_code) {
                   "the model in memory)");
   AddCacheFlags(*cmd, opts->cache);
   cmd->add_option("--threads", opts->threads, "Worker threads per party for local products");
-  cmd->add_option("--seed", opts->seed, "Dealer/party seeds (reproducible runs)");
+  opts->sampling.Add(cmd, /*with_seed=*/false);
+  cmd->add_option("--seed", opts->seed,
+                  "Dealer, party and sampling-noise seeds (reproducible runs: the same --seed "
+                  "samples the tokens mpcache-model run --engine fixed --seed samples)")
+      ->capture_default_str();
   cmd->add_option("--frac-bits", opts->frac_bits, "Fixed-point fractional bits");
   cmd->add_flag("--offline-first", opts->offline_first,
                 "Produce all preprocessing before the online phase (runs the generation twice: "

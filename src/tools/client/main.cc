@@ -1,4 +1,5 @@
-// mpcache-client generate --config config/client.yaml --prompt P --max-tokens N [--json]
+// mpcache-client generate --config config/client.yaml --prompt P --max-tokens N
+//     [--temperature T --top-p P --top-k K --seed S] [--json]
 // Private generation against running parties (SPEC §11): the text on stdout as tokens
 // arrive (prompt included, as llama2.c prints it), a stats line on stderr; --json prints
 // one JSON object on stdout instead. Errors: one line, non-zero exit.
@@ -10,6 +11,7 @@
 #include "common/config.h"
 #include "common/guarded_main.h"
 #include "common/logging.h"
+#include "tools/common/sampling_flags.h"
 
 namespace {
 
@@ -48,6 +50,8 @@ int Generate(const std::string& config_path, const mpcache::client::GenerateOpti
     j["prompt_tokens"] = r->prompt_tokens;
     j["generated_tokens"] = r->generated;
     j["session_id"] = r->session_id;
+    j["sampling"] = opts.sampling.Describe();
+    if (!opts.sampling.Greedy()) j["seed"] = r->seed;
     j["seconds"] = r->seconds;
     j["seconds_per_token"] = p0.decode_seconds * per;
     j["bytes_per_token"] = static_cast<double>(p0.decode_bytes_sent) * per;
@@ -79,6 +83,9 @@ int Generate(const std::string& config_path, const mpcache::client::GenerateOpti
             << " rounds/token sent per party (party 0, decode); cache "
             << (p0.mpcache ? "mpcache" : "full") << ", last step attended " << p0.attended << " of "
             << p0.positions << " positions";
+  if (!opts.sampling.Greedy()) {
+    std::cerr << "; sampled (" << opts.sampling.Describe() << ", --seed " << r->seed << ")";
+  }
   if (p0.revealed > 0) {
     std::cerr << "; " << p0.revealed << " selections revealed to the parties, epsilon spent "
               << p0.epsilon;
@@ -105,8 +112,14 @@ int main(int argc, char** argv) {
     gen->add_option("--max-tokens", opts.max_tokens,
                     "Positions incl. the prompt, as llama2.c's steps (default 64)")
         ->check(CLI::Range(1, 1 << 20));
+    mpcache::tools::SamplingFlags sampling;
+    sampling.Add(gen);
     gen->add_flag("--json", json, "Print one JSON object on stdout");
-    gen->callback([&] { exit_code = Generate(config_path, opts, json); });
+    gen->callback([&] {
+      opts.sampling = sampling.params;
+      opts.seed = sampling.Seed();
+      exit_code = Generate(config_path, opts, json);
+    });
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

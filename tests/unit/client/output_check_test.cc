@@ -98,6 +98,21 @@ TEST(TokenReleases, ATokenUnderAnotherMaskIsRefused) {
   }
 }
 
+// Sampling: the noise batch sits between the prompt's masks and the outputs', so the output
+// of position pos is under mask pos + 1; the unshifted number (a release under the noise
+// batch's slot) is refused.
+TEST(TokenReleases, WithTheNoiseBatchTheOutputMasksMoveByOne) {
+  TokenReleases r(kSession, kPromptLen, kVocab, kMasks, /*skip=*/1);
+  const auto pos = static_cast<std::uint32_t>(kPromptLen);
+  const cp::Token shifted = Tok(pos, kMasks[0] + 42, pos + 1);
+  auto x = Three(r, shifted, shifted, shifted);
+  ASSERT_TRUE(x.ok()) << x.error().ToString();
+  EXPECT_EQ(*x, std::optional<int>(42));
+  TokenReleases s(kSession, kPromptLen, kVocab, kMasks, /*skip=*/1);
+  const cp::Token unshifted = Tok(pos, kMasks[0] + 42, pos);
+  ExpectRefused(Three(s, unshifted, unshifted, unshifted), "not under mask 5");
+}
+
 TEST(TokenReleases, ATokenOutsideTheVocabularyIsRefused) {
   for (std::uint64_t token :
        {std::uint64_t{kVocab}, std::uint64_t{kVocab} + 1000, ~std::uint64_t{0}}) {

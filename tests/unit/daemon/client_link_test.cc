@@ -49,7 +49,11 @@ void ExpectRefused(const Fed& f, const std::string& what) {
 TEST(ClientLinkLimits, EveryClientMessageAtItsLimitPassesAndOneByteMoreIsRefused) {
   const std::vector<std::pair<std::vector<std::uint8_t>, MessageLimits>> cases{
       {cp::Encode(cp::Generate{1, 5, 64, 512}), cp::GenerateLimits()},
-      {cp::Encode(cp::Prompt{1, std::vector<std::uint64_t>(5 * 512, 7)}), cp::PromptLimits(5, 512)},
+      {cp::Encode(cp::Prompt{1, std::vector<std::uint64_t>(5 * 512, 7)}),
+       cp::PromptLimits(cp::Generate{1, 5, 64, 512})},
+      // Sampling: the prompt plus vocab noise values for each of positions 4 .. 63.
+      {cp::Encode(cp::Prompt{1, std::vector<std::uint64_t>((5 + 60) * 512, 7)}),
+       cp::PromptLimits(cp::Generate{1, 5, 64, 512, 0.9, 0.9, 0})},
       {cp::Encode(cp::Continue{1, 6, true}), cp::ContinueLimits()},
   };
   for (const auto& [bytes, limits] : cases) {
@@ -67,7 +71,7 @@ TEST(ClientLinkLimits, EveryClientMessageAtItsLimitPassesAndOneByteMoreIsRefused
 // the refusal says so; a message far over it is refused at its first fragment, before
 // anything beyond the limit is kept.
 TEST(ClientLinkLimits, OversizedPromptIsRefusedAtItsFirstFragmentNamingTheLimit) {
-  const MessageLimits limits = cp::PromptLimits(5, 512);
+  const MessageLimits limits = cp::PromptLimits(cp::Generate{1, 5, 64, 512});
   const auto big = cp::Encode(cp::Prompt{1, std::vector<std::uint64_t>(3 << 20, 1)});  // 24 MiB
   const Fed f = Feed(big, limits);
   ExpectRefused(f, "more than " + std::to_string(17 + 8 * 5 * 512) + " bytes");

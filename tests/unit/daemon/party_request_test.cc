@@ -40,6 +40,28 @@ TEST(RequestPositions, BeyondTheContextIsRefusedAtOnceNamingTheLimit) {
   EXPECT_FALSE(positions(5, 0, 512).ok());
 }
 
+// Sampling parameters travel in the Generate (public to the parties): out of range, the
+// request is refused before any work, naming the flag and its range; in range, the noise
+// the Prompt must carry is vocab values for each position from prompt_len - 1 on.
+TEST(RequestPositions, SamplingOutOfRangeIsRefusedAndTheNoiseSizeFollowsThePositions) {
+  model::ModelConfig m;
+  m.vocab_size = 512;
+  m.seq_len = 512;
+  const auto bad = [&](double t, double p, std::uint32_t k, const std::string& what) {
+    auto r = RequestPositions(cp::Generate{1, 5, 64, 512, t, p, k}, m, "stories260K.bin");
+    ASSERT_FALSE(r.ok()) << what;
+    EXPECT_NE(r.error().message().find("the request's sampling: " + what), std::string::npos)
+        << r.error().message();
+  };
+  bad(500, 0.9, 0, "--temperature 500 is out of range");
+  bad(0.9, 0, 0, "--top-p 0 is out of range");
+  bad(0.9, 0.9, 513, "--top-k 513 is out of range: 0 (off) .. 512");
+  ASSERT_TRUE(RequestPositions(cp::Generate{1, 5, 64, 512, 0.9, 0.9, 40}, m, "m").ok());
+  EXPECT_EQ(cp::SampleNoiseValues(cp::Generate{1, 5, 64, 512, 0.9, 0.9, 40}), 60u * 512);
+  EXPECT_EQ(cp::SampleNoiseValues(cp::Generate{1, 5, 3, 512, 0.9, 0.9, 40}), 1u * 512);
+  EXPECT_EQ(cp::SampleNoiseValues(cp::Generate{1, 5, 64, 512}), 0u);  // greedy
+}
+
 TEST(UsedSessions, ASecondUseIsRefusedAndTheMemoryIsBounded) {
   UsedSessions used(3);
   ASSERT_TRUE(used.Use(0xabc).ok());

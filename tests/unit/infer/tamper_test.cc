@@ -206,5 +206,30 @@ TEST(SecureTamper, ConsistentLieInMpcacheEvictionFailsTheMacCheck) {
   ExpectEveryLieFails(model, prompt, 8, o, "evict", cases);
 }
 
+// Private sampling's openings (l / T's truncation, the softmax, the nucleus threshold's
+// comparisons and products, the exclusion) are checked like every other: a consistent lie
+// in any of them — the top bit of a full-width opening, the top bit of a 21-bit comparison
+// (f + 3) — fails the MAC check before the sampled token leaves.
+TEST(SecureTamper, ConsistentLieInPrivateSamplingFailsTheMacCheck) {
+  const std::shared_ptr<const RingModel> model = TinyModel("16x1x2x2x32x20x8");
+  ASSERT_NE(model, nullptr);
+  const std::vector<int> prompt = {1, 3, 5, 7};
+  InProcessOptions o;
+  o.session.sampling.temperature = 0.9;
+  o.session.sampling.top_p = 0.8;
+  o.session.sampling.top_k = 6;
+  o.sampling_seed = 3;
+  auto honest = RunInProcess<mpc::Spdz2k>(model, prompt, 1, 6, o);
+  ASSERT_TRUE(honest.ok()) << honest.error().ToString();
+  ASSERT_TRUE(honest->phases[0].count("sampling"));
+  const std::vector<Case> cases = {
+      {mpc::Domain::kArith, 3, 0, 63},  {mpc::Domain::kArith, 3, 7, 0},
+      {mpc::Domain::kArith, 3, 25, 20}, {mpc::Domain::kArith, 4, 40, 20},
+      {mpc::Domain::kArith, 4, 55, 63}, {mpc::Domain::kBinary, 3, 2, 0},
+      {mpc::Domain::kBinary, 4, 30, 0},
+  };
+  ExpectEveryLieFails(model, prompt, 6, o, "sampling", cases);
+}
+
 }  // namespace
 }  // namespace mpcache::infer

@@ -249,6 +249,13 @@ class RecordingLink final : public ClientLink {
     if (keep_) log_.messages.push_back({kFromClient, b});
     return d;
   }
+  Result<std::vector<std::uint64_t>> NoiseInput(std::uint64_t seq, std::size_t n) override {
+    MPCACHE_ASSIGN_OR_RETURN(std::vector<std::uint64_t> d, inner_.NoiseInput(seq, n));
+    const std::vector<std::uint8_t> b = WordBytes(d);
+    log_.Open(Kind::kClientIn, inputs_++, n, b);
+    if (keep_) log_.messages.push_back({kFromClient, b});
+    return d;
+  }
   Result<bool> TokenOutput(int pos, std::uint64_t seq, std::uint64_t masked) override {
     if (keep_) log_.messages.push_back({kToClient, WordBytes({&masked, 1})});
     return inner_.TokenOutput(pos, seq, masked);
@@ -270,7 +277,8 @@ struct RunConfig {
   std::uint32_t burn_items = 0;
   bool record_messages = false;
   std::vector<Mutation> mutations;
-  SessionOptions session;  // e.g. MPCache's policy
+  SessionOptions session;           // e.g. MPCache's policy, or sampling
+  std::uint64_t sampling_seed = 1;  // the client's noise seed when session.sampling samples
 };
 
 struct RunRecord {
@@ -397,6 +405,11 @@ Result<RunRecord> RunRecorded(const std::shared_ptr<const RingModel>& model,
   ClientMasks masks([&dealer] { return dealer->NextClientMasks(); }, cfg.mutations);
   InProcessClient client(
       prompt, model->config.vocab_size, /*bos_id=*/1, [&masks] { return masks.Next(); }, kParties);
+  if (!cfg.session.sampling.Greedy()) {
+    auto noise = std::make_shared<SamplingNoise>(
+        cfg.sampling_seed, cfg.session.sampling.temperature, cfg.session.math.frac_bits);
+    client.SetNoise([noise](std::size_t n) { return noise->Next(n); });
+  }
   std::array<PartyLog, kParties> logs;
   std::array<std::uint64_t, kParties> rounds{};
   auto outcomes = net::RunParties(*mesh, [&](net::Channel& inner) -> Result<int> {

@@ -580,6 +580,54 @@ void ExpectDpRequestsFollowPublicShapes() {
   }
 }
 
+// Private sampling: two client seeds that sample different stories give every party the
+// same view shapes — the same dealer requests (the noise's masks included), message sizes and
+// rounds: the nucleus, the draws and the tokens decide nothing a party sees (only T, top-p
+// and top-k are public).
+template <typename P>
+void ExpectSamplingViewFollowsPublicShapes() {
+  RunConfig c;
+  c.session.sampling.temperature = 40;  // the small model is peaked: a flat draw
+  c.session.sampling.top_p = 0.9;
+  c.session.sampling.top_k = 12;
+  c.record_messages = true;
+  c.sampling_seed = 1;
+  constexpr int kSamplingSteps = 12;
+  // Two seeds whose stories run to the end (a BOS ends a story early, as the client decides
+  // in the open) and differ.
+  std::vector<RunRecord> runs;
+  for (std::uint64_t seed = 1; seed <= 12 && runs.size() < 2; ++seed) {
+    c.sampling_seed = seed;
+    auto r = RunRecorded<P>(SmallModel(), kSelectA, kSamplingSteps, c);
+    ASSERT_TRUE(r.ok()) << r.error().ToString();
+    if (r->tokens.size() != kSamplingSteps + 1u) continue;
+    if (!runs.empty() && runs[0].tokens == r->tokens) continue;
+    runs.push_back(std::move(*r));
+  }
+  ASSERT_EQ(runs.size(), 2u) << "no two seeds sampled two different full stories";
+  const RunRecord* a = &runs[0];
+  const RunRecord* b = &runs[1];
+  ASSERT_EQ(a->openings.size(), b->openings.size());
+  std::size_t client_inputs = 0;
+  for (std::size_t i = 0; i < a->openings.size(); ++i) {
+    EXPECT_EQ(a->openings[i].requests, b->openings[i].requests) << a->openings[i].Name();
+    EXPECT_EQ(a->openings[i].n, b->openings[i].n) << a->openings[i].Name();
+    client_inputs += a->openings[i].kind == Kind::kClientIn;
+  }
+  EXPECT_GT(client_inputs, kSelectA.size()) << "no noise input recorded";
+  for (std::size_t p = 0; p < 3; ++p) {
+    EXPECT_EQ(a->sent[p], b->sent[p]) << "party " << p << " sent other messages";
+    EXPECT_EQ(a->rounds[p], b->rounds[p]);
+  }
+}
+
+TEST(SecureView, SamplingViewFollowsPublicShapesSemiHonest) {
+  ExpectSamplingViewFollowsPublicShapes<mpc::SemiHonest>();
+}
+TEST(SecureView, SamplingViewFollowsPublicShapesMalicious) {
+  ExpectSamplingViewFollowsPublicShapes<mpc::Spdz2k>();
+}
+
 TEST(SecureView, MpcacheDpRequestsFollowPublicShapesSemiHonest) {
   ExpectDpRequestsFollowPublicShapes<mpc::SemiHonest>();
 }
