@@ -12,8 +12,13 @@
 #include <numeric>
 #include <set>
 
+#include "unit/model_fixed/sampling_stats.h"
+
 namespace mpcache {
 namespace {
+
+using sampling_test::ChiSquare;
+using sampling_test::Nucleus;
 
 constexpr int kF = kDefaultFracBits;
 const FixedPoint kFp{kF};
@@ -48,20 +53,12 @@ std::vector<double> SoftmaxAt(const std::vector<double>& logits, double t) {
   return p;
 }
 
-// Pearson's chi-square of the counts against `probs` (cells with probability > 0).
-double ChiSquare(const std::vector<int>& counts, const std::vector<double>& probs, int draws) {
-  double chi = 0;
-  for (std::size_t i = 0; i < counts.size(); ++i) {
-    if (probs[i] <= 0) continue;
-    const double e = probs[i] * draws;
-    chi += (counts[i] - e) * (counts[i] - e) / e;
-  }
-  return chi;
+// Whether the counts fit `probs` at significance 0.001 (chi-square, cells pooled as needed).
+bool Fits(const std::vector<int>& counts, const std::vector<double>& probs, int draws) {
+  int df = 0;
+  const double chi = ChiSquare(counts, probs, draws, &df);
+  return chi < sampling_test::ChiSquareCritical001(df);
 }
-
-// Critical values of chi-square at significance 0.001 (df 1..9): a correct sampler fails
-// one of these checks once in a thousand seeds; the seeds are fixed, so the test is stable.
-constexpr double kChi001[] = {0, 10.83, 13.82, 16.27, 18.47, 20.52, 22.46, 24.32, 26.12, 27.88};
 
 const std::vector<double> kLogits = {2.0, 1.4, 1.1, 0.5, 0.0, -0.4, -1.0, -2.5};
 
@@ -71,11 +68,9 @@ TEST(FixedSampling, TemperatureDrawsFollowTheSoftmax) {
     s.temperature = t;
     const int draws = 20000;
     const auto counts = Counts(kLogits, s, draws, 7);
-    const double chi = ChiSquare(counts, SoftmaxAt(kLogits, t), draws);
-    EXPECT_LT(chi, kChi001[kLogits.size() - 1]) << "temperature " << t;
+    EXPECT_TRUE(Fits(counts, SoftmaxAt(kLogits, t), draws)) << "temperature " << t;
     // And the test can tell: the softmax at another temperature is rejected.
-    EXPECT_GT(ChiSquare(counts, SoftmaxAt(kLogits, t * 1.3), draws), kChi001[kLogits.size() - 1])
-        << "temperature " << t;
+    EXPECT_FALSE(Fits(counts, SoftmaxAt(kLogits, t * 1.3), draws));
   }
 }
 
@@ -108,26 +103,6 @@ TEST(FixedSampling, NoiseIsTheTemperatureTimesGumbelAndReproducesFromTheSeed) {
   EXPECT_NEAR(var, 3.14159265 * 3.14159265 / 6, 0.15);
 }
 
-// llama2.c's nucleus on the fixed-point probabilities: the smallest prefix of the sorted
-// probabilities whose mass exceeds top_p.
-std::set<int> Nucleus(const std::vector<Ring64>& q, double top_p) {
-  std::vector<int> idx(q.size());
-  std::iota(idx.begin(), idx.end(), 0);
-  std::stable_sort(idx.begin(), idx.end(), [&](int a, int b) {
-    return static_cast<std::int64_t>(q[static_cast<std::size_t>(a)]) >
-           static_cast<std::int64_t>(q[static_cast<std::size_t>(b)]);
-  });
-  std::set<int> out;
-  std::int64_t mass = 0;
-  const std::int64_t limit = static_cast<std::int64_t>(kFp.Encode(top_p));
-  for (int i : idx) {
-    out.insert(i);
-    mass += static_cast<std::int64_t>(q[static_cast<std::size_t>(i)]);
-    if (mass > limit) break;
-  }
-  return out;
-}
-
 TEST(FixedSampling, TopPNeverLeavesTheNucleusAndSamplesItInProportion) {
   for (double top_p : {0.5, 0.8, 0.95}) {
     SamplingParams s;
@@ -139,7 +114,7 @@ TEST(FixedSampling, TopPNeverLeavesTheNucleusAndSamplesItInProportion) {
       z[i] = FixedPoint::Truncate(l[i] * kFp.Encode(1.0 / s.temperature), kF);
     PlainBackend pb;
     const auto q = Softmax(pb, FixedMathParams{}, z, 1, z.size());
-    const std::set<int> nucleus = Nucleus(q, top_p);
+    const std::set<int> nucleus = Nucleus(q, top_p, kF);
     ASSERT_LT(nucleus.size(), l.size()) << "top-p " << top_p << " must cut something here";
     const int draws = 6000;
     const auto counts = Counts(kLogits, s, draws, 21);
@@ -155,7 +130,7 @@ TEST(FixedSampling, TopPNeverLeavesTheNucleusAndSamplesItInProportion) {
     for (double& w : want) w /= in;
     const std::size_t df = nucleus.size() - 1;
     if (df > 0) {
-      EXPECT_LT(ChiSquare(counts, want, draws), kChi001[df]) << "top-p " << top_p;
+      EXPECT_TRUE(Fits(counts, want, draws)) << "top-p " << top_p;
     }
   }
 }
@@ -176,7 +151,7 @@ TEST(FixedSampling, TopKKeepsTheKMostLikely) {
     for (double& w : want) w /= in;
     std::vector<int> kept(counts.begin(), counts.begin() + k);
     if (k > 1) {
-      EXPECT_LT(ChiSquare(kept, want, draws), kChi001[k - 1]) << "top-k " << k;
+      EXPECT_TRUE(Fits(kept, want, draws)) << "top-k " << k;
     }
   }
 }
