@@ -17,6 +17,7 @@
 #include "daemon/client_protocol.h"
 #include "daemon/sync_link.h"
 #include "model/tokenizer.h"
+#include "model/utf8_text.h"
 #include "net/tls/mesh_config.h"
 #include "net/tls/tls_context.h"
 #include "preproc/in_process_dealer.h"
@@ -87,6 +88,7 @@ class Run {
   Error Failure() const;
   Status OnToken(int party, const cp::Token& t);
   void Emit();
+  void Print(const std::string& piece);
 
   const config::ClientConfig& cfg_;
   const model::Tokenizer& tok_;
@@ -108,7 +110,8 @@ class Run {
   cp::Generate generate_;
   std::optional<TokenReleases> releases_;  // once the output masks are known
   GenerateResult result_;
-  std::size_t printed_ = 0;
+  std::size_t emitted_ = 0;  // tokens whose pieces went through utf8_
+  model::Utf8Text utf8_;
 };
 
 Status Run::Connect(std::uint64_t session) {
@@ -173,13 +176,19 @@ Error Run::Failure() const {
 }
 
 void Run::Emit() {
-  std::vector<int> text_tokens(result_.tokens.begin() + 1, result_.tokens.end());
-  if (!text_tokens.empty() && text_tokens.back() == tok_.bos_id()) text_tokens.pop_back();
-  result_.text = tok_.DecodeAll(text_tokens, true);
-  if (on_text_ && result_.text.size() > printed_) {
-    on_text_(std::string_view(result_.text).substr(printed_));
+  // Tokens after BOS, as they arrive, through one Utf8Text (a character split over byte
+  // tokens prints once whole); a final BOS is not text.
+  for (; emitted_ + 1 < result_.tokens.size(); ++emitted_) {
+    const int prev = result_.tokens[emitted_], token = result_.tokens[emitted_ + 1];
+    if (token == tok_.bos_id() && emitted_ + 2 == result_.tokens.size()) break;
+    Print(utf8_.Add(tok_.Decode(prev, token)));
   }
-  printed_ = result_.text.size();
+}
+
+void Run::Print(const std::string& piece) {
+  if (piece.empty()) return;
+  result_.text += piece;
+  if (on_text_) on_text_(piece);
 }
 
 Status Run::OnToken(int party, const cp::Token& t) {
@@ -357,6 +366,7 @@ Result<GenerateResult> Run::Go(std::vector<int> prompt, int max_tokens,
     }
   }
   if (failure) return Failure();
+  Print(utf8_.Finish());  // a character cut off by the end of the generation: U+FFFD
   for (int p = 0; p < 3; ++p) {
     const cp::Done& d = *parties_[static_cast<std::size_t>(p)].done;
     PartyReport r;

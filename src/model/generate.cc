@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "model/utf8_text.h"
+
 namespace mpcache::model {
 
 Result<GenerateResult> Generate(const ForwardFn& forward, const Tokenizer& tokenizer,
@@ -28,6 +30,7 @@ Result<GenerateResult> Generate(const ForwardFn& forward, const Tokenizer& token
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
   auto decode_start = t0;
+  Utf8Text text;  // byte-fallback tokens reassembled into characters
   int token = prompt[0];
   result.tokens.push_back(token);
   int pos = 0;
@@ -46,13 +49,17 @@ Result<GenerateResult> Generate(const ForwardFn& forward, const Tokenizer& token
     result.positions = pos;
     if (pos == 1) decode_start = Clock::now();
     if (next == tokenizer.bos_id()) break;
-    const std::string_view piece = tokenizer.Decode(token, next);
-    if (IsPrintablePiece(piece)) {
+    const std::string piece = text.Add(tokenizer.Decode(token, next));
+    if (!piece.empty()) {
       result.text += piece;
       if (on_piece) on_piece(piece);
     }
     result.tokens.push_back(next);
     token = next;
+  }
+  if (const std::string rest = text.Finish(); !rest.empty()) {
+    result.text += rest;
+    if (on_piece) on_piece(rest);
   }
   const auto t1 = Clock::now();
   result.seconds = std::chrono::duration<double>(t1 - t0).count();

@@ -1,8 +1,9 @@
 // The generation loop of llama2.c's generate(): the prompt is encoded with BOS, every
 // prompt token counts as a step (forced, not sampled), generation stops after `steps`
-// positions or when BOS (id 1) is produced, and each token's piece is emitted with
-// llama2.c's safe_printf rule (prompt included). llama2.c then prints a final "\n"; the
-// returned text does not contain it (the CLI prints it).
+// positions or when BOS (id 1) is produced, and each token's piece is emitted as it is
+// known (prompt included) — as valid UTF-8, byte-fallback tokens reassembled into their
+// characters (model/utf8_text.h; llama2.c's safe_printf drops them). llama2.c then prints a final
+// "\n"; the returned text does not contain it (the CLI prints it).
 #pragma once
 
 #include <functional>

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "model/file_io.h"
+#include "model/utf8_text.h"
 
 namespace mpcache::model {
 
@@ -215,14 +216,14 @@ std::string_view Tokenizer::Decode(int prev_token, int token) const {
 }
 
 std::string Tokenizer::DecodeAll(const std::vector<int>& tokens, bool after_bos) const {
+  Utf8Text text;
   std::string out;
   int prev = after_bos ? vocab_.bos_id : -1;
   for (int t : tokens) {
-    const std::string_view piece = Decode(prev, t);
-    if (IsPrintablePiece(piece)) out += piece;
+    out += text.Add(Decode(prev, t));
     prev = t;
   }
-  return out;
+  return out + text.Finish();
 }
 
 }  // namespace mpcache::model

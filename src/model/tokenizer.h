@@ -34,7 +34,8 @@ class Tokenizer {
   // Returns an empty view for an out-of-range id.
   std::string_view Decode(int prev_token, int token) const;
   // Concatenated Decode of a sequence (each token decoded after its predecessor; the first
-  // after BOS if `after_bos`), with llama2.c's safe-printing filter applied.
+  // after BOS if `after_bos`) as valid UTF-8: byte-fallback tokens reassembled into their
+  // characters, control bytes dropped (model/utf8_text.h).
   std::string DecodeAll(const std::vector<int>& tokens, bool after_bos) const;
 
   int vocab_size() const { return static_cast<int>(vocab_.tokens.size()); }

@@ -152,6 +152,33 @@ TEST(Daemons, SampledGenerationMatchesThePlaintextTwin) {
       << bad.err;
 }
 
+// Text the vocabulary lacks travels as byte-fallback tokens and comes back whole (issue 20):
+// the client prints the UTF-8 prompt as typed, and the same text as mpcache-model run.
+TEST(Daemons, Utf8PromptRoundTripsThroughTheClient) {
+  Cluster c;
+  ASSERT_TRUE(c.StartAll()) << c.dir();
+  const std::string prompt =
+      "Once upon a time \xF0\x9F\x90\x89 caf\xC3\xA9 \xE6\x97\xA5\xE6\x9C\xAC";
+  ClientRun r = RunClient(c, prompt, 28, true, 240s, "utf8");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const std::string text = j["text"].get<std::string>();
+  EXPECT_EQ(text.substr(0, prompt.size()), prompt);
+  const std::string plain_out = c.dir() + "/utf8-plain.json";
+  Process plain({MPCACHE_MODEL_BIN, "run", "--model", ModelDir() + "/stories260K.bin",
+                 "--tokenizer", ModelDir() + "/tok512.bin", "--prompt", prompt, "--steps", "28",
+                 "--engine", "fixed", "--frac-bits", "16", "--json"},
+                plain_out, c.dir() + "/utf8-plain.err");
+  ASSERT_EQ(plain.Wait(120s), 0) << ReadFile(c.dir() + "/utf8-plain.err");
+  const auto p = nlohmann::json::parse(ReadFile(plain_out));
+  EXPECT_EQ(j["tokens"], p["tokens"]);
+  EXPECT_EQ(text, p["text"].get<std::string>());
+  // Streamed (no --json): the same bytes on stdout.
+  ClientRun streamed = RunClient(c, prompt, 28, false, 240s, "utf8-stream");
+  ASSERT_EQ(streamed.code, 0) << streamed.err;
+  EXPECT_EQ(streamed.out, text + "\n");
+}
+
 // MPCache through the daemons (the party YAML's mpcache section): clusters of 20 tokens,
 // three quarters attended, then sub-clusters of 5 — the selection runs from position 60 on
 // (4 clusters, one of the two candidates kept, 3 of its 4 sub-clusters attended), where the
