@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 
 namespace mpcache::model {
@@ -9,6 +10,12 @@ namespace mpcache::model {
 Result<FileReader> FileReader::Open(const std::string& path) {
   FileReader reader;
   reader.path_ = path;
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return InvalidArgument(path +
+                           " is a folder, not a file: pass the file itself (for a model, its "
+                           ".bin or .gguf checkpoint inside)");
+  }
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) {
     const int err = errno;

@@ -164,6 +164,8 @@ TEST(ModelCliTest, ErrorsAreOneLineAndNonZero) {
       {"run --model " + Quote(dir + "/tok512.bin"), "not a model checkpoint"},
       {"info --model /nonexistent/m.gguf", "no such file"},
       {"info --model " + Quote(dir + "/README.md"), "README.md"},
+      {"run --model " + Quote(dir), "is a folder, not a file: pass the file itself"},
+      {"frobnicate", "unknown command 'frobnicate'; the commands are: info, run, synth"},
       // Sampling values outside their ranges: the flag and its range named.
       {"run --model " + bin + " --tokenizer " + Quote(dir + "/tok512.bin") + " --temperature 500",
        "--temperature 500 is out of range: 0 (greedy) or 0.01 .. 100"},

@@ -2,8 +2,11 @@
 // reported separately). Subcommands live in their own files (see commands.h).
 #include <malloc.h>
 
+#include <iostream>
+
 #include "common/guarded_main.h"
 #include "tools/bench/commands.h"
+#include "tools/common/cli_checks.h"
 
 int main(int argc, char** argv) {
   return mpcache::GuardedMain([&]() -> int {
@@ -19,6 +22,10 @@ int main(int argc, char** argv) {
     mpcache::tools::AddOpsCommand(app, &exit_code);
     mpcache::tools::AddGenerateCommand(app, &exit_code);
     mpcache::tools::AddDecodeStepCommand(app, &exit_code);
+    if (auto unknown = mpcache::tools::UnknownSubcommand(app, argc, argv)) {
+      std::cerr << "mpcache-bench: " << *unknown << " (see --help)\n";
+      return 2;
+    }
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

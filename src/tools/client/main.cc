@@ -11,6 +11,7 @@
 #include "common/config.h"
 #include "common/guarded_main.h"
 #include "common/logging.h"
+#include "tools/common/cli_checks.h"
 #include "tools/common/sampling_flags.h"
 
 namespace {
@@ -120,6 +121,10 @@ int main(int argc, char** argv) {
       opts.seed = sampling.Seed();
       exit_code = Generate(config_path, opts, json);
     });
+    if (auto unknown = mpcache::tools::UnknownSubcommand(app, argc, argv)) {
+      std::cerr << "mpcache-client: " << *unknown << " (see --help)\n";
+      return 2;
+    }
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

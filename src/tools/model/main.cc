@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/guarded_main.h"
+#include "tools/common/cli_checks.h"
 #include "tools/model/commands.h"
 
 int main(int argc, char** argv) {
@@ -17,6 +18,10 @@ int main(int argc, char** argv) {
     mpcache::tools::AddSynthCommand(app, &exit_code);
     mpcache::tools::AddShareCommand(app, &exit_code);
     mpcache::tools::AddAccuracyCommand(app, &exit_code);
+    if (auto unknown = mpcache::tools::UnknownSubcommand(app, argc, argv)) {
+      std::cerr << "mpcache-model: " << *unknown << " (see --help)\n";
+      return 2;
+    }
     try {
       app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
