@@ -146,7 +146,7 @@ Status DealerService::Impl::Handle(SyncLink& link, int party, std::uint64_t& ses
         } else {
           auto req = dealer_proto::DecodeBitRequest(request);
           metrics.Add("mpcache_dealer_bit_requests_total", 1,
-                      pl + "," + Label("item", std::to_string(static_cast<int>(req->item))));
+                      pl + "," + Label("item", preproc::BitItemName(req->item)));
         }
       }));
   const DealerSessionStats st = session->stats();

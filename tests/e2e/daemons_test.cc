@@ -452,6 +452,10 @@ TEST(Daemons, MetricsHealthAndSigterm) {
   EXPECT_NE(dm.find("mpcache_dealer_batches_total{party=\"0\",type=\"attention-triple\"}"),
             std::string::npos)
       << dm;
+  // Binary items by name (issue 20: they were numbers).
+  EXPECT_NE(dm.find("mpcache_dealer_bit_requests_total{party=\"1\",item=\"edabit\"}"),
+            std::string::npos)
+      << dm;
   EXPECT_NE(HttpGet(c.metrics_port(3), "/healthz").find("200 OK"), std::string::npos);
 
   for (int i = 0; i < 3; ++i) c.party(i)->Signal(SIGTERM);
