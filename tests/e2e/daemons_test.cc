@@ -423,6 +423,9 @@ TEST(Daemons, MetricsHealthAndSigterm) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out.rfind("Once upon a time", 0), 0u) << r.out;
   EXPECT_NE(r.err.find("tokens"), std::string::npos) << r.err;  // the stats line
+  // ... which says what its per-token figures leave out (issue 20).
+  EXPECT_NE(r.err.find("(the prompt's 4 positions "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("decode only: "), std::string::npos) << r.err;
   // The dealer requests a party waits for are the queues' warm-up: a request twice as long
   // waits for no more of them (everything else was asked for ahead of need).
   const double waited8 =

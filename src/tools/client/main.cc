@@ -77,13 +77,15 @@ int Generate(const std::string& config_path, const mpcache::client::GenerateOpti
     return 0;
   }
   std::cout << "\n";
-  std::cerr << "mpcache-client: " << r->generated << " tokens in " << r->seconds << " s; "
-            << p0.decode_seconds * per << " s/token, "
-            << static_cast<double>(p0.decode_bytes_sent) * per << " bytes/token and "
-            << static_cast<double>(p0.decode_rounds) * per
-            << " rounds/token sent per party (party 0, decode); cache "
-            << (p0.mpcache ? "mpcache" : "full") << ", last step attended " << p0.attended << " of "
-            << p0.positions << " positions";
+  const int prompt_positions = p0.positions - p0.decode_positions;
+  std::cerr << "mpcache-client: " << r->generated << (r->generated == 1 ? " token" : " tokens")
+            << " in " << r->seconds << " s (the prompt's " << prompt_positions
+            << (prompt_positions == 1 ? " position " : " positions ")
+            << p0.seconds - p0.decode_seconds << " s); decode only: " << p0.decode_seconds * per
+            << " s/token, " << static_cast<double>(p0.decode_bytes_sent) * per
+            << " bytes/token and " << static_cast<double>(p0.decode_rounds) * per
+            << " rounds/token sent per party (party 0); cache " << (p0.mpcache ? "mpcache" : "full")
+            << ", last step attended " << p0.attended << " of " << p0.positions << " positions";
   if (!opts.sampling.Greedy()) {
     std::cerr << "; sampled (" << opts.sampling.Describe() << ", --seed " << r->seed << ")";
   }
