@@ -48,7 +48,24 @@ class Section {
       : ctx_(ctx), node_(node), path_(std::move(path)) {}
 
   Error Fail(std::string_view key, const std::string& problem, const std::string& fix) const {
-    return InvalidArgument(ctx_.file + ": field '" + Join(key) + "': " + problem + "; fix: " + fix);
+    return InvalidArgument(ctx_.file + ": field '" + Join(key) + "': " + problem +
+                           (problem == "missing" ? MisspeltAs(key) : std::string()) +
+                           "; fix: " + fix);
+  }
+
+  // For a missing field: a key of this mapping that is probably it, misspelt (the unknown-key
+  // check runs only after every field was read, so a misspelt required key would otherwise
+  // get no hint).
+  std::string MisspeltAs(std::string_view key) const {
+    if (!node_ || !node_.IsMap()) return "";
+    for (auto it = node_.begin(); it != node_.end(); ++it) {
+      if (!it->first.IsScalar()) continue;
+      const std::string k = it->first.Scalar();
+      if (k != key && EditDistance(k, key) <= 2) {
+        return " (the file has '" + Join(k) + "': did you mean '" + Join(key) + "'?)";
+      }
+    }
+    return "";
   }
 
   Status CheckIsMap() const {

@@ -128,6 +128,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadField{"party_id: 0", "party_id: 3", "field 'party_id'",
                  "fix: write a whole number in 0..2"},
         BadField{"party_id: 0\n", "", "field 'party_id': missing", "fix:"},
+        // A misspelt required key: named with the key it probably is (issue 20).
+        BadField{"party_id: 0", "partyid: 0",
+                 "field 'party_id': missing (the file has 'partyid': did you mean 'party_id'?)",
+                 "fix:"},
         BadField{"security: malicious", "security: paranoid", "field 'security'",
                  "malicious | semi-honest"},
         BadField{"security: malicious", "security: malicous", "did you mean 'malicious'",
