@@ -11,6 +11,7 @@
 
 #include "daemon/http_server.h"
 #include "daemon/party_session.h"
+#include "daemon/start_checks.h"
 #include "infer/share_file.h"
 #include "model/checkpoint.h"
 #include "model/mpcache_policy.h"
@@ -301,6 +302,8 @@ Result<std::unique_ptr<PartyService>> PartyService::Create(config::PartyConfig c
 
 Status PartyService::Run() {
   Impl& s = *impl_;
+  // Refuse at start what would fail every request (daemon/start_checks.h).
+  MPCACHE_RETURN_IF_ERROR(CheckPartyStart(s.cfg, s.io, *s.tls));
   MPCACHE_ASSIGN_OR_RETURN(
       s.listener, net::TlsListener::Bind(s.io, *s.tls, net::ToEndpoint(s.cfg.client_listen)));
   s.listener->Start({std::string(net::kClientName)},

@@ -1,9 +1,13 @@
 // The daemons as separate processes over TLS on loopback (SPEC §9, §11; issue 6): golden
 // private generation and its per-token traffic against the in-process engine, a party
 // killed mid-generation, the operations endpoints, graceful SIGTERM.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -366,6 +370,70 @@ TEST(Daemons, WrongIdentitiesAndOldTlsAreRefused) {
   // The daemons are still serving.
   ClientRun r = RunClient(c, "Once upon a time", 6, false, 60s, "after-rogue");
   EXPECT_EQ(r.code, 0) << r.err;
+}
+
+// A party refuses at start what would fail every request (issue 20), in one line naming the
+// field and the fix, instead of reporting "ready" and failing at the first request: its
+// certificate names another party, its mesh port is held by something else, the dealer's
+// host does not resolve.
+TEST(Daemons, BrokenPartyConfigsAreRefusedAtStartNamingTheField) {
+  Cluster c;
+  ASSERT_TRUE(c.ok()) << c.dir();
+  const std::string base = ReadFile(c.dir() + "/party0.yaml");
+  const auto variant = [&](const std::string& from, const std::string& to) {
+    std::string cfg = base;
+    const std::size_t at = cfg.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) cfg.replace(at, from.size(), to);
+    return cfg;
+  };
+  // Something else listens on party 0's mesh port.
+  const std::size_t list = base.find("parties: [") + std::string("parties: [").size();
+  const std::string own_mesh = base.substr(list, base.find(',', list) - list);
+  struct Case {
+    std::string name, cfg;
+    std::vector<std::string> expect;
+  };
+  const std::vector<Case> cases = {
+      {"cert-of-party-1",
+       variant("cert: certs/party0.crt\n  key: certs/party0.key",
+               "cert: certs/party1.crt\n  key: certs/party1.key"),
+       {"field 'tls.cert'", "names mpcache-party-1, localhost, not mpcache-party-0 (party_id 0)",
+        "fix:"}},
+      {"mesh-port-held",
+       base,
+       {"field 'network.parties'", "mesh address " + own_mesh, "something else listens", "fix:"}},
+      {"dealer-unresolvable",
+       variant("dealer: 127.0.0.1:", "dealer: no-such-dealer.invalid:"),
+       {"field 'network.dealer'", "host 'no-such-dealer.invalid' does not resolve", "fix:"}},
+  };
+  for (const Case& k : cases) {
+    int held = -1;  // the mesh case: a listener of this test holds the port
+    if (k.name == "mesh-port-held") {
+      held = ::socket(AF_INET, SOCK_STREAM, 0);
+      ASSERT_GE(held, 0);
+      sockaddr_in addr{};
+      addr.sin_family = AF_INET;
+      addr.sin_port =
+          htons(static_cast<std::uint16_t>(std::stoi(own_mesh.substr(own_mesh.find(':') + 1))));
+      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      ASSERT_EQ(::bind(held, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+      ASSERT_EQ(::listen(held, 1), 0);
+    }
+    const std::string file = c.dir() + "/" + k.name + ".yaml";
+    { std::ofstream(file) << k.cfg; }
+    const std::string err = c.dir() + "/" + k.name + ".err";
+    Process p({MPCACHE_PARTY_BIN, "--config", file}, "/dev/null", err);
+    const auto code = p.Wait(60s);
+    ASSERT_TRUE(code.has_value()) << k.name << " did not exit";
+    EXPECT_EQ(*code, 1) << k.name;
+    const std::string text = ReadFile(err);
+    EXPECT_EQ(text.find(" ready"), std::string::npos) << k.name << ": " << text;
+    for (const std::string& e : k.expect) {
+      EXPECT_NE(text.find(e), std::string::npos) << k.name << ": '" << e << "' in " << text;
+    }
+    if (held >= 0) ::close(held);
+  }
 }
 
 TEST(Daemons, AKeyThatOthersCanReadIsRefusedAtStartNamingTheFix) {

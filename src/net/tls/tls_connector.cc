@@ -264,8 +264,18 @@ Result<std::unique_ptr<TlsListener>> TlsListener::Bind(asio::io_context& io,
   }
   acc.set_option(asio::socket_base::reuse_address(true), ec);
   if (acc.bind(ep, ec); ec) {
-    return IoError("cannot listen on " + at.ToString() + ": " + DescribeError(ec) +
-                   " (is another daemon using this port? change the address in the config)");
+    std::string hint = " (change the address in the config)";
+    if (ec == asio::error::address_in_use) {
+      hint = " (something else listens on port " + std::to_string(at.port) +
+             ": stop it, or give this daemon another port in the config)";
+    } else if (ec == boost::system::errc::address_not_available) {
+      hint = " (" + at.host +
+             " is not an address of this machine: listen on one of its own addresses, or "
+             "0.0.0.0 for all)";
+    } else if (ec == asio::error::access_denied) {
+      hint = " (ports below 1024 need privileges: use a port of 1024 or more)";
+    }
+    return IoError("cannot listen on " + at.ToString() + ": " + DescribeError(ec) + hint);
   }
   if (acc.listen(asio::socket_base::max_listen_connections, ec); ec) {
     return IoError("cannot listen on " + at.ToString() + ": " + DescribeError(ec));

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <openssl/crypto.h>
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
@@ -222,6 +223,22 @@ std::vector<std::string> CertificateIdentities(X509* cert) {
   if (last >= 0) {
     names.push_back(AsnText(X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, last))));
   }
+  return names;
+}
+
+Result<std::vector<std::string>> CertificateFileIdentities(const std::string& pem_file) {
+  std::FILE* f = std::fopen(pem_file.c_str(), "r");
+  if (f == nullptr) {
+    return IoError("cannot read certificate '" + pem_file + "': " + std::strerror(errno));
+  }
+  X509* cert = PEM_read_X509(f, nullptr, nullptr, nullptr);
+  std::fclose(f);
+  if (cert == nullptr) {
+    ERR_clear_error();
+    return InvalidArgument("'" + pem_file + "' holds no PEM certificate");
+  }
+  std::vector<std::string> names = CertificateIdentities(cert);
+  X509_free(cert);
   return names;
 }
 

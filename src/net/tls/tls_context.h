@@ -40,6 +40,10 @@ Result<std::unique_ptr<asio::ssl::context>> MakeTlsContext(const TlsFiles& files
 // its CN says.
 std::vector<std::string> CertificateIdentities(X509* cert);
 
+// CertificateIdentities of the first certificate in a PEM file (a daemon checking at start
+// that its own certificate names its role); an error names the file.
+Result<std::vector<std::string>> CertificateFileIdentities(const std::string& pem_file);
+
 // True when one of CertificateIdentities(cert) is `name` (ASCII case-insensitive, as DNS
 // names compare). Wildcards are never accepted.
 bool CertificateHasName(X509* cert, std::string_view name);
