@@ -156,6 +156,18 @@ std::string DescribeError(const boost::system::error_code& ec) {
   return ec.message();
 }
 
+namespace {
+
+// A key that is not the certificate's: both files and fields named, and the fix.
+Error KeyMismatch(const TlsFiles& files) {
+  return InvalidArgument("private key '" + files.key_file +
+                         "' (tls.key) does not match certificate '" + files.cert_file +
+                         "' (tls.cert); fix: point tls.key at the key made with that certificate "
+                         "(deploy/gen-certs.sh writes <name>.crt and <name>.key as a pair)");
+}
+
+}  // namespace
+
 Result<std::unique_ptr<asio::ssl::context>> MakeTlsContext(const TlsFiles& files) {
   std::unique_ptr<asio::ssl::context> ctx;
   try {
@@ -180,15 +192,11 @@ Result<std::unique_ptr<asio::ssl::context>> MakeTlsContext(const TlsFiles& files
     MPCACHE_ASSIGN_OR_RETURN(PrivateKeyBytes key, ReadPrivateKeyFile(files.key_file));
     ctx->use_private_key(asio::buffer(key.bytes), asio::ssl::context::pem, ec);
   }
-  if (ec && ec.message().find("mismatch") != std::string::npos) {
-    return InvalidArgument("private key '" + files.key_file + "' does not match certificate '" +
-                           files.cert_file + "'");
-  }
+  if (ec && ec.message().find("mismatch") != std::string::npos) return KeyMismatch(files);
   if (ec) return FileError("private key", files.key_file, ec);
   if (SSL_CTX_check_private_key(handle) != 1) {
     ERR_clear_error();
-    return InvalidArgument("private key '" + files.key_file + "' does not match certificate '" +
-                           files.cert_file + "'");
+    return KeyMismatch(files);
   }
   ctx->load_verify_file(files.ca_file, ec);
   if (ec) return FileError("CA", files.ca_file, ec);

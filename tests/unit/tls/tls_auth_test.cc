@@ -102,6 +102,12 @@ TEST(TlsAuth, MissingOrMismatchedFilesNameTheFile) {
   m = TlsMesh::Listen(o);
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.error().message().find("does not match"), std::string::npos) << m.error().message();
+  // ... naming the fields and the fix (issue 20).
+  EXPECT_NE(m.error().message().find("(tls.key) does not match certificate"), std::string::npos)
+      << m.error().message();
+  EXPECT_NE(m.error().message().find("(tls.cert); fix: point tls.key at the key made with"),
+            std::string::npos)
+      << m.error().message();
 }
 
 TEST(TlsAuth, UnreachablePeerTimesOutNamingIt) {
