@@ -247,6 +247,19 @@ Result<GenerateResult> Run::Go(std::vector<int> prompt, int max_tokens,
     Party& party = parties_[static_cast<std::size_t>(ev->party)];
     if (!ev->payload.ok()) {
       party.outcome.lost = ev->payload.error();
+      if (!party.seed &&
+          ev->payload.error().message().find("closed without TLS close") != std::string::npos) {
+        // Closed before its first answer, right after the handshake: a party drops a client
+        // whose certificate does not name mpcache-client (TLS 1.3 finishes the client's
+        // side of the handshake before the server has judged its certificate).
+        party.outcome.lost = ev->payload.error().WithContext(
+            "party " + std::to_string(ev->party) +
+            " closed the connection before its first answer: it probably rejected this "
+            "client's certificate; fix: tls.cert and tls.key in " +
+            cfg_.file +
+            " must be a client certificate naming mpcache-client from the parties' CA "
+            "(deploy/gen-certs.sh writes client.crt and client.key)");
+      }
       failure = Failure();
       continue;  // let the others report (they abort within their timeout)
     }

@@ -352,6 +352,24 @@ TEST(Daemons, WrongIdentitiesAndOldTlsAreRefused) {
   const std::string err = ReadFile(c.dir() + "/rogue.err");
   EXPECT_NE(err.find("party"), std::string::npos) << err;
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  // A client presenting a party's certificate: told that its certificate was the problem
+  // (issue 20), not only that the connection closed.
+  {
+    std::string as_party_cfg = ReadFile(c.client_config());
+    for (const std::string ext : {".crt", ".key"}) {
+      const std::string from = "certs/client" + ext;
+      as_party_cfg.replace(as_party_cfg.find(from), from.size(), "certs/party1" + ext);
+    }
+    const std::string file = c.dir() + "/party-cert-client.yaml";
+    { std::ofstream(file) << as_party_cfg; }
+    Process q(
+        {MPCACHE_CLIENT_BIN, "generate", "--config", file, "--prompt", "Hi", "--max-tokens", "4"},
+        c.dir() + "/party-cert.out", c.dir() + "/party-cert.err");
+    ASSERT_TRUE(q.Wait(60s).has_value());
+    const std::string e = ReadFile(c.dir() + "/party-cert.err");
+    EXPECT_NE(e.find("it probably rejected this client's certificate"), std::string::npos) << e;
+    EXPECT_NE(e.find("naming mpcache-client"), std::string::npos) << e;
+  }
   // A party certificate presented to a party's client port is not a client: refused.
   const std::string base =
       "openssl s_client -connect 127.0.0.1:" + std::to_string(c.client_port(0)) + " -CAfile " +
