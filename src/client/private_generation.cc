@@ -16,6 +16,7 @@
 #include "client/output_check.h"
 #include "daemon/client_protocol.h"
 #include "daemon/sync_link.h"
+#include "model/generate.h"
 #include "model/tokenizer.h"
 #include "model/utf8_text.h"
 #include "net/tls/mesh_config.h"
@@ -411,6 +412,11 @@ Result<GenerateResult> GeneratePrivately(const config::ClientConfig& cfg,
   if (cfg.parties.size() != 3) return InvalidArgument(cfg.file + ": needs three parties");
   MPCACHE_ASSIGN_OR_RETURN(model::Tokenizer tok, model::Tokenizer::LoadLlama2c(cfg.tokenizer, 0));
   MPCACHE_ASSIGN_OR_RETURN(std::vector<int> prompt, tok.Encode(options.prompt, true, false));
+  if (static_cast<int>(prompt.size()) > options.max_tokens) {
+    // The parties run the whole prompt (RequestPositions): say what --max-tokens changed.
+    log->warn("{}",
+              model::PromptOverStepsNote(static_cast<int>(prompt.size()), options.max_tokens));
+  }
   MPCACHE_RETURN_IF_ERROR(options.sampling.Validate(tok.vocab_size()));
   std::uint64_t seed = 0;
   if (options.seed) {

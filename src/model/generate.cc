@@ -6,6 +6,12 @@
 
 namespace mpcache::model {
 
+std::string PromptOverStepsNote(int prompt_tokens, int steps) {
+  return "the prompt has " + std::to_string(prompt_tokens) + " tokens (BOS included), more than " +
+         std::to_string(steps) + " positions asked for: all " + std::to_string(prompt_tokens) +
+         " run and one token is generated (positions count the prompt's)";
+}
+
 Result<GenerateResult> Generate(const ForwardFn& forward, const Tokenizer& tokenizer,
                                 Sampler& sampler, const GenerateOptions& options,
                                 const PieceFn& on_piece) {
@@ -19,14 +25,32 @@ Result<GenerateResult> Generate(const ForwardFn& forward, const Tokenizer& token
                                 const PickFn& pick, const GenerateOptions& options,
                                 const PieceFn& on_piece) {
   if (options.steps < 0) return InvalidArgument("steps must be >= 0");
+  GenerateResult result;
   int steps = options.steps;
   if (options.max_seq_len > 0 && (steps == 0 || steps > options.max_seq_len)) {
+    if (steps > options.max_seq_len) {
+      result.notes.push_back("steps " + std::to_string(steps) +
+                             " is more than the model's context of " +
+                             std::to_string(options.max_seq_len) +
+                             " positions: " + std::to_string(options.max_seq_len) + " run");
+    }
     steps = options.max_seq_len;
   }
   if (steps == 0) return InvalidArgument("steps is 0 and no context length is known");
   MPCACHE_ASSIGN_OR_RETURN(std::vector<int> prompt, tokenizer.Encode(options.prompt, true, false));
-  GenerateResult result;
   result.prompt_tokens = static_cast<int>(prompt.size());
+  // One rule with the private generation (mpcache-client, the parties): the prompt always
+  // runs whole; steps below its length generate one token, and say so.
+  if (options.max_seq_len > 0 && result.prompt_tokens > options.max_seq_len) {
+    return InvalidArgument("the prompt has " + std::to_string(result.prompt_tokens) +
+                           " tokens (BOS included), more than the model's context of " +
+                           std::to_string(options.max_seq_len) +
+                           " positions; fix: a shorter prompt");
+  }
+  if (steps < result.prompt_tokens) {
+    result.notes.push_back(PromptOverStepsNote(result.prompt_tokens, steps));
+    steps = result.prompt_tokens;
+  }
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
   auto decode_start = t0;

@@ -1,8 +1,10 @@
 // The generation loop of llama2.c's generate(): the prompt is encoded with BOS, every
 // prompt token counts as a step (forced, not sampled), generation stops after `steps`
-// positions or when BOS (id 1) is produced, and each token's piece is emitted as it is
-// known (prompt included) — as valid UTF-8, byte-fallback tokens reassembled into their
-// characters (model/utf8_text.h; llama2.c's safe_printf drops them). llama2.c then prints a final
+// positions (a prompt longer than that still runs whole and one token is generated, with a
+// note: llama2.c would cut the prompt) or when BOS (id 1) is produced, and each token's piece is
+// emitted as it is known (prompt included) — as valid UTF-8, byte-fallback tokens reassembled into
+// their characters (model/utf8_text.h; llama2.c's safe_printf drops them). llama2.c then prints a
+// final
 // "\n"; the returned text does not contain it (the CLI prints it).
 #pragma once
 
@@ -37,10 +39,17 @@ struct GenerateResult {
   int positions = 0;            // forward passes run
   double seconds = 0.0;         // wall time of the whole loop
   double decode_seconds = 0.0;  // wall time after the first forward pass (llama2.c's tok/s)
+  // Where a limit changed what ran (steps beyond the context, a prompt longer than steps):
+  // one sentence each, for the CLI to print.
+  std::vector<std::string> notes;
   double TokensPerSecond() const {
     return positions > 1 && decode_seconds > 0 ? (positions - 1) / decode_seconds : 0.0;
   }
 };
+
+// The note when a prompt of `prompt_tokens` is longer than the `steps` asked for: it runs
+// whole, one token is generated (the rule of mpcache-model run and of private generation).
+std::string PromptOverStepsNote(int prompt_tokens, int steps);
 
 // Picks the next token from the last forward's logits (a sampler, or private sampling's
 // plaintext twin reading the engine's ring logits).

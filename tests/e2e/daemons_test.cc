@@ -181,6 +181,11 @@ TEST(Daemons, Utf8PromptRoundTripsThroughTheClient) {
   ClientRun streamed = RunClient(c, prompt, 28, false, 240s, "utf8-stream");
   ASSERT_EQ(streamed.code, 0) << streamed.err;
   EXPECT_EQ(streamed.out, text + "\n");
+  // A prompt longer than --max-tokens runs whole, and the client says so (issue 20).
+  ClientRun shorter = RunClient(c, prompt, 3, false, 120s, "utf8-short");
+  ASSERT_EQ(shorter.code, 0) << shorter.err;
+  EXPECT_NE(shorter.err.find("more than 3 positions asked for: all"), std::string::npos)
+      << shorter.err;
 }
 
 // MPCache through the daemons (the party YAML's mpcache section): clusters of 20 tokens,

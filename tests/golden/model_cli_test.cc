@@ -131,6 +131,34 @@ TEST(ModelCliTest, PrivateSamplingTwinIsReproducibleAcrossEngines) {
   EXPECT_EQ(b["sampler"], "private");
 }
 
+// Limits that change what runs are said (issue 20), under one rule with the private
+// generation: a prompt longer than --steps runs whole and one token is generated; steps
+// beyond the context run the context.
+TEST(ModelCliTest, LimitsThatChangeWhatRunsAreSaid) {
+  const std::string dir = RequireModelDir();
+  if (dir.empty()) return;
+  const std::string base = "run --model " + Quote(dir + "/stories260K.bin") + " --tokenizer " +
+                           Quote(dir + "/tok512.bin") + " --json ";
+  const Output longer =
+      RunTool(base + "--prompt 'Once upon a time, there was a little girl named Lily' --steps 4");
+  ASSERT_EQ(longer.exit_code, 0) << longer.err;
+  const auto j = nlohmann::json::parse(longer.out);
+  EXPECT_EQ(j["positions"], 15);
+  EXPECT_EQ(j["tokens"].size(), 16u);  // the whole prompt and one generated token
+  EXPECT_NE(longer.err.find("note: the prompt has 15 tokens (BOS included), more than 4 positions "
+                            "asked for: all 15 run and one token is generated"),
+            std::string::npos)
+      << longer.err;
+  const Output beyond = RunTool(base + "--prompt Hi --steps 1000");
+  ASSERT_EQ(beyond.exit_code, 0) << beyond.err;
+  EXPECT_NE(beyond.err.find("note: steps 1000 is more than the model's context of 512 positions: "
+                            "512 run"),
+            std::string::npos)
+      << beyond.err;
+  const Output fits = RunTool(base + "--prompt Hi --steps 20");
+  EXPECT_EQ(fits.err.find("note:"), std::string::npos) << fits.err;
+}
+
 TEST(ModelCliTest, Info) {
   const std::string dir = RequireModelDir();
   if (dir.empty()) return;

@@ -8,6 +8,7 @@
 // procedure), so one seed gives the tokens mpcache-client and mpcache-bench generate give
 // under MPC (exactly so with --engine fixed, whose logits are the secure engine's);
 // --sampler llama2c draws as llama2.c's `run -t -p -s` does instead.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -68,8 +69,12 @@ Status Run(const RunArgs& args) {
     return InvalidArgument("--top-k needs --sampler private (llama2.c's sampler has no top-k)");
   }
   MPCACHE_ASSIGN_OR_RETURN(const std::uint64_t seed, args.sampling.SeedOrRandom());
-  // The KV cache only needs the positions we will run (llama2.c: steps 0 = whole context).
-  const int max_seq = args.steps > 0 && args.steps < config.seq_len ? args.steps : 0;
+  // The KV cache only needs the positions we will run (llama2.c: steps 0 = whole context),
+  // the whole prompt at least.
+  MPCACHE_ASSIGN_OR_RETURN(const std::vector<int> prompt_tokens,
+                           tokenizer.Encode(args.prompt, true, false));
+  const int wanted = std::max(args.steps, static_cast<int>(prompt_tokens.size()));
+  const int max_seq = args.steps > 0 && wanted < config.seq_len ? wanted : 0;
   std::optional<model::FloatEngine> float_engine;
   std::optional<model::FixedEngine> fixed_engine;
   std::vector<float> fixed_logits;
@@ -126,8 +131,10 @@ Status Run(const RunArgs& args) {
   }
   MPCACHE_ASSIGN_OR_RETURN(model::GenerateResult result,
                            model::Generate(forward, tokenizer, pick, gopts, stream));
+  for (const std::string& note : result.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
   if (args.json) {
     nlohmann::json j;
+    j["notes"] = result.notes;
     j["text"] = result.text;
     j["tokens"] = result.tokens;
     j["prompt_tokens"] = result.prompt_tokens;
