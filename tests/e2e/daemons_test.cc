@@ -336,6 +336,9 @@ TEST(Daemons, UnreachablePartyIsOneClearError) {
   ASSERT_TRUE(r.code.has_value());
   EXPECT_NE(*r.code, 0);
   EXPECT_NE(r.err.find("party 2"), std::string::npos) << r.err;
+  // ... and said, within a second, that it waits for party 2 (issue 20: it waited silently).
+  EXPECT_NE(r.err.find("waiting for party 2 at 127.0.0.1:"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("waiting for party 0"), std::string::npos) << r.err;
 }
 
 TEST(Daemons, WrongIdentitiesAndOldTlsAreRefused) {
