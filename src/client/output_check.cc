@@ -112,8 +112,15 @@ Error ChooseFailure(const std::array<PartyOutcome, 3>& parties) {
     for (std::size_t i = 0; i < parties.size(); ++i) {
       const PartyOutcome& p = parties[i];
       if (p.error && p.error->blamed == blamed) {
+        // What the blamed party says of its own failure, when it says it blames nobody (e.g.
+        // it could not reach the dealer): the cause, where the others only saw it missing.
+        const PartyOutcome& own = parties[static_cast<std::size_t>(blamed)];
+        const std::string cause =
+            own.error && own.error->blamed < 0
+                ? "; party " + std::to_string(blamed) + " itself reports: " + Said(*own.error)
+                : std::string();
         return Aborted("party " + std::to_string(blamed) + " failed (reported by party " +
-                       std::to_string(i) + "): " + Said(*p.error));
+                       std::to_string(i) + "): " + Said(*p.error) + cause);
       }
     }
   }

@@ -341,6 +341,25 @@ TEST(Daemons, UnreachablePartyIsOneClearError) {
   EXPECT_EQ(r.err.find("waiting for party 0"), std::string::npos) << r.err;
 }
 
+// A party that cannot reach the dealer is the one named, with its own words (issue 20: the
+// client said only that the others missed party 2 on the mesh).
+TEST(Daemons, APartyThatCannotReachTheDealerIsNamedWithTheCause) {
+  Cluster c(ClusterOptions{.connect_ms = 3000});
+  ASSERT_TRUE(c.ok());
+  // Party 2's dealer address: a port nothing listens on (the host resolves: it starts).
+  std::string cfg = ReadFile(c.dir() + "/party2.yaml");
+  const std::string key = "dealer: 127.0.0.1:" + std::to_string(c.dealer_port());
+  ASSERT_NE(cfg.find(key), std::string::npos) << cfg;
+  cfg.replace(cfg.find(key), key.size(), "dealer: 127.0.0.1:1");
+  { std::ofstream(c.dir() + "/party2.yaml") << cfg; }
+  ASSERT_TRUE(c.StartAll()) << c.dir();
+  ClientRun r = RunClient(c, "Hi", 4, false, 60s, "no-dealer");
+  ASSERT_TRUE(r.code.has_value());
+  EXPECT_NE(*r.code, 0);
+  EXPECT_NE(r.err.find("party 2"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the dealer at 127.0.0.1:1"), std::string::npos) << r.err;
+}
+
 TEST(Daemons, WrongIdentitiesAndOldTlsAreRefused) {
   Cluster c;
   ASSERT_TRUE(c.StartAll()) << c.dir();

@@ -153,6 +153,17 @@ TEST(ChooseFailure, ThePartyBlamedByMostReportsIsNamed) {
                                           Reported(2, 0, "party 0 closed the connection")};
   const Error e = ChooseFailure(votes);
   EXPECT_EQ(e.message().rfind("party 2 failed (reported by party 0)", 0), 0u) << e.message();
+  EXPECT_EQ(e.message().find("itself reports"), std::string::npos) << e.message();
+  // The blamed party's own report of its failure, blaming nobody (it could not reach the
+  // dealer), is the cause the client shows (issue 20: the dealer was never mentioned).
+  const std::array<PartyOutcome, 3> dealer{
+      Reported(0, 2, "mesh setup not complete: missing party 2"),
+      Reported(1, 2, "mesh setup not complete: missing party 2"),
+      Reported(2, -1, "cannot reach the dealer at 127.0.0.1:7200: connection refused")};
+  EXPECT_EQ(ChooseFailure(dealer).message(),
+            "party 2 failed (reported by party 0): mesh setup not complete: missing party 2; "
+            "party 2 itself reports: cannot reach the dealer at 127.0.0.1:7200: connection "
+            "refused");
   // Nobody blamed: a lost connection is named before a plain report.
   std::array<PartyOutcome, 3> lost{Reported(0, -1, "the client's Continue is for position 9"),
                                    PartyOutcome{}, PartyOutcome{}};
