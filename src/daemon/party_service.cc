@@ -162,6 +162,11 @@ void PartyService::Impl::Serve(net::AcceptedTls accepted) {
     rt.log = log;
     rt.metrics = &metrics;
     rt.adversary_for_testing = adversary_for_testing;
+    rt.cancelled = [this]() -> std::optional<std::string> {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!stopping) return std::nullopt;
+      return "party " + std::to_string(cfg.party_id) + " is shutting down";
+    };
     rt.on_mesh = [this](net::TlsMesh* m) {
       std::lock_guard<std::mutex> lock(mu);
       active_mesh = m;

@@ -133,9 +133,9 @@ Result<client_proto::Done> Run(const PartyRuntime& rt, SyncLink& client,
   join.vocab = req.vocab;
   join.noise = client_proto::SampleNoiseValues(req);
   MPCACHE_ASSIGN_OR_RETURN(
-      auto dealer_link,
-      SyncLink::Connect(*rt.io, *rt.tls, net::ToEndpoint(cfg.dealer), std::string(net::kDealerName),
-                        0, cfg.max_frame_bytes, ms(cfg.timeouts.connect_ms), "the dealer"));
+      auto dealer_link, SyncLink::Connect(*rt.io, *rt.tls, net::ToEndpoint(cfg.dealer),
+                                          std::string(net::kDealerName), 0, cfg.max_frame_bytes,
+                                          ms(cfg.timeouts.connect_ms), "the dealer", rt.cancelled));
   // The party asks for and accepts no matrix item beyond what its model can need.
   std::optional<model::MpcachePolicy> policy;
   if (cfg.mpcache.cache == config::CacheMode::kMpcache) {
@@ -153,8 +153,9 @@ Result<client_proto::Done> Run(const PartyRuntime& rt, SyncLink& client,
   MPCACHE_RETURN_IF_ERROR(client.Send(client_proto::Encode(share)));
 
   // 3. The mesh of this request.
-  MPCACHE_ASSIGN_OR_RETURN(
-      mesh, net::TlsMesh::Create(net::MeshOptionsFromConfig(cfg, req.session, rt.log)));
+  net::TlsMeshOptions mesh_options = net::MeshOptionsFromConfig(cfg, req.session, rt.log);
+  mesh_options.cancelled = rt.cancelled;
+  MPCACHE_ASSIGN_OR_RETURN(mesh, net::TlsMesh::Create(std::move(mesh_options)));
   if (rt.on_mesh) rt.on_mesh(mesh.get());
   rt.log->debug("{} mesh up", tag);
   // The three parties compute with the same model (for private weights: share files of one

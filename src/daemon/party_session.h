@@ -42,6 +42,9 @@ struct PartyRuntime {
   // Called with the request's mesh once it exists and with nullptr when it is gone, so
   // that shutdown can abort it from another thread.
   std::function<void(net::TlsMesh*)> on_mesh;
+  // Polled while the dealer link and the mesh are being set up: a reason (the daemon is
+  // shutting down) ends the request at once instead of after timeouts.connect_ms.
+  std::function<std::optional<std::string>()> cancelled;
   AdversaryHook adversary_for_testing;  // TEST ONLY (daemon/test_hooks.h): empty in production
 };
 

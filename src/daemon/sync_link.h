@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -44,18 +45,28 @@ class SyncLink final : public MessageLink {
   SyncLink& operator=(const SyncLink&) = delete;
 
   // Connects (TLS, the peer's certificate must name `expected_name`) within `timeout`.
+  // `cancelled` (optional) is polled every 100 ms: a reason gives up at once with it.
   static Result<std::unique_ptr<SyncLink>> Connect(
       net::asio::io_context& io, net::asio::ssl::context& ctx, const net::Endpoint& endpoint,
       const std::string& expected_name, std::uint64_t session_id, std::size_t max_frame_bytes,
-      std::chrono::milliseconds timeout, const std::string& label) {
+      std::chrono::milliseconds timeout, const std::string& label,
+      const std::function<std::optional<std::string>()>& cancelled = {}) {
     auto promise = std::make_shared<std::promise<Result<std::unique_ptr<net::TlsStream>>>>();
     auto future = promise->get_future();
     net::AsyncConnectTls(
         io, ctx, endpoint, expected_name, net::Clock::now() + timeout,
         [promise](Result<std::unique_ptr<net::TlsStream>> r) { promise->set_value(std::move(r)); });
-    if (future.wait_for(timeout + std::chrono::seconds(2)) != std::future_status::ready) {
-      return Timeout("cannot reach " + label + " at " + endpoint.ToString() + " within " +
-                     std::to_string(timeout.count()) + " ms");
+    const auto give_up = std::chrono::steady_clock::now() + timeout + std::chrono::seconds(2);
+    while (future.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
+      if (cancelled) {
+        if (std::optional<std::string> why = cancelled()) {
+          return Aborted(*why + " (while connecting to " + label + ")");
+        }
+      }
+      if (std::chrono::steady_clock::now() > give_up) {
+        return Timeout("cannot reach " + label + " at " + endpoint.ToString() + " within " +
+                       std::to_string(timeout.count()) + " ms");
+      }
     }
     auto stream = future.get();
     if (!stream.ok()) {

@@ -529,6 +529,44 @@ TEST(Daemons, SigtermMidRequestAbortsItAndExitsZero) {
   EXPECT_EQ(r.code, 0) << r.err;
 }
 
+// SIGTERM is honoured within a second even while a request waits in its setup (issue 20:
+// the setup held it for the whole timeouts.connect_ms): party 2 cannot reach the dealer (it
+// retries its connection), parties 0 and 1 wait for party 2 on the mesh; party 0 and then
+// party 2 are told to stop.
+TEST(Daemons, SigtermDuringRequestSetupIsHonouredWithinASecond) {
+  Cluster c(ClusterOptions{.connect_ms = 20000});
+  ASSERT_TRUE(c.ok());
+  std::string cfg = ReadFile(c.dir() + "/party2.yaml");
+  const std::string key = "dealer: 127.0.0.1:" + std::to_string(c.dealer_port());
+  ASSERT_NE(cfg.find(key), std::string::npos) << cfg;
+  cfg.replace(cfg.find(key), key.size(), "dealer: 127.0.0.1:1");
+  { std::ofstream(c.dir() + "/party2.yaml") << cfg; }
+  ASSERT_TRUE(c.StartAll()) << c.dir();
+  Process client({MPCACHE_CLIENT_BIN, "generate", "--config", c.client_config(), "--prompt", "Hi",
+                  "--max-tokens", "4"},
+                 c.dir() + "/setup-term.out", c.dir() + "/setup-term.err");
+  const auto until = std::chrono::steady_clock::now() + 30s;
+  while ((c.Log("party0").find("request from") == std::string::npos ||
+          c.Log("party2").find("request from") == std::string::npos) &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_NE(c.Log("party2").find("request from"), std::string::npos) << c.Log("party2");
+  std::this_thread::sleep_for(500ms);  // party 0 in the mesh setup, party 2 dialling the dealer
+  for (int p : {0, 2}) {
+    const auto t0 = std::chrono::steady_clock::now();
+    c.party(p)->Signal(SIGTERM);
+    EXPECT_EQ(c.party(p)->Wait(5s), 0) << "party " << p;
+    const auto took = std::chrono::steady_clock::now() - t0;
+    EXPECT_LT(took, 1500ms) << "party " << p << ": SIGTERM took "
+                            << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                            << " ms";
+    const std::string log = c.Log("party" + std::to_string(p));
+    EXPECT_NE(log.find("is shutting down"), std::string::npos) << log;
+  }
+  (void)client.Wait(30s);
+}
+
 TEST(Daemons, MetricsHealthAndSigterm) {
   Cluster c;
   ASSERT_TRUE(c.StartAll()) << c.dir();

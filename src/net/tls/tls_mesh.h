@@ -22,6 +22,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -64,6 +65,9 @@ struct TlsMeshOptions {
   // cannot exhaust our memory).
   std::size_t max_buffered_bytes = std::size_t{4} << 30;
   std::shared_ptr<spdlog::logger> logger;  // optional
+  // Optional: polled every 100 ms during setup; a reason ends the setup at once with it
+  // (a daemon shutting down must not wait out connect_timeout).
+  std::function<std::optional<std::string>()> cancelled;
 };
 
 class TlsMesh final : public Channel {

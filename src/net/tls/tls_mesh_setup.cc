@@ -158,7 +158,10 @@ Status TlsMesh::Connect(std::vector<Endpoint> addresses) {
   }
   try {
     while (state->pending > 0 && !state->failure && Clock::now() < state->deadline) {
-      io_.run_one_until(state->deadline);
+      io_.run_one_until(std::min(state->deadline, Clock::now() + std::chrono::milliseconds(100)));
+      if (options_.cancelled) {
+        if (std::optional<std::string> why = options_.cancelled()) state->failure = Aborted(*why);
+      }
     }
   } catch (const std::exception& e) {
     state->failure = Internal(std::string("mesh setup: ") + e.what());
