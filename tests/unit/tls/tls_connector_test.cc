@@ -110,6 +110,37 @@ TEST(TlsConnector, DealerAcceptsPartiesAndRefusesTheClientRole) {
   }
 }
 
+// A listen address that cannot be used says why and what to do (issue 20: every failure got
+// "is another daemon using this port?"): a port something holds, an address that is not this
+// machine's (192.0.2.1, TEST-NET-1, is nobody's), a name that does not resolve.
+TEST(TlsConnector, ListenErrorsSayWhyAndTheFix) {
+  ASSERT_FALSE(testing::CertDir().empty());
+  auto ctx = MakeTlsContext(Files("party0"));
+  ASSERT_TRUE(ctx.ok()) << ctx.error().ToString();
+  asio::io_context io;
+  auto first = TlsListener::Bind(io, **ctx, Endpoint{"127.0.0.1", 0});
+  ASSERT_TRUE(first.ok()) << first.error().ToString();
+  const std::uint16_t port = (*first)->port();
+  auto held = TlsListener::Bind(io, **ctx, Endpoint{"127.0.0.1", port});
+  ASSERT_FALSE(held.ok());
+  EXPECT_NE(held.error().message().find("something else listens on port " + std::to_string(port) +
+                                        ": stop it, or give this daemon another port"),
+            std::string::npos)
+      << held.error().message();
+  auto foreign = TlsListener::Bind(io, **ctx, Endpoint{"192.0.2.1", 0});
+  ASSERT_FALSE(foreign.ok());
+  EXPECT_NE(foreign.error().message().find("192.0.2.1 is not an address of this machine: listen "
+                                           "on one of its own addresses, or 0.0.0.0 for all"),
+            std::string::npos)
+      << foreign.error().message();
+  EXPECT_EQ(foreign.error().message().find("something else listens"), std::string::npos);
+  auto unknown = TlsListener::Bind(io, **ctx, Endpoint{"no-such-host.invalid", 0});
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.error().message().find("cannot resolve listen address"), std::string::npos)
+      << unknown.error().message();
+  (*first)->Close();
+}
+
 TEST(TlsConnector, MeshOptionsFromPartyConfig) {
   const std::string yaml = R"(party_id: 2
 network:
