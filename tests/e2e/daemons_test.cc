@@ -341,17 +341,23 @@ TEST(Daemons, UnreachablePartyIsOneClearError) {
   EXPECT_EQ(r.err.find("waiting for party 0"), std::string::npos) << r.err;
 }
 
+// Party 2's dealer address becomes a port nothing listens on (the host resolves: the party
+// starts, and fails each request at its dealer connection).
+bool PointPartyTwoAtNoDealer(Cluster& c) {
+  std::string cfg = ReadFile(c.dir() + "/party2.yaml");
+  const std::string key = "dealer: 127.0.0.1:" + std::to_string(c.dealer_port());
+  if (cfg.find(key) == std::string::npos) return false;
+  cfg.replace(cfg.find(key), key.size(), "dealer: 127.0.0.1:1");
+  std::ofstream(c.dir() + "/party2.yaml") << cfg;
+  return true;
+}
+
 // A party that cannot reach the dealer is the one named, with its own words (issue 20: the
 // client said only that the others missed party 2 on the mesh).
 TEST(Daemons, APartyThatCannotReachTheDealerIsNamedWithTheCause) {
   Cluster c(ClusterOptions{.connect_ms = 3000});
   ASSERT_TRUE(c.ok());
-  // Party 2's dealer address: a port nothing listens on (the host resolves: it starts).
-  std::string cfg = ReadFile(c.dir() + "/party2.yaml");
-  const std::string key = "dealer: 127.0.0.1:" + std::to_string(c.dealer_port());
-  ASSERT_NE(cfg.find(key), std::string::npos) << cfg;
-  cfg.replace(cfg.find(key), key.size(), "dealer: 127.0.0.1:1");
-  { std::ofstream(c.dir() + "/party2.yaml") << cfg; }
+  ASSERT_TRUE(PointPartyTwoAtNoDealer(c));
   ASSERT_TRUE(c.StartAll()) << c.dir();
   ClientRun r = RunClient(c, "Hi", 4, false, 60s, "no-dealer");
   ASSERT_TRUE(r.code.has_value());
@@ -536,11 +542,7 @@ TEST(Daemons, SigtermMidRequestAbortsItAndExitsZero) {
 TEST(Daemons, SigtermDuringRequestSetupIsHonouredWithinASecond) {
   Cluster c(ClusterOptions{.connect_ms = 20000});
   ASSERT_TRUE(c.ok());
-  std::string cfg = ReadFile(c.dir() + "/party2.yaml");
-  const std::string key = "dealer: 127.0.0.1:" + std::to_string(c.dealer_port());
-  ASSERT_NE(cfg.find(key), std::string::npos) << cfg;
-  cfg.replace(cfg.find(key), key.size(), "dealer: 127.0.0.1:1");
-  { std::ofstream(c.dir() + "/party2.yaml") << cfg; }
+  ASSERT_TRUE(PointPartyTwoAtNoDealer(c));
   ASSERT_TRUE(c.StartAll()) << c.dir();
   Process client({MPCACHE_CLIENT_BIN, "generate", "--config", c.client_config(), "--prompt", "Hi",
                   "--max-tokens", "4"},
