@@ -69,6 +69,13 @@ Result<std::uint64_t> RandomSamplingSeed() {
   return v;
 }
 
+int PlainSample(const FixedMathParams& p, const std::vector<Ring64>& logits, SamplingNoise& noise,
+                const SamplingParams& s) {
+  if (s.Greedy()) return RingArgmax(logits);
+  PlainBackend be;
+  return RingArgmax(SamplingScores(be, p, logits, noise.Next(logits.size()), s));
+}
+
 int RingArgmax(std::span<const Ring64> values) {
   int best = 0;
   for (std::size_t i = 1; i < values.size(); ++i) {

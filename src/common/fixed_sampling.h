@@ -76,6 +76,12 @@ class SamplingNoise {
   int frac_bits_;
 };
 
+// The plaintext twin's pick of the next token from ring logits (f bits): greedy's first
+// maximum, or the argmax of SamplingScores with the next `logits.size()` values of `noise`
+// (PlainBackend, exact truncation). Greedy draws nothing from `noise`.
+int PlainSample(const FixedMathParams& p, const std::vector<Ring64>& logits, SamplingNoise& noise,
+                const SamplingParams& s);
+
 // A random 64-bit seed from the OS (the default when no --seed is given).
 Result<std::uint64_t> RandomSamplingSeed();
 

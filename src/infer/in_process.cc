@@ -173,17 +173,8 @@ Result<InProcessResult> RunOnce(std::shared_ptr<const RingModel> model,
   if (!options.session.sampling.Greedy()) {
     auto noise = std::make_shared<SamplingNoise>(
         options.sampling_seed, options.session.sampling.temperature, model->frac_bits);
-    const std::size_t vocab = static_cast<std::size_t>(model->config.vocab_size);
-    client.SetNoise([noise, vocab](std::size_t n) {
-      std::vector<std::uint64_t> out;
-      out.reserve(n);
-      for (std::size_t done = 0; done < n; done += vocab) {
-        const std::vector<Ring64> v = noise->Next(vocab);
-        out.insert(out.end(), v.begin(), v.end());
-      }
-      out.resize(n);
-      return out;
-    });
+    // One stream in position order: Next(positions x vocab) is Next(vocab) per position.
+    client.SetNoise([noise](std::size_t n) { return noise->Next(n); });
   }
   InProcessResult result;
   result.phases.resize(parties);

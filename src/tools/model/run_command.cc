@@ -114,9 +114,7 @@ Status Run(const RunArgs& args) {
     } else {
       for (float v : logits) ring.push_back(fp.Encode(v));
     }
-    if (sp.Greedy()) return RingArgmax(ring);
-    PlainBackend be;
-    return RingArgmax(SamplingScores(be, math, ring, noise.Next(ring.size()), sp));
+    return PlainSample(math, ring, noise, sp);
   };
   model::GenerateOptions gopts;
   gopts.prompt = args.prompt;

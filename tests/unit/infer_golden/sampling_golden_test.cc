@@ -50,8 +50,7 @@ std::vector<int> Twin(const Loaded& l, int steps, const SamplingParams& s, std::
     EXPECT_TRUE(e->Forward(tokens[static_cast<std::size_t>(pos)], pos).ok());
     if (pos + 1 < plen) continue;
     const std::vector<Ring64> ring(e->RingLogits().begin(), e->RingLogits().end());
-    PlainBackend be;
-    const int next = RingArgmax(SamplingScores(be, fo.math, ring, noise.Next(ring.size()), s));
+    const int next = PlainSample(fo.math, ring, noise, s);
     tokens.push_back(next);
     if (next == l.bos) break;
   }

@@ -59,9 +59,7 @@ std::vector<int> Draw(const std::vector<Ring64>& l, const SamplingParams& s, int
   SamplingNoise noise(seed, s.temperature, kDefaultFracBits);
   std::vector<int> counts(l.size(), 0);
   for (int d = 0; d < draws; ++d) {
-    PlainBackend be;
-    counts[static_cast<std::size_t>(
-        RingArgmax(SamplingScores(be, FixedMathParams{}, l, noise.Next(l.size()), s)))] += 1;
+    counts[static_cast<std::size_t>(PlainSample(FixedMathParams{}, l, noise, s))] += 1;
   }
   return counts;
 }
