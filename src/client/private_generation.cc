@@ -121,34 +121,32 @@ Status Run::Connect(std::uint64_t session) {
   io_thread_ = std::thread([this] { io_.run(); });
   std::array<std::optional<Result<std::unique_ptr<daemon::SyncLink>>>, 3> links;
   std::vector<std::thread> connectors;
-  std::mutex connect_mu;
+  std::mutex connect_mu;  // guards links: a party's slot is filled once its Connect returned
   std::condition_variable connect_cv;
-  std::array<bool, 3> connected{};
-  int connected_count = 0;
   for (int p = 0; p < 3; ++p) {
     parties_[static_cast<std::size_t>(p)].outcome.where =
         "party " + std::to_string(p) + " (" + cfg_.parties[static_cast<std::size_t>(p)].ToString() +
         ")";
-    connectors.emplace_back(
-        [this, p, &links, &connect_mu, &connect_cv, &connected, &connected_count] {
-          auto link = daemon::SyncLink::Connect(
-              io_, *tls_, net::ToEndpoint(cfg_.parties[static_cast<std::size_t>(p)]),
-              net::PartyName(p), 0, std::size_t{64} << 20, milliseconds(cfg_.timeouts.connect_ms),
-              "party " + std::to_string(p));
-          std::lock_guard<std::mutex> lock(connect_mu);
-          links[static_cast<std::size_t>(p)] = std::move(link);
-          connected[static_cast<std::size_t>(p)] = true;
-          ++connected_count;
-          connect_cv.notify_all();
-        });
+    connectors.emplace_back([this, p, &links, &connect_mu, &connect_cv] {
+      auto link = daemon::SyncLink::Connect(
+          io_, *tls_, net::ToEndpoint(cfg_.parties[static_cast<std::size_t>(p)]), net::PartyName(p),
+          0, std::size_t{64} << 20, milliseconds(cfg_.timeouts.connect_ms),
+          "party " + std::to_string(p));
+      std::lock_guard<std::mutex> lock(connect_mu);
+      links[static_cast<std::size_t>(p)] = std::move(link);
+      connect_cv.notify_all();
+    });
   }
   // A party that does not accept within a second is probably not running: say so while the
   // connection is retried (up to timeouts.connect_ms), rather than wait in silence.
   {
     std::unique_lock<std::mutex> lock(connect_mu);
-    if (!connect_cv.wait_for(lock, std::chrono::seconds(1), [&] { return connected_count == 3; })) {
+    const auto all_answered = [&] {
+      return std::all_of(links.begin(), links.end(), [](const auto& l) { return l.has_value(); });
+    };
+    if (!connect_cv.wait_for(lock, std::chrono::seconds(1), all_answered)) {
       for (int p = 0; p < 3; ++p) {
-        if (connected[static_cast<std::size_t>(p)]) continue;
+        if (links[static_cast<std::size_t>(p)]) continue;
         log_->warn(
             "waiting for party {} at {} (not accepting connections yet); retrying for up "
             "to {} ms (timeouts.connect_ms)",
@@ -353,11 +351,10 @@ Result<GenerateResult> Run::Go(std::vector<int> prompt, int max_tokens,
                                  " fractional bits: outside 8..30");
           }
           SamplingNoise noise(seed_, sampling_.temperature, static_cast<int>(f));
+          // One stream in position order (Next(positions x vocab) is Next(vocab) per position).
+          const std::vector<Ring64> x = noise.Next(n);
           msg.d.reserve(msg.d.size() + n);
-          for (std::size_t done = 0; done < n; done += static_cast<std::size_t>(vocab)) {
-            const std::vector<Ring64> x = noise.Next(static_cast<std::size_t>(vocab));
-            for (std::size_t i = 0; i < x.size(); ++i) msg.d.push_back(x[i] - rn[done + i]);
-          }
+          for (std::size_t i = 0; i < n; ++i) msg.d.push_back(x[i] - rn[i]);
         }
         preproc::Batch ob = pb;
         ob.seq = next_batch;

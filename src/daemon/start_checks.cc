@@ -1,10 +1,7 @@
 #include "daemon/start_checks.h"
 
-#include <algorithm>
 #include <boost/asio/ip/tcp.hpp>
-#include <cctype>
 #include <string>
-#include <string_view>
 
 #include "net/tls/mesh_config.h"
 #include "net/tls/tls_connector.h"
@@ -24,15 +21,7 @@ Status CheckOwnCertificate(const config::PartyConfig& cfg) {
   const std::string want = net::PartyName(cfg.party_id);
   MPCACHE_ASSIGN_OR_RETURN(std::vector<std::string> names,
                            net::CertificateFileIdentities(cfg.tls.cert));
-  const auto same = [](std::string_view a, std::string_view b) {
-    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-             return std::tolower(static_cast<unsigned char>(x)) ==
-                    std::tolower(static_cast<unsigned char>(y));
-           });
-  };
-  for (const auto& n : names) {
-    if (same(n, want)) return Status::Ok();  // DNS names compare case-insensitively
-  }
+  if (net::IdentitiesInclude(names, want)) return Status::Ok();  // the peers' own rule
   return InvalidArgument(cfg.file + ": field 'tls.cert': " + cfg.tls.cert + " names " +
                          Joined(names) + ", not " + want + " (party_id " +
                          std::to_string(cfg.party_id) +

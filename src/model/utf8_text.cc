@@ -1,5 +1,7 @@
 #include "model/utf8_text.h"
 
+#include "model/tokenizer.h"
+
 namespace mpcache::model {
 
 namespace {
@@ -51,10 +53,10 @@ void Utf8Text::Byte(unsigned char b, std::string& out) {
   }
   const int n = Needs(b);
   if (n == 0) {
-    // ASCII: printable or whitespace (llama2.c drops control bytes).
-    if ((b >= 0x20 && b < 0x7F) || b == '\t' || b == '\n' || b == '\v' || b == '\f' || b == '\r') {
-      out += static_cast<char>(b);
-    }
+    // ASCII: printable or whitespace — llama2.c's own rule for single bytes (its control
+    // bytes are dropped).
+    const char c = static_cast<char>(b);
+    if (IsPrintablePiece(std::string_view(&c, 1))) out += c;
   } else if (n < 0) {
     out += kReplacement;
   } else {

@@ -250,12 +250,16 @@ Result<std::vector<std::string>> CertificateFileIdentities(const std::string& pe
   return names;
 }
 
-bool CertificateHasName(X509* cert, std::string_view name) {
-  if (cert == nullptr || name.empty()) return false;
-  for (const auto& id : CertificateIdentities(cert)) {
+bool IdentitiesInclude(const std::vector<std::string>& identities, std::string_view name) {
+  if (name.empty()) return false;
+  for (const auto& id : identities) {
     if (id.find('*') == std::string::npos && EqualsIgnoringAsciiCase(id, name)) return true;
   }
   return false;
+}
+
+bool CertificateHasName(X509* cert, std::string_view name) {
+  return cert != nullptr && IdentitiesInclude(CertificateIdentities(cert), name);
 }
 
 bool PeerCertificateHasName(SSL* ssl, std::string_view name) {

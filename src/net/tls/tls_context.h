@@ -44,6 +44,10 @@ std::vector<std::string> CertificateIdentities(X509* cert);
 // that its own certificate names its role); an error names the file.
 Result<std::vector<std::string>> CertificateFileIdentities(const std::string& pem_file);
 
+// True when one of `identities` (CertificateIdentities) is `name` (ASCII case-insensitive,
+// as DNS names compare; wildcards never accepted): the one rule every identity check uses.
+bool IdentitiesInclude(const std::vector<std::string>& identities, std::string_view name);
+
 // True when one of CertificateIdentities(cert) is `name` (ASCII case-insensitive, as DNS
 // names compare). Wildcards are never accepted.
 bool CertificateHasName(X509* cert, std::string_view name);
