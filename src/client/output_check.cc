@@ -114,9 +114,12 @@ Error ChooseFailure(const std::array<PartyOutcome, 3>& parties) {
       if (p.error && p.error->blamed == blamed) {
         // What the blamed party says of its own failure, when it says it blames nobody (e.g.
         // it could not reach the dealer): the cause, where the others only saw it missing.
+        // (Not when the report already quotes it: a party that failed before the mesh told
+        // the others why.)
         const PartyOutcome& own = parties[static_cast<std::size_t>(blamed)];
         const std::string cause =
-            own.error && own.error->blamed < 0
+            own.error && own.error->blamed < 0 &&
+                    Said(*p.error).find(Said(*own.error)) == std::string::npos
                 ? "; party " + std::to_string(blamed) + " itself reports: " + Said(*own.error)
                 : std::string();
         return Aborted("party " + std::to_string(blamed) + " failed (reported by party " +

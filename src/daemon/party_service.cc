@@ -35,6 +35,7 @@ struct PartyService::Impl {
   asio::io_context io;
   std::unique_ptr<asio::ssl::context> tls;
   std::unique_ptr<net::TlsListener> listener;
+  std::unique_ptr<net::TlsListener> mesh_address;  // held from start to stop (start_checks.h)
   std::unique_ptr<HttpServer> http;
 
   std::mutex mu;
@@ -147,31 +148,32 @@ void PartyService::Impl::Serve(net::AcceptedTls accepted) {
   if (req.ok()) {
     if (Status s = used_sessions.Use(req->session); !s.ok()) req = s.error();
   }
-  std::optional<int> blamed;
+  SessionEnd end;
   Result<client_proto::Done> done = req.ok() ? Result<client_proto::Done>(InvalidArgument(""))
                                              : Result<client_proto::Done>(req.error());
+  PartyRuntime rt;
+  rt.cfg = &cfg;
+  rt.io = &io;
+  rt.tls = tls.get();
+  rt.model = model;
+  rt.identity = identity;
+  rt.log = log;
+  rt.metrics = &metrics;
+  rt.adversary_for_testing = adversary_for_testing;
+  rt.mesh_listen_fd = mesh_address->native_handle();
+  rt.cancelled = [this]() -> std::optional<std::string> {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!stopping) return std::nullopt;
+    return "party " + std::to_string(cfg.party_id) + " is shutting down";
+  };
+  rt.on_mesh = [this](net::TlsMesh* m) {
+    std::lock_guard<std::mutex> lock(mu);
+    active_mesh = m;
+    if (m && stopping) m->Abort("party " + std::to_string(cfg.party_id) + " is shutting down");
+  };
   if (req.ok()) {
     log->info("[session {:016x}] request from {}: {} prompt tokens, {} steps", req->session,
               accepted.remote, req->prompt_len, req->steps);
-    PartyRuntime rt;
-    rt.cfg = &cfg;
-    rt.io = &io;
-    rt.tls = tls.get();
-    rt.model = model;
-    rt.identity = identity;
-    rt.log = log;
-    rt.metrics = &metrics;
-    rt.adversary_for_testing = adversary_for_testing;
-    rt.cancelled = [this]() -> std::optional<std::string> {
-      std::lock_guard<std::mutex> lock(mu);
-      if (!stopping) return std::nullopt;
-      return "party " + std::to_string(cfg.party_id) + " is shutting down";
-    };
-    rt.on_mesh = [this](net::TlsMesh* m) {
-      std::lock_guard<std::mutex> lock(mu);
-      active_mesh = m;
-      if (m && stopping) m->Abort("party " + std::to_string(cfg.party_id) + " is shutting down");
-    };
     // Watchdog: a request that outlives timeouts.request_ms is aborted (mesh abort: the
     // peers stop too; the client is told below).
     std::mutex wd_mu;
@@ -190,7 +192,7 @@ void PartyService::Impl::Serve(net::AcceptedTls accepted) {
                            std::to_string(self));
       }
     });
-    done = RunPartySession(rt, client, *req, &blamed);
+    done = RunPartySession(rt, client, *req, &end);
     {
       std::lock_guard<std::mutex> lock(wd_mu);
       finished = true;
@@ -206,15 +208,22 @@ void PartyService::Impl::Serve(net::AcceptedTls accepted) {
     client_proto::ErrorMsg e;
     e.session = session;
     e.reporter = static_cast<std::uint32_t>(self);
-    e.blamed = blamed ? *blamed : -1;
+    e.blamed = end.blamed ? *end.blamed : -1;
     e.message = done.error().ToString();
     if (e.message.size() > client_proto::kMaxErrorText) {  // the client takes no more
       e.message.resize(client_proto::kMaxErrorText - 3);
       e.message += "...";
     }
     log->error("[session {:016x}] failed{}: {}", session,
-               blamed ? " (blames party " + std::to_string(*blamed) + ")" : "", e.message);
+               end.blamed ? " (blames party " + std::to_string(*end.blamed) + ")" : "", e.message);
     (void)client.Send(client_proto::Encode(e));
+    if (end.before_mesh) {
+      // The peers may be waiting for this party on the request's mesh: release them now (the
+      // client has its answer already).
+      if (Status told = TellPeersSetupFailed(rt, session, e.message); !told.ok()) {
+        log->warn("[session {:016x}] {}", session, told.error().message());
+      }
+    }
   }
   {
     std::lock_guard<std::mutex> lock(mu);
@@ -308,7 +317,7 @@ Result<std::unique_ptr<PartyService>> PartyService::Create(config::PartyConfig c
 Status PartyService::Run() {
   Impl& s = *impl_;
   // Refuse at start what would fail every request (daemon/start_checks.h).
-  MPCACHE_RETURN_IF_ERROR(CheckPartyStart(s.cfg, s.io, *s.tls));
+  MPCACHE_ASSIGN_OR_RETURN(s.mesh_address, CheckPartyStart(s.cfg, s.io, *s.tls));
   MPCACHE_ASSIGN_OR_RETURN(
       s.listener, net::TlsListener::Bind(s.io, *s.tls, net::ToEndpoint(s.cfg.client_listen)));
   s.listener->Start({std::string(net::kClientName)},
@@ -360,6 +369,7 @@ Status PartyService::Run() {
   std::promise<void> closed;
   asio::post(s.io, [&s, &signals, &closed] {
     s.listener->Close();
+
     if (s.http) s.http->Stop();
     boost::system::error_code ignored;
     signals.cancel(ignored);

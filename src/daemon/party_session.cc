@@ -117,7 +117,7 @@ using ms = std::chrono::milliseconds;
 template <typename P>
 Result<client_proto::Done> Run(const PartyRuntime& rt, SyncLink& client,
                                const client_proto::Generate& req, int steps,
-                               std::unique_ptr<net::TlsMesh>& mesh) {
+                               std::unique_ptr<net::TlsMesh>& mesh, bool& reached_mesh) {
   const config::PartyConfig& cfg = *rt.cfg;
   const int self = cfg.party_id;
   const ms recv(cfg.timeouts.recv_ms);
@@ -155,6 +155,8 @@ Result<client_proto::Done> Run(const PartyRuntime& rt, SyncLink& client,
   // 3. The mesh of this request.
   net::TlsMeshOptions mesh_options = net::MeshOptionsFromConfig(cfg, req.session, rt.log);
   mesh_options.cancelled = rt.cancelled;
+  mesh_options.listen_fd = rt.mesh_listen_fd;
+  reached_mesh = true;
   MPCACHE_ASSIGN_OR_RETURN(mesh, net::TlsMesh::Create(std::move(mesh_options)));
   if (rt.on_mesh) rt.on_mesh(mesh.get());
   rt.log->debug("{} mesh up", tag);
@@ -281,29 +283,39 @@ Result<client_proto::Done> Run(const PartyRuntime& rt, SyncLink& client,
 }  // namespace
 
 Result<client_proto::Done> RunPartySession(const PartyRuntime& rt, SyncLink& client,
-                                           const client_proto::Generate& req,
-                                           std::optional<int>* blamed) {
+                                           const client_proto::Generate& req, SessionEnd* end) {
   const config::PartyConfig& cfg = *rt.cfg;
-  MPCACHE_ASSIGN_OR_RETURN(const int steps,
-                           RequestPositions(req, rt.model->config, cfg.model.checkpoint));
   std::unique_ptr<net::TlsMesh> mesh;
-  Result<client_proto::Done> r = cfg.security == config::Security::kMalicious
-                                     ? Run<mpc::Spdz2k>(rt, client, req, steps, mesh)
-                                     : Run<mpc::SemiHonest>(rt, client, req, steps, mesh);
+  bool reached_mesh = false;
+  Result<int> steps = RequestPositions(req, rt.model->config, cfg.model.checkpoint);
+  Result<client_proto::Done> r =
+      !steps.ok() ? Result<client_proto::Done>(steps.error())
+      : cfg.security == config::Security::kMalicious
+          ? Run<mpc::Spdz2k>(rt, client, req, *steps, mesh, reached_mesh)
+          : Run<mpc::SemiHonest>(rt, client, req, *steps, mesh, reached_mesh);
   if (!r.ok()) {
+    end->before_mesh = !reached_mesh;
     // A request that ran out of time is nobody's fault in particular.
     if (r.error().message().find("timeouts.request_ms") == std::string::npos) {
-      *blamed = BlamedParty(r.error().message(), cfg.party_id);
+      end->blamed = BlamedParty(r.error().message(), cfg.party_id);
     }
     if (mesh)
       mesh->Abort(r.error().message(),
-                  blamed->has_value() ? std::optional<net::PartyId>(**blamed) : std::nullopt);
+                  end->blamed ? std::optional<net::PartyId>(*end->blamed) : std::nullopt);
     if (r.error().code() == ErrorCode::kMacCheckFailed) {
       rt.metrics->Add("mpcache_mac_check_failures_total", 1);
     }
   }
   if (rt.on_mesh) rt.on_mesh(nullptr);
   return r;
+}
+
+Status TellPeersSetupFailed(const PartyRuntime& rt, std::uint64_t session,
+                            const std::string& reason) {
+  net::TlsMeshOptions o = net::MeshOptionsFromConfig(*rt.cfg, session, rt.log);
+  o.cancelled = rt.cancelled;
+  o.listen_fd = rt.mesh_listen_fd;
+  return net::TlsMesh::TellSetupFailed(std::move(o), reason, kTellPeersWithin);
 }
 
 }  // namespace mpcache::daemon

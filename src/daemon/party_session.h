@@ -3,9 +3,11 @@
 // take the masked prompt, run GenerationSession<P> (infer/session.h) with the dealer's
 // preprocessing, stream released tokens to the client. Mirrors infer/in_process.cc across
 // processes. A failure aborts the mesh (the other parties stop at once) and is returned
-// with the party to blame when one is known.
+// with the party to blame when one is known; a failure before the mesh is told to the peers
+// through their mesh setup (TellPeersSetupFailed).
 #pragma once
 
+#include <chrono>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -45,6 +47,9 @@ struct PartyRuntime {
   // Polled while the dealer link and the mesh are being set up: a reason (the daemon is
   // shutting down) ends the request at once instead of after timeouts.connect_ms.
   std::function<std::optional<std::string>()> cancelled;
+  // The daemon's listening socket at its mesh address (held from start to stop), or -1: the
+  // request's mesh binds the address itself.
+  int mesh_listen_fd = -1;
   AdversaryHook adversary_for_testing;  // TEST ONLY (daemon/test_hooks.h): empty in production
 };
 
@@ -65,9 +70,12 @@ class UsedSessions {
   std::unordered_set<std::uint64_t> seen_;
 };
 
-struct SessionFailure {
-  Error error;
+// How a failed request ended at this party.
+struct SessionEnd {
   std::optional<int> blamed;  // party id at fault, when known
+  // It failed before this party reached the request's mesh setup, where the peers may be
+  // waiting for it: TellPeersSetupFailed releases them.
+  bool before_mesh = false;
 };
 
 // The party named in an error message ("party 2", "mpcache-party-2"), other than `self`.
@@ -88,7 +96,14 @@ Result<int> RequestPositions(const client_proto::Generate& request, const model:
 SamplingParams RequestSampling(const client_proto::Generate& request);
 
 Result<client_proto::Done> RunPartySession(const PartyRuntime& rt, SyncLink& client,
-                                           const client_proto::Generate& request,
-                                           std::optional<int>* blamed);
+                                           const client_proto::Generate& request, SessionEnd* end);
+
+// After a request failed before this party's mesh (SessionEnd::before_mesh): tells the peers
+// setting up the request's mesh why, so that they stop at once rather than after
+// timeouts.connect_ms (net::TlsMesh::TellSetupFailed; at most kTellPeersWithin, honours
+// rt.cancelled). An error names the peers not told (the caller logs it).
+inline constexpr std::chrono::milliseconds kTellPeersWithin{2000};
+Status TellPeersSetupFailed(const PartyRuntime& rt, std::uint64_t session,
+                            const std::string& reason);
 
 }  // namespace mpcache::daemon

@@ -31,19 +31,24 @@ Status CheckOwnCertificate(const config::PartyConfig& cfg) {
                          std::to_string(cfg.party_id) + ".crt), or correct party_id");
 }
 
-Status CheckMeshAddress(const config::PartyConfig& cfg, boost::asio::io_context& io,
-                        boost::asio::ssl::context& tls) {
+Result<std::unique_ptr<net::TlsListener>> HoldMeshAddress(const config::PartyConfig& cfg,
+                                                          boost::asio::io_context& io,
+                                                          boost::asio::ssl::context& tls) {
   const config::HostPort& own = cfg.parties[static_cast<std::size_t>(cfg.party_id)];
-  auto probe = net::TlsListener::Bind(io, tls, net::ToEndpoint(own));
-  if (!probe.ok()) {
+  auto held = net::TlsListener::Bind(io, tls, net::ToEndpoint(own));
+  if (!held.ok()) {
+    const std::string id = std::to_string(cfg.party_id);
+    const bool in_use = held.error().message().find("something else listens") != std::string::npos;
     return InvalidArgument(cfg.file + ": field 'network.parties': this party's mesh address " +
-                           own.ToString() + " (entry " + std::to_string(cfg.party_id) +
-                           ", party_id) cannot be used: " + probe.error().message() +
-                           "; fix: free it, or change entry " + std::to_string(cfg.party_id) +
-                           " in every party's network.parties");
+                           own.ToString() + " (entry " + id +
+                           ", party_id) cannot be used: " + held.error().message() +
+                           (in_use ? "; is another daemon running as party " + id +
+                                         " on this machine? every party needs its own party_id"
+                                   : std::string()) +
+                           "; fix: stop the other daemon or correct party_id, or change entry " +
+                           id + " in every party's network.parties");
   }
-  (*probe)->Close();
-  return Status::Ok();
+  return held;
 }
 
 Status CheckDealerResolves(const config::PartyConfig& cfg, boost::asio::io_context& io) {
@@ -62,15 +67,16 @@ Status CheckDealerResolves(const config::PartyConfig& cfg, boost::asio::io_conte
 
 }  // namespace
 
-Status CheckPartyStart(const config::PartyConfig& cfg, boost::asio::io_context& io,
-                       boost::asio::ssl::context& tls) {
+Result<std::unique_ptr<net::TlsListener>> CheckPartyStart(const config::PartyConfig& cfg,
+                                                          boost::asio::io_context& io,
+                                                          boost::asio::ssl::context& tls) {
   if (cfg.party_id < 0 || static_cast<std::size_t>(cfg.party_id) >= cfg.parties.size()) {
     return InvalidArgument(cfg.file + ": field 'party_id': " + std::to_string(cfg.party_id) +
                            " has no entry in network.parties");
   }
   MPCACHE_RETURN_IF_ERROR(CheckOwnCertificate(cfg));
-  MPCACHE_RETURN_IF_ERROR(CheckMeshAddress(cfg, io, tls));
-  return CheckDealerResolves(cfg, io);
+  MPCACHE_RETURN_IF_ERROR(CheckDealerResolves(cfg, io));
+  return HoldMeshAddress(cfg, io, tls);
 }
 
 }  // namespace mpcache::daemon

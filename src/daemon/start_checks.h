@@ -4,20 +4,27 @@
 // the fix:
 //   - its own certificate (tls.cert) names mpcache-party-<party_id> (not another party or
 //     role: the peers would refuse it at every handshake);
-//   - its mesh address (its entry of network.parties) can be bound on this machine now (it
-//     is bound again for each request; a port something else holds fails every request);
+//   - its mesh address (its entry of network.parties) is bound on this machine, and held
+//     until the daemon stops (each request's mesh accepts on it): a port something else
+//     holds — another daemon started with the same party_id, say — is refused here, and no
+//     daemon started later can take it;
 //   - the dealer's host (network.dealer) resolves.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ssl/context.hpp>
+#include <memory>
 
 #include "common/config.h"
 #include "common/result.h"
+#include "net/tls/tls_connector.h"
 
 namespace mpcache::daemon {
 
-Status CheckPartyStart(const config::PartyConfig& cfg, boost::asio::io_context& io,
-                       boost::asio::ssl::context& tls);
+// The mesh address's listening socket on success: keep it for the daemon's life (never
+// started: TlsMeshOptions::listen_fd takes its native_handle()).
+Result<std::unique_ptr<net::TlsListener>> CheckPartyStart(const config::PartyConfig& cfg,
+                                                          boost::asio::io_context& io,
+                                                          boost::asio::ssl::context& tls);
 
 }  // namespace mpcache::daemon

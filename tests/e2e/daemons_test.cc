@@ -366,6 +366,58 @@ TEST(Daemons, APartyThatCannotReachTheDealerIsNamedWithTheCause) {
   EXPECT_NE(r.err.find("the dealer at 127.0.0.1:1"), std::string::npos) << r.err;
 }
 
+// A party that fails before the mesh (party 2's dealer address is party 0's metrics port:
+// not a TLS server, its handshake fails at once) releases the parties waiting for it on the
+// mesh within a second, and they name it and its cause (issue 20: they waited the whole
+// connect_ms, 20 s here, and queued new requests behind it).
+TEST(Daemons, AFailureBeforeTheMeshReleasesThePeersWithinASecond) {
+  Cluster c(ClusterOptions{.connect_ms = 20000});
+  ASSERT_TRUE(c.ok());
+  std::string cfg = ReadFile(c.dir() + "/party2.yaml");
+  const std::string key = "dealer: 127.0.0.1:" + std::to_string(c.dealer_port());
+  ASSERT_NE(cfg.find(key), std::string::npos) << cfg;
+  const std::string wrong = "127.0.0.1:" + std::to_string(c.metrics_port(0));
+  cfg.replace(cfg.find(key), key.size(), "dealer: " + wrong);
+  std::ofstream(c.dir() + "/party2.yaml") << cfg;
+  ASSERT_TRUE(c.StartAll()) << c.dir();
+  Process client({MPCACHE_CLIENT_BIN, "generate", "--config", c.client_config(), "--prompt", "Hi",
+                  "--max-tokens", "4"},
+                 c.dir() + "/before-mesh.out", c.dir() + "/before-mesh.err");
+  // When each party logged its failure of the request.
+  std::array<std::optional<std::chrono::steady_clock::time_point>, 3> failed_at;
+  const auto until = std::chrono::steady_clock::now() + 15s;
+  while (std::chrono::steady_clock::now() < until &&
+         !(failed_at[0] && failed_at[1] && failed_at[2])) {
+    for (int p = 0; p < 3; ++p) {
+      if (!failed_at[p] &&
+          c.Log("party" + std::to_string(p)).find("] failed") != std::string::npos) {
+        failed_at[p] = std::chrono::steady_clock::now();
+      }
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_TRUE(failed_at[2].has_value()) << c.Log("party2");
+  for (int p : {0, 1}) {
+    ASSERT_TRUE(failed_at[p].has_value()) << "party " << p << " still waits: " << c.Log("party0");
+    EXPECT_LT(*failed_at[p] - *failed_at[2], 1s) << "party " << p;
+    const std::string log = c.Log("party" + std::to_string(p));
+    EXPECT_NE(log.find("party 2 (mpcache-party-2) could not start this session: "),
+              std::string::npos)
+        << log;
+    EXPECT_NE(log.find("blames party 2"), std::string::npos) << log;
+  }
+  const auto code = client.Wait(10s);
+  ASSERT_TRUE(code.has_value()) << "the client did not give up";
+  EXPECT_NE(*code, 0);
+  const std::string err = ReadFile(c.dir() + "/before-mesh.err");
+  EXPECT_NE(err.find("party 2 failed"), std::string::npos) << err;
+  EXPECT_NE(err.find("the dealer at " + wrong), std::string::npos) << err;
+  // Nothing of the failed request is left behind: parties 0 and 1 are idle again.
+  for (int p : {0, 1}) {
+    EXPECT_NE(HttpGet(c.metrics_port(p), "/healthz").find("ok idle"), std::string::npos);
+  }
+}
+
 TEST(Daemons, WrongIdentitiesAndOldTlsAreRefused) {
   Cluster c;
   ASSERT_TRUE(c.StartAll()) << c.dir();
@@ -485,6 +537,41 @@ TEST(Daemons, BrokenPartyConfigsAreRefusedAtStartNamingTheField) {
     }
     if (held >= 0) ::close(held);
   }
+}
+
+// A second daemon started as party 1 (a copy of party1.yaml with its own client and metrics
+// ports: nothing else collides) is refused at start, naming party_id, while the first serves
+// on: every party holds its mesh address from start to stop (issue 20: the copy became ready,
+// and the two took turns failing requests).
+TEST(Daemons, ASecondDaemonWithTheSamePartyIdIsRefusedAtStart) {
+  Cluster c;
+  ASSERT_TRUE(c.StartAll()) << c.dir();
+  std::string cfg = ReadFile(c.dir() + "/party1.yaml");
+  for (const auto& [key, port] :
+       {std::pair{std::string("client_listen: 127.0.0.1:"), c.client_port(1)},
+        std::pair{std::string("port: "), c.metrics_port(1)}}) {
+    const std::string from = key + std::to_string(port);
+    ASSERT_NE(cfg.find(from), std::string::npos) << from << " in " << cfg;
+    cfg.replace(cfg.find(from), from.size(), key + std::to_string(FreePort()));
+  }
+  { std::ofstream(c.dir() + "/party1-again.yaml") << cfg; }
+  const std::string err = c.dir() + "/party1-again.err";
+  Process twin({MPCACHE_PARTY_BIN, "--config", c.dir() + "/party1-again.yaml"}, "/dev/null", err);
+  const auto code = twin.Wait(30s);
+  ASSERT_TRUE(code.has_value()) << "the second party 1 did not exit";
+  EXPECT_EQ(*code, 1);
+  const std::string text = ReadFile(err);
+  EXPECT_EQ(text.find(" ready"), std::string::npos) << text;
+  for (const char* e : {"field 'network.parties'",
+                        "is another daemon running as party 1 on this "
+                        "machine? every party needs its own party_id",
+                        "fix:"}) {
+    EXPECT_NE(text.find(e), std::string::npos) << e << " in " << text;
+  }
+  // The first party 1 serves on, its mesh on the address it holds.
+  ClientRun r = RunClient(c, "Once upon a time", 8, false, 120s, "after-twin");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind(std::string(kGolden64).substr(0, 16), 0), 0u) << r.out;
 }
 
 TEST(Daemons, AKeyThatOthersCanReadIsRefusedAtStartNamingTheFix) {

@@ -1,6 +1,12 @@
 #include "net/tls/tls_connector.h"
 
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 
 #include "net/tls/tls_context.h"
 
@@ -233,8 +239,7 @@ void AsyncConnectTls(asio::io_context& io, asio::ssl::context& ctx, Endpoint end
 }
 
 TlsListener::TlsListener(asio::io_context& io, asio::ssl::context& ctx)
-    : io_(io),
-      ctx_(ctx),
+    : ctx_(ctx),
       acceptor_(io),
       alive_(std::make_shared<bool>(true)),
       open_(std::make_shared<std::atomic<std::size_t>>(0)),
@@ -281,6 +286,30 @@ Result<std::unique_ptr<TlsListener>> TlsListener::Bind(asio::io_context& io,
     return IoError("cannot listen on " + at.ToString() + ": " + DescribeError(ec));
   }
   listener->port_ = acc.local_endpoint(ec).port();
+  return listener;
+}
+
+Result<std::unique_ptr<TlsListener>> TlsListener::Adopt(asio::io_context& io,
+                                                        asio::ssl::context& ctx, int listening_fd) {
+  std::unique_ptr<TlsListener> listener(new TlsListener(io, ctx));
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  if (::getsockname(listening_fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    return IoError(std::string("cannot share listening socket ") + std::to_string(listening_fd) +
+                   ": " + std::strerror(errno));
+  }
+  const int fd = ::fcntl(listening_fd, F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) {
+    return IoError(std::string("cannot share a listening socket: ") + std::strerror(errno) +
+                   " (out of file descriptors?)");
+  }
+  boost::system::error_code ec;
+  listener->acceptor_.assign(addr.ss_family == AF_INET6 ? tcp::v6() : tcp::v4(), fd, ec);
+  if (ec) {
+    ::close(fd);
+    return IoError("cannot share a listening socket: " + DescribeError(ec));
+  }
+  listener->port_ = listener->acceptor_.local_endpoint(ec).port();
   return listener;
 }
 

@@ -55,11 +55,17 @@ class TlsListener {
   // Binds `at` (port 0 picks a free port; read it back with port()).
   static Result<std::unique_ptr<TlsListener>> Bind(asio::io_context& io, asio::ssl::context& ctx,
                                                    const Endpoint& at);
+  // Accepts on a duplicate of `listening_fd`, a socket already listening (another
+  // listener's native_handle(): a daemon holds its mesh address for its life and each
+  // request's mesh accepts on it). Closing this listener leaves the original listening.
+  static Result<std::unique_ptr<TlsListener>> Adopt(asio::io_context& io, asio::ssl::context& ctx,
+                                                    int listening_fd);
   ~TlsListener();
   TlsListener(const TlsListener&) = delete;
   TlsListener& operator=(const TlsListener&) = delete;
 
   std::uint16_t port() const { return port_; }
+  int native_handle() { return acceptor_.native_handle(); }
 
   // Connections in their handshake or handed out (their AcceptedTls::slot alive) at most;
   // more are closed at once and reported as kExhausted. Bounds the sockets and the
@@ -85,7 +91,6 @@ class TlsListener {
   TlsListener(asio::io_context& io, asio::ssl::context& ctx);
   void AcceptOne();
 
-  asio::io_context& io_;
   asio::ssl::context& ctx_;
   asio::ip::tcp::acceptor acceptor_;
   std::uint16_t port_ = 0;

@@ -15,7 +15,8 @@
 // byte stream holds the bytes asked for. Abort() tells every peer; a received abort makes
 // every Recv fail with kAborted naming the sender. A peer that breaks the frame rules
 // (oversized frame, wrong session, replayed sequence number) is disconnected and Recv
-// from it fails with kProtocol.
+// from it fails with kProtocol. A party that failed before reaching its setup says so in
+// its hello (TellSetupFailed): its peers' setup ends at once with that reason.
 #pragma once
 
 #include <chrono>
@@ -68,6 +69,11 @@ struct TlsMeshOptions {
   // Optional: polled every 100 ms during setup; a reason ends the setup at once with it
   // (a daemon shutting down must not wait out connect_timeout).
   std::function<std::optional<std::string>()> cancelled;
+  // Optional: a socket already listening at addresses[self], which Listen() accepts on (a
+  // duplicate of it) instead of binding: a daemon holds its mesh address from start to stop,
+  // so that no second daemon can take it and a peer dialling between requests waits in its
+  // backlog. -1: Listen() binds addresses[self] itself.
+  int listen_fd = -1;
 };
 
 class TlsMesh final : public Channel {
@@ -77,6 +83,16 @@ class TlsMesh final : public Channel {
   static Result<std::unique_ptr<TlsMesh>> Listen(TlsMeshOptions options);
   // Listen() then Connect(): the usual way, with every address known.
   static Result<std::unique_ptr<TlsMesh>> Create(TlsMeshOptions options);
+
+  // For a party whose request failed before its mesh was up (a dealer it cannot reach, a
+  // request it refuses): tells the peers setting up this session's mesh, so that they stop at
+  // once with "party <self> (<name>) could not start this session: <reason>" instead of
+  // waiting out their connect_timeout. The same listen / connect / authenticate as Create,
+  // with `reason` in this party's hello (Hello.setup_failed). Returns once every peer was
+  // told, after `within` (a peer that reaches its setup later waits out its own timeout:
+  // the error names who was not told), or when options.cancelled says so.
+  static Status TellSetupFailed(TlsMeshOptions options, const std::string& reason,
+                                std::chrono::milliseconds within);
 
   ~TlsMesh() override;
   TlsMesh(const TlsMesh&) = delete;
@@ -130,6 +146,7 @@ class TlsMesh final : public Channel {
   void OnAccepted(const std::shared_ptr<SetupState>& state, Result<AcceptedTls> accepted);
   void OnConnected(const std::shared_ptr<SetupState>& state, PartyId peer,
                    Result<std::unique_ptr<TlsStream>> stream);
+  Status EndTelling(const SetupState& state);
   void Established(const std::shared_ptr<SetupState>& state, PartyId peer,
                    std::shared_ptr<FramedConnection> conn);
   void ReadLoop(PartyId peer);
@@ -141,6 +158,7 @@ class TlsMesh final : public Channel {
   void StopIoThread();
 
   TlsMeshOptions options_;
+  std::string setup_failed_;                 // TellSetupFailed: the reason our hello carries
   std::unique_ptr<asio::ssl::context> ctx_;  // outlives io_ (declared first)
   asio::io_context io_;
   std::unique_ptr<TlsListener> listener_;

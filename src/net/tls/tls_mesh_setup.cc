@@ -52,7 +52,9 @@ Result<std::unique_ptr<TlsMesh>> TlsMesh::Listen(TlsMeshOptions options) {
   MPCACHE_ASSIGN_OR_RETURN(mesh->ctx_, MakeTlsContext(mesh->options_.tls));
   if (mesh->options_.self < mesh->options_.num_parties - 1) {
     const auto& at = mesh->options_.addresses[static_cast<std::size_t>(mesh->options_.self)];
-    auto listener = TlsListener::Bind(mesh->io_, *mesh->ctx_, at);
+    auto listener = mesh->options_.listen_fd >= 0
+                        ? TlsListener::Adopt(mesh->io_, *mesh->ctx_, mesh->options_.listen_fd)
+                        : TlsListener::Bind(mesh->io_, *mesh->ctx_, at);
     if (!listener.ok())
       return listener.error().WithContext("party " + std::to_string(mesh->self()));
     mesh->listener_ = std::move(listener).value();
@@ -67,6 +69,15 @@ Result<std::unique_ptr<TlsMesh>> TlsMesh::Create(TlsMeshOptions options) {
   return mesh;
 }
 
+Status TlsMesh::TellSetupFailed(TlsMeshOptions options, const std::string& reason,
+                                std::chrono::milliseconds within) {
+  options.connect_timeout = std::min(options.connect_timeout, within);
+  MPCACHE_ASSIGN_OR_RETURN(auto mesh, Listen(std::move(options)));
+  // The reason as the peers will show it: printable, and small enough for any hello.
+  mesh->setup_failed_ = PrintableText(reason.empty() ? "no reason given" : reason, 1024);
+  return mesh->Connect();
+}
+
 std::string TlsMesh::PeerLabel(PartyId peer) const {
   if (peer < 0 || peer >= options_.num_parties) return "party " + std::to_string(peer);
   return "party " + std::to_string(peer) + " (" +
@@ -79,6 +90,7 @@ std::vector<std::uint8_t> TlsMesh::HelloBytes() const {
   hello.set_num_parties(static_cast<std::uint32_t>(options_.num_parties));
   hello.set_protocol_version(kWireProtocolVersion);
   hello.set_session_id(options_.session_id);
+  if (!setup_failed_.empty()) hello.set_setup_failed(setup_failed_);
   std::vector<std::uint8_t> out(hello.ByteSizeLong());
   hello.SerializeWithCachedSizesToArray(out.data());
   return out;
@@ -117,6 +129,9 @@ Status TlsMesh::CheckHello(const Result<Frame>& frame, PartyId expected) const {
   if (hello.party_id() != static_cast<std::uint32_t>(expected)) {
     return ProtocolError("peer with the certificate of " + who + " claims to be party " +
                          std::to_string(hello.party_id()) + "; refused");
+  }
+  if (!hello.setup_failed().empty()) {
+    return Aborted(who + " could not start this session: " + PrintableText(hello.setup_failed()));
   }
   return Status::Ok();
 }
@@ -169,6 +184,7 @@ Status TlsMesh::Connect(std::vector<Endpoint> addresses) {
   state->finished = true;
   if (listener_) listener_->Close();
   const std::string me = "party " + std::to_string(options_.self);
+  if (!setup_failed_.empty()) return EndTelling(*state);
   if (state->failure || state->pending > 0) {
     for (auto& c : conns_) {
       if (c) c->Close();
@@ -238,6 +254,28 @@ void TlsMesh::OnAccepted(const std::shared_ptr<SetupState>& state, Result<Accept
         if (s.ok() && conns_[static_cast<std::size_t>(peer)]) {
           s = ProtocolError("second connection as " + PeerLabel(peer) + "; refused");
         }
+        // A peer of this session that could not start it (its hello says why).
+        const bool peer_failed = !s.ok() && s.error().code() == ErrorCode::kAborted;
+        if (!setup_failed_.empty() && (s.ok() || peer_failed)) {
+          // Telling: our hello answers theirs with our reason, then the connection ends.
+          conns_[static_cast<std::size_t>(peer)] = conn;
+          conn->Send(proto::FRAME_HELLO, HelloBytes());
+          conn->WhenDrained([state, conn] {
+            if (!state->finished) --state->pending;
+            conn->Close();
+          });
+          return;
+        }
+        if (peer_failed) {
+          // Our hello acknowledges theirs (the teller knows it was heard); then this setup
+          // ends with their reason.
+          conn->Send(proto::FRAME_HELLO, HelloBytes());
+          conn->WhenDrained([state, conn, error = s.error()] {
+            conn->Close();
+            if (!state->failure) state->failure = error;
+          });
+          return;
+        }
         if (!s.ok()) {
           conn->Close();
           return refuse(s.error());
@@ -252,6 +290,11 @@ void TlsMesh::OnConnected(const std::shared_ptr<SetupState>& state, PartyId peer
                           Result<std::unique_ptr<TlsStream>> stream) {
   if (state->finished) return;
   if (!stream.ok()) {
+    if (!setup_failed_.empty()) {  // telling: this peer is not told; the others may be
+      state->last_refusal = stream.error().message();
+      --state->pending;
+      return;
+    }
     if (!state->failure) state->failure = stream.error();
     return;
   }
@@ -260,6 +303,17 @@ void TlsMesh::OnConnected(const std::shared_ptr<SetupState>& state, PartyId peer
   conn->ReadFrame(
       [this, state, conn, peer](const Result<Frame>& f) {
         if (state->finished) return conn->Close();
+        if (!setup_failed_.empty()) {
+          // Telling: the peer heard us when it answers with its hello (a peer of another
+          // session, or one that refuses us, hangs up instead).
+          if (f.ok()) {
+            conns_[static_cast<std::size_t>(peer)] = conn;
+          } else {
+            state->last_refusal = f.error().message();
+          }
+          --state->pending;
+          return conn->Close();
+        }
         Status s = CheckHello(f, peer);
         if (!s.ok()) {
           conn->Close();
@@ -269,6 +323,23 @@ void TlsMesh::OnConnected(const std::shared_ptr<SetupState>& state, PartyId peer
         Established(state, peer, conn);
       },
       state->deadline);
+}
+
+Status TlsMesh::EndTelling(const SetupState& state) {
+  std::string untold;
+  for (PartyId j = 0; j < options_.num_parties; ++j) {
+    auto& c = conns_[static_cast<std::size_t>(j)];
+    if (j != options_.self && !c) untold += (untold.empty() ? "" : ", ") + PeerLabel(j);
+    if (c) c->Close();
+  }
+  closed_ = true;  // telling leaves no mesh to use
+  const std::string me = "party " + std::to_string(options_.self);
+  if (state.failure) return state.failure->WithContext(me + ": telling the peers");
+  if (untold.empty()) return Status::Ok();
+  return Timeout(
+      me + ": could not tell " + untold + " within " +
+      std::to_string(options_.connect_timeout.count()) + " ms that this session failed" +
+      (state.last_refusal.empty() ? std::string() : " (last: " + state.last_refusal + ")"));
 }
 
 void TlsMesh::Established(const std::shared_ptr<SetupState>& state, PartyId peer,

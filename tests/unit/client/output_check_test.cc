@@ -164,6 +164,14 @@ TEST(ChooseFailure, ThePartyBlamedByMostReportsIsNamed) {
             "party 2 failed (reported by party 0): mesh setup not complete: missing party 2; "
             "party 2 itself reports: cannot reach the dealer at 127.0.0.1:7200: connection "
             "refused");
+  // ... but not twice, when the others' reports quote it already (the failing party told them
+  // why through their mesh setup).
+  const std::string why = "cannot reach the dealer at 127.0.0.1:7200: connection refused";
+  const std::string told =
+      "party 0: mesh setup failed: party 2 (mpcache-party-2) could not start this session: " + why;
+  const std::array<PartyOutcome, 3> quoted{Reported(0, 2, told), Reported(1, 2, told),
+                                           Reported(2, -1, why)};
+  EXPECT_EQ(ChooseFailure(quoted).message(), "party 2 failed (reported by party 0): " + told);
   // Nobody blamed: a lost connection is named before a plain report.
   std::array<PartyOutcome, 3> lost{Reported(0, -1, "the client's Continue is for position 9"),
                                    PartyOutcome{}, PartyOutcome{}};

@@ -1,0 +1,181 @@
+// TlsMesh::TellSetupFailed (issue 20): a party whose request failed before its mesh was up
+// releases the peers waiting for it in their mesh setup at once, with its reason, instead of
+// after their connect_timeout; only peers of the same session listen to it.
+#include <gtest/gtest.h>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <chrono>
+#include <thread>
+
+#include "tls_test_util.h"
+
+namespace mpcache::net::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+// A loopback port free right now (for a party that must be told its port before it listens).
+std::uint16_t FreePort() {
+  asio::io_context io;
+  asio::ip::tcp::acceptor a(io, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  return a.local_endpoint().port();
+}
+
+// Long enough that a peer waiting it out fails the test's time bound by far.
+TlsMeshOptions Waiting(PartyId self) {
+  TlsMeshOptions o = Options(self, 3);
+  o.connect_timeout = 20s;
+  return o;
+}
+
+struct Outcome {
+  Status status;
+  Clock::duration took{};
+};
+
+TEST(TlsSetupAbort, TheLastPartyReleasesThePeersWaitingForIt) {
+  // Parties 0 and 1 wait for party 2 on the mesh; party 2 could not reach its dealer.
+  auto m0 = TlsMesh::Listen(Waiting(0));
+  auto m1 = TlsMesh::Listen(Waiting(1));
+  ASSERT_TRUE(m0.ok() && m1.ok());
+  const std::vector<Endpoint> addrs{
+      {"127.0.0.1", (*m0)->listen_port()}, {"127.0.0.1", (*m1)->listen_port()}, {"127.0.0.1", 0}};
+  std::array<Outcome, 2> waiting;
+  Status told;
+  const auto t0 = Clock::now();
+  {
+    std::jthread a([&] {
+      waiting[0].status = (*m0)->Connect(addrs);
+      waiting[0].took = Clock::now() - t0;
+    });
+    std::jthread b([&] {
+      waiting[1].status = (*m1)->Connect(addrs);
+      waiting[1].took = Clock::now() - t0;
+    });
+    std::this_thread::sleep_for(200ms);  // both in their setup
+    TlsMeshOptions o2 = Waiting(2);
+    o2.addresses = addrs;
+    told = TlsMesh::TellSetupFailed(o2, "cannot reach the dealer at 127.0.0.1:1", 5s);
+  }
+  EXPECT_TRUE(told.ok()) << Msg(told);
+  for (int p : {0, 1}) {
+    const Outcome& w = waiting[static_cast<std::size_t>(p)];
+    ASSERT_FALSE(w.status.ok()) << "party " << p;
+    EXPECT_EQ(w.status.error().code(), ErrorCode::kAborted) << Msg(w.status);
+    EXPECT_NE(w.status.error().message().find(
+                  "party 2 (mpcache-party-2) could not start this session: cannot reach the "
+                  "dealer at 127.0.0.1:1"),
+              std::string::npos)
+        << Msg(w.status);
+    // Released at once, not after the 20 s connect timeout.
+    EXPECT_LT(w.took, 5s) << "party " << p;
+  }
+}
+
+TEST(TlsSetupAbort, TheFirstPartyAnswersThePeersDiallingIt) {
+  // Party 0 only listens: parties 1 and 2 dial it and read its reason from its hello.
+  const std::uint16_t p0 = FreePort();
+  auto m1 = TlsMesh::Listen(Waiting(1));
+  auto m2 = TlsMesh::Listen(Waiting(2));
+  ASSERT_TRUE(m1.ok() && m2.ok());
+  const std::vector<Endpoint> addrs{
+      {"127.0.0.1", p0}, {"127.0.0.1", (*m1)->listen_port()}, {"127.0.0.1", 0}};
+  std::array<Status, 2> waiting;
+  Status told;
+  const auto t0 = Clock::now();
+  {
+    std::jthread a([&] { waiting[0] = (*m1)->Connect(addrs); });
+    std::jthread b([&] { waiting[1] = (*m2)->Connect(addrs); });
+    TlsMeshOptions o0 = Waiting(0);
+    o0.addresses = addrs;
+    told = TlsMesh::TellSetupFailed(o0, "the prompt has 600 tokens, more than the context", 5s);
+  }
+  EXPECT_LT(Clock::now() - t0, 5s);
+  EXPECT_TRUE(told.ok()) << Msg(told);
+  for (const Status& s : waiting) {
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.error().code(), ErrorCode::kAborted) << Msg(s);
+    EXPECT_NE(s.error().message().find("party 0 (mpcache-party-0) could not start this session: "
+                                       "the prompt has 600 tokens"),
+              std::string::npos)
+        << Msg(s);
+  }
+}
+
+TEST(TlsSetupAbort, PartiesThatAllRefusedARequestTellEachOtherAndStop) {
+  // A request all three refuse (a prompt beyond the context): each tells the others, and each
+  // is done as soon as both were told.
+  std::vector<Endpoint> addrs;
+  for (int i = 0; i < 3; ++i) addrs.push_back({"127.0.0.1", i < 2 ? FreePort() : std::uint16_t{0}});
+  std::array<Status, 3> told;
+  const auto t0 = Clock::now();
+  {
+    std::vector<std::jthread> threads;
+    for (int i = 0; i < 3; ++i) {
+      threads.emplace_back([&, i] {
+        TlsMeshOptions o = Waiting(i);
+        o.addresses = addrs;
+        told[static_cast<std::size_t>(i)] =
+            TlsMesh::TellSetupFailed(o, "refused by party " + std::to_string(i), 5s);
+      });
+    }
+  }
+  EXPECT_LT(Clock::now() - t0, 4s);
+  for (const Status& s : told) EXPECT_TRUE(s.ok()) << Msg(s);
+}
+
+TEST(TlsSetupAbort, AnotherSessionsFailureDoesNotStopThisOne) {
+  // Attacker's best try: a party (a real certificate) replays a setup failure with another
+  // session id at peers setting up this one. Refused like any wrong hello: the peers go on and
+  // complete their mesh with the real party 2; the teller learns nobody listened.
+  auto m0 = TlsMesh::Listen(Waiting(0));
+  auto m1 = TlsMesh::Listen(Waiting(1));
+  ASSERT_TRUE(m0.ok() && m1.ok());
+  const std::vector<Endpoint> addrs{
+      {"127.0.0.1", (*m0)->listen_port()}, {"127.0.0.1", (*m1)->listen_port()}, {"127.0.0.1", 0}};
+  std::array<Status, 2> waiting;
+  Status stale, real;
+  {
+    std::jthread a([&] { waiting[0] = (*m0)->Connect(addrs); });
+    std::jthread b([&] { waiting[1] = (*m1)->Connect(addrs); });
+    TlsMeshOptions other = Waiting(2);
+    other.addresses = addrs;
+    other.session_id = 43;
+    stale = TlsMesh::TellSetupFailed(other, "session 43 failed", 1500ms);
+    TlsMeshOptions o2 = Waiting(2);
+    o2.addresses = addrs;
+    auto m2 = TlsMesh::Listen(o2);
+    ASSERT_TRUE(m2.ok());
+    real = (*m2)->Connect(addrs);
+  }
+  ASSERT_FALSE(stale.ok());
+  EXPECT_NE(stale.error().message().find("could not tell party 0 (mpcache-party-0), party 1"),
+            std::string::npos)
+      << Msg(stale);
+  EXPECT_TRUE(real.ok()) << Msg(real);
+  EXPECT_TRUE(waiting[0].ok()) << Msg(waiting[0]);
+  EXPECT_TRUE(waiting[1].ok()) << Msg(waiting[1]);
+}
+
+TEST(TlsSetupAbort, NobodyToTellEndsWithinTheWindowNamingThePeers) {
+  TlsMeshOptions o = Waiting(2);
+  o.addresses = {{"127.0.0.1", FreePort()}, {"127.0.0.1", FreePort()}, {"127.0.0.1", 0}};
+  const auto t0 = Clock::now();
+  const Status s = TlsMesh::TellSetupFailed(o, "no dealer", 500ms);
+  EXPECT_LT(Clock::now() - t0, 3s);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code(), ErrorCode::kTimeout) << Msg(s);
+  EXPECT_NE(s.error().message().find("could not tell party 0 (mpcache-party-0), party 1 "
+                                     "(mpcache-party-1) within 500 ms"),
+            std::string::npos)
+      << Msg(s);
+  // A shutdown ends the telling at once.
+  o.cancelled = []() -> std::optional<std::string> { return "party 2 is shutting down"; };
+  const Status c = TlsMesh::TellSetupFailed(o, "no dealer", 5s);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().code(), ErrorCode::kAborted) << Msg(c);
+}
+
+}  // namespace
+}  // namespace mpcache::net::testing
