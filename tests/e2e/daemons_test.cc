@@ -574,6 +574,31 @@ TEST(Daemons, ASecondDaemonWithTheSamePartyIdIsRefusedAtStart) {
   EXPECT_EQ(r.out.rfind(std::string(kGolden64).substr(0, 16), 0), 0u) << r.out;
 }
 
+// A misspelt flag of a daemon or of the client is named, before any file is read (issue 20:
+// "--config is required" for --confg).
+TEST(Daemons, MisspeltFlagsAreNamed) {
+  const std::string dir = ::testing::TempDir();
+  struct Case {
+    std::vector<std::string> argv;
+    std::string expect;
+  };
+  const std::vector<Case> cases = {
+      {{MPCACHE_PARTY_BIN, "--confg", "party0.yaml"}, "mpcache-party: unknown flag '--confg'"},
+      {{MPCACHE_DEALER_BIN, "--config=dealer.yaml", "--metrics-port", "9"},
+       "mpcache-dealer: unknown flag '--metrics-port'"},
+      {{MPCACHE_CLIENT_BIN, "generate", "--config", "client.yaml", "--max-token", "4"},
+       "mpcache-client: unknown flag '--max-token' for 'generate'"},
+  };
+  for (const Case& k : cases) {
+    const std::string err = dir + "/misspelt.err";
+    Process p(k.argv, "/dev/null", err);
+    const auto code = p.Wait(10s);
+    ASSERT_TRUE(code.has_value()) << k.argv[0];
+    EXPECT_EQ(*code, 2) << k.argv[0];
+    EXPECT_NE(ReadFile(err).find(k.expect), std::string::npos) << ReadFile(err);
+  }
+}
+
 TEST(Daemons, AKeyThatOthersCanReadIsRefusedAtStartNamingTheFix) {
   Cluster c;
   ASSERT_TRUE(c.ok()) << c.dir();

@@ -194,6 +194,11 @@ TEST(ModelCliTest, ErrorsAreOneLineAndNonZero) {
       {"info --model " + Quote(dir + "/README.md"), "README.md"},
       {"run --model " + Quote(dir), "is a folder, not a file: pass the file itself"},
       {"frobnicate", "unknown command 'frobnicate'; the commands are: info, run, synth"},
+      // A misspelt flag is named, also when a required one is missing (CLI11 alone said only
+      // "--model is required").
+      {"run --modle " + bin, "unknown flag '--modle' for 'run'"},
+      {"run --model " + bin + " --tokenizer " + Quote(dir + "/tok512.bin") + " --top_p=0.5",
+       "unknown flag '--top_p' for 'run'"},
       // Sampling values outside their ranges: the flag and its range named.
       {"run --model " + bin + " --tokenizer " + Quote(dir + "/tok512.bin") + " --temperature 500",
        "--temperature 500 is out of range: 0 (greedy) or 0.01 .. 100"},

@@ -127,6 +127,10 @@ int main(int argc, char** argv) {
       std::cerr << "mpcache-client: " << *unknown << " (see --help)\n";
       return 2;
     }
+    if (auto flag = mpcache::tools::UnknownFlag(app, argc, argv)) {
+      std::cerr << "mpcache-client: " << *flag << " (see --help)\n";
+      return 2;
+    }
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

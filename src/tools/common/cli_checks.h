@@ -1,6 +1,6 @@
-// Command-line checks shared by the tools with subcommands (mpcache-model, mpcache-bench,
-// mpcache-client): CLI11 says only "A subcommand is required" for a misspelled command;
-// this names the word and the commands there are.
+// Command-line checks shared by the tools: CLI11 says only "A subcommand is required" for a
+// misspelled command, and reports a missing required flag before an unknown one (a typo of
+// --config reads "--config is required"); these name the word that is wrong.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -22,6 +22,36 @@ inline std::optional<std::string> UnknownSubcommand(CLI::App& app, int argc, cha
     names += (names.empty() ? "" : ", ") + sub->get_name();
   }
   return "unknown command '" + first + "'; the commands are: " + names;
+}
+
+// The error line for the first "--flag" (or "--flag=value") that no option of the command
+// it follows (or of the commands it is under) knows, e.g. "unknown flag '--max-token' for
+// 'generate'"; nullopt when every flag is known (CLI11 then parses as usual). Words after
+// "--" are not flags.
+inline std::optional<std::string> UnknownFlag(CLI::App& app, int argc, char** argv) {
+  CLI::App* current = &app;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") break;
+    if (arg.rfind("--", 0) != 0) {
+      if (!arg.empty() && arg[0] != '-') {
+        const auto subs =
+            current->get_subcommands([&](CLI::App* sub) { return sub->check_name(arg); });
+        if (!subs.empty()) current = subs.front();
+      }
+      continue;
+    }
+    const std::string name = arg.substr(0, arg.find('='));
+    bool known = false;
+    for (CLI::App* at = current; at != nullptr && !known; at = at->get_parent()) {
+      known = at->get_option_no_throw(name) != nullptr;
+    }
+    if (!known) {
+      return "unknown flag '" + name + "'" +
+             (current == &app ? std::string() : " for '" + current->get_name() + "'");
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace mpcache::tools

@@ -1,11 +1,13 @@
 // mpcache-dealer --config config/dealer.yaml: the preprocessing service (SPEC §2, §8).
 #include <CLI/CLI.hpp>
+#include <iostream>
 #include <string>
 
 #include "common/config.h"
 #include "common/guarded_main.h"
 #include "daemon/daemon_main.h"
 #include "daemon/dealer_service.h"
+#include "tools/common/cli_checks.h"
 
 int main(int argc, char** argv) {
   return mpcache::GuardedMain([&]() -> int {
@@ -16,6 +18,10 @@ int main(int argc, char** argv) {
         "SIGTERM."};
     std::string config_path;
     app.add_option("--config", config_path, "Dealer YAML (config/dealer.yaml)")->required();
+    if (auto flag = mpcache::tools::UnknownFlag(app, argc, argv)) {
+      std::cerr << "mpcache-dealer: " << *flag << " (see --help)\n";
+      return 2;
+    }
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

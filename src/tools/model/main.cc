@@ -22,6 +22,10 @@ int main(int argc, char** argv) {
       std::cerr << "mpcache-model: " << *unknown << " (see --help)\n";
       return 2;
     }
+    if (auto flag = mpcache::tools::UnknownFlag(app, argc, argv)) {
+      std::cerr << "mpcache-model: " << *flag << " (see --help)\n";
+      return 2;
+    }
     try {
       app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

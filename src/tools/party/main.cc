@@ -1,11 +1,13 @@
 // mpcache-party --config config/partyN.yaml: one compute party (SPEC §2, §8).
 #include <CLI/CLI.hpp>
+#include <iostream>
 #include <string>
 
 #include "common/config.h"
 #include "common/guarded_main.h"
 #include "daemon/daemon_main.h"
 #include "daemon/party_service.h"
+#include "tools/common/cli_checks.h"
 
 int main(int argc, char** argv) {
   return mpcache::GuardedMain([&]() -> int {
@@ -16,6 +18,10 @@ int main(int argc, char** argv) {
         "SIGTERM."};
     std::string config_path;
     app.add_option("--config", config_path, "Party YAML (config/party0.yaml ...)")->required();
+    if (auto flag = mpcache::tools::UnknownFlag(app, argc, argv)) {
+      std::cerr << "mpcache-party: " << *flag << " (see --help)\n";
+      return 2;
+    }
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
