@@ -83,7 +83,7 @@ Status MemMesh::Pop(PartyId from, PartyId to, std::span<std::uint8_t> out) {
   Queue& q = queue(from, to);
   std::unique_lock<std::mutex> lock(q.mu);
   while (done < out.size()) {
-    if (q.chunks.empty() && aborted_.load()) {  // bytes already queued are still delivered
+    if (aborted_.load()) {  // also with bytes queued: the rule TlsMesh keeps (mem_mesh.h)
       return Aborted("MemMesh aborted while party " + std::to_string(to) + " waited for party " +
                      std::to_string(from));
     }

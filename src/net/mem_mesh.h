@@ -5,8 +5,9 @@
 // One unbounded queue per ordered pair (i -> j), guarded by a mutex and a condition
 // variable: Send never blocks (so two parties sending large messages to each other at the
 // same time cannot deadlock); Recv blocks until enough bytes arrived, the configured
-// timeout elapsed (kTimeout) or the mesh was aborted (kAborted — wakes every waiter; bytes
-// already queued are still delivered, so a party that finished its last round can abort).
+// timeout elapsed (kTimeout) or the mesh was aborted (kAborted — wakes every waiter, and
+// every Recv after the abort fails, even with the bytes already queued: the one rule TlsMesh
+// keeps too, so that no party computes on after a peer gave up).
 #pragma once
 
 #include <atomic>
@@ -38,8 +39,8 @@ class MemMesh {
   // Party i's channel; owned by the mesh, used by one thread at a time.
   Channel& party(PartyId i) { return *channels_[static_cast<std::size_t>(i)]; }
 
-  // Wake every waiting Recv with kAborted; a later Recv that would have to wait fails with
-  // kAborted too. Sends still queue (harmless), so parties finishing a round are not cut off.
+  // Wake every waiting Recv with kAborted; every later Recv fails with kAborted too, bytes
+  // queued or not. Sends still queue (harmless: nobody receives them).
   void Abort();
   bool aborted() const;
 

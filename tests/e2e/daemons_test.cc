@@ -19,16 +19,15 @@
 #include <utility>
 
 #include "e2e/cluster.h"
+#include "golden/golden_texts.h"
 
 namespace mpcache::e2e {
 namespace {
 
 using namespace std::chrono_literals;
 
-const char* kGolden64 =
-    "Once upon a time, there was a little girl named Lily. She loved to play outside in the "
-    "park. One day, she saw a big, red ball. She wanted to play with it, but it was too "
-    "high.\nLily";
+// The golden 64-step story (one copy: golden/golden_texts.h).
+const char* const kGolden64 = golden::kOnceUponATime64;
 
 // The value of an unlabelled metric in a /metrics page (-1 when absent).
 double MetricValue(const std::string& page, const std::string& name) {

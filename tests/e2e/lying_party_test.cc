@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "e2e/cluster.h"
+#include "golden/golden_texts.h"
 
 namespace mpcache::e2e {
 namespace {
@@ -24,10 +25,8 @@ using namespace std::chrono_literals;
 
 const char* kPrompt = "Once upon a time";  // BOS + 4 tokens: positions 0..4
 constexpr int kPromptLen = 5;
-const char* kGolden64 =
-    "Once upon a time, there was a little girl named Lily. She loved to play outside in the "
-    "park. One day, she saw a big, red ball. She wanted to play with it, but it was too "
-    "high.\nLily";
+// The golden 64-step story (one copy: golden/golden_texts.h).
+const char* const kGolden64 = golden::kOnceUponATime64;
 
 struct ClientRun {
   std::optional<int> code;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "golden/golden_texts.h"
 #include "model/checkpoint.h"
 #include "model/fixed_engine.h"
 #include "model/float_engine.h"
@@ -20,10 +21,8 @@
 namespace mpcache::model {
 namespace {
 
-constexpr const char* kGolden64 =
-    "Once upon a time, there was a little girl named Lily. She loved to play outside in the "
-    "park. One day, she saw a big, red ball. She wanted to play with it, but it was too "
-    "high.\nLily";
+// The golden 64-step story (one copy: golden/golden_texts.h).
+const char* const kGolden64 = golden::kOnceUponATime64;
 
 struct RunResult {
   std::vector<int> tokens;  // float greedy tokens (BOS, prompt, generated)

@@ -140,6 +140,28 @@ TEST(TlsMesh, AbortReachesEveryPartyIncludingPendingRecv) {
   EXPECT_EQ(s.meshes[0]->Send(2, b).error().code(), ErrorCode::kAborted);
 }
 
+// One rule for both meshes (MemMesh.AbortWakesWaiters): after an abort every Recv fails, also
+// one whose bytes arrived before it.
+TEST(TlsMesh, AbortFailsRecvEvenWithTheBytesBuffered) {
+  auto s = StartMeshes({Options(0, 2), Options(1, 2)});
+  ASSERT_TRUE(s.all_ok());
+  std::uint8_t b[4] = {1, 2, 3, 4};
+  ASSERT_TRUE(s.meshes[0]->Send(1, b).ok());
+  ASSERT_TRUE(s.meshes[0]->Flush().ok());
+  std::uint8_t first[2];
+  ASSERT_TRUE(s.meshes[1]->Recv(0, first).ok());  // the bytes are in party 1's buffer
+  s.meshes[0]->Abort("party 0 gives up");
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!s.meshes[1]->aborted() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(s.meshes[1]->aborted().has_value());
+  std::uint8_t rest[2];
+  const Status st = s.meshes[1]->Recv(0, rest);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code(), ErrorCode::kAborted) << st.error().ToString();
+}
+
 TEST(TlsMesh, OversizedFrameIsAProtocolErrorNotACrash) {
   auto o0 = Options(0, 2);
   o0.send_chunk_bytes = std::size_t{4} << 20;  // sender cuts 4 MiB frames...
