@@ -68,6 +68,12 @@ class Section {
     return "";
   }
 
+  // Whether the mapping has `key` with a value (the key counts as read).
+  bool Has(std::string_view key) {
+    const YAML::Node n = Get(key);
+    return n && !n.IsNull();
+  }
+
   Status CheckIsMap() const {
     if (!node_ || node_.IsNull() || node_.IsMap()) return Status::Ok();
     return InvalidArgument(ctx_.file + ": '" + (path_.empty() ? "top level" : path_) +
@@ -367,8 +373,7 @@ Result<MpcacheKnobs> ReadMpcache(Section& top, bool debug) {
                            s.Real("static_keep_ratio", k.static_keep_ratio, 0, 1, true));
   MPCACHE_ASSIGN_OR_RETURN(k.observation_window,
                            s.Real("observation_window", k.observation_window, 0, 1, true));
-  MPCACHE_ASSIGN_OR_RETURN(k.impact_weight,
-                           s.Real("impact_weight", k.impact_weight, 0, 16, false));
+  MPCACHE_ASSIGN_OR_RETURN(k.impact_weight, s.Real("impact_weight", k.impact_weight, 0, 16, false));
   MPCACHE_ASSIGN_OR_RETURN(auto eviction_score,
                            s.Choice("eviction_score", {"softmax", "sigmoid"}, 0));
   k.sigmoid_eviction = eviction_score == 1;
@@ -506,8 +511,12 @@ Result<DealerConfig> ParseDealerConfig(std::string_view yaml, const std::string&
   c.file = file;
   MPCACHE_ASSIGN_OR_RETURN(auto sec, top.Choice("security", {"malicious", "semi-honest"}, 0));
   c.security = static_cast<Security>(sec);
-  MPCACHE_ASSIGN_OR_RETURN(auto fb, top.Int("frac_bits", 18, 8, 30));
-  c.frac_bits = static_cast<int>(fb);
+  // Older dealer.yaml files carry frac_bits: still checked, never used (a truncation pair's
+  // shift comes with each party's request), and named at start so that it is removed.
+  if (top.Has("frac_bits")) {
+    if (auto fb = top.Int("frac_bits", 18, 8, 30); !fb.ok()) return fb.error();
+    c.unused_fields.emplace_back("frac_bits");
+  }
   {
     MPCACHE_ASSIGN_OR_RETURN(auto net, top.Sub("network"));
     MPCACHE_ASSIGN_OR_RETURN(c.listen, net.Address("listen", true, "127.0.0.1:7200"));

@@ -62,7 +62,7 @@ struct MpcacheKnobs {
   CacheMode cache = CacheMode::kFull;
   double static_keep_ratio = 0.6;   // fraction of prompt tokens kept after eviction
   double observation_window = 0.2;  // last fraction of prompt queries that score tokens
-  double impact_weight = 0.0;        // kept prompt rows' softmax inputs + this x their importance
+  double impact_weight = 0.0;       // kept prompt rows' softmax inputs + this x their importance
   bool sigmoid_eviction = false;    // eviction scores: sigmoid of the scaled scores (not softmax)
   int level1_cluster_tokens = 32;
   double level1_keep_ratio = 0.5;
@@ -109,7 +109,9 @@ struct DealerConfig {
   Timeouts timeouts;
   TlsPaths tls;
   Security security = Security::kMalicious;
-  int frac_bits = kDefaultFracBits;
+  // Fields the file has that the dealer accepts but does not use ("frac_bits": the shift of a
+  // truncation pair comes with each party's request); logged as a warning at start.
+  std::vector<std::string> unused_fields;
   std::uint64_t pool_capacity_items = 1u << 22;  // largest request served (items)
   std::uint64_t batch_items = 1u << 16;          // parties ask ahead for at least this many
   // Largest matrix mask / matrix-triple operand served (elements of A, B or C).

@@ -212,6 +212,12 @@ Status DealerService::Run() {
   });
   auto work = asio::make_work_guard(s.io);
   std::thread io_thread([&s] { s.io.run(); });
+  for (const std::string& field : s.cfg.unused_fields) {
+    s.log->warn(
+        "{}: field '{}' is not used by the dealer (a truncation pair's shift comes with "
+        "each party's request, from the parties' model.frac_bits); remove it",
+        s.cfg.file, field);
+  }
   s.log->info("dealer ready on {} ({}), metrics on port {}", s.cfg.listen.ToString(),
               config::ToString(s.cfg.security), s.cfg.metrics_port);
   {

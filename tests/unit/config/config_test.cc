@@ -218,6 +218,20 @@ TEST(Config, DealerAndClientValidation) {
   ASSERT_FALSE(dc.ok());
   EXPECT_NE(dc.error().message().find("field 'pool.max_matrix_elements'"), std::string::npos)
       << dc.error().message();
+  // The dealer does not use frac_bits (truncation shifts come with each request): the shipped
+  // file has none; an old file's is range-checked and listed as unused (warned at start).
+  d = ReadText(kConfigDir / "dealer.yaml");
+  EXPECT_EQ(d.find("frac_bits"), std::string::npos) << d;
+  dc = ParseDealerConfig(d, "dealer.yaml", kNoFiles);
+  ASSERT_TRUE(dc.ok()) << dc.error().ToString();
+  EXPECT_TRUE(dc->unused_fields.empty());
+  dc = ParseDealerConfig("frac_bits: 16\n" + d, "dealer.yaml", kNoFiles);
+  ASSERT_TRUE(dc.ok()) << dc.error().ToString();
+  EXPECT_EQ(dc->unused_fields, std::vector<std::string>{"frac_bits"});
+  dc = ParseDealerConfig("frac_bits: 99\n" + d, "dealer.yaml", kNoFiles);
+  ASSERT_FALSE(dc.ok());
+  EXPECT_NE(dc.error().message().find("field 'frac_bits'"), std::string::npos)
+      << dc.error().message();
   std::string c = ReadText(kConfigDir / "client.yaml");
   c.replace(c.find("network:"), 8, "netwrk:");
   auto cc = ParseClientConfig(c, "client.yaml", kNoFiles);
