@@ -274,7 +274,7 @@ TEST(Daemons, KilledPartyIsNamedAndTheOthersServeTheNextRequest) {
   ClientRun r = RunClient(c, "Once upon a time", 12, true, 120s, "after");
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
-  EXPECT_EQ(std::string(kGolden64).rfind(j["text"].get<std::string>(), 0), 0u) << j["text"];
+  EXPECT_TRUE(golden::ContinuesTheGoldenStory(j["text"].get<std::string>()));
 }
 
 TEST(Daemons, StalledPartyIsNamedWithinTheTimeout) {
@@ -296,6 +296,7 @@ TEST(Daemons, StalledPartyIsNamedWithinTheTimeout) {
   // Party 1 resumes, finds its session gone, and all three serve the next request.
   ClientRun r = RunClient(c, "Once upon a time", 8, false, 120s, "after-stall");
   EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(golden::ContinuesTheGoldenStory(r.out));
 }
 
 TEST(Daemons, PrivateWeightsGenerateTheGoldenPrefix) {
@@ -570,7 +571,7 @@ TEST(Daemons, ASecondDaemonWithTheSamePartyIdIsRefusedAtStart) {
   // The first party 1 serves on, its mesh on the address it holds.
   ClientRun r = RunClient(c, "Once upon a time", 8, false, 120s, "after-twin");
   EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(r.out.rfind(std::string(kGolden64).substr(0, 16), 0), 0u) << r.out;
+  EXPECT_TRUE(golden::ContinuesTheGoldenStory(r.out));
 }
 
 // A misspelt flag of a daemon or of the client is named, before any file is read (issue 20:
@@ -685,7 +686,7 @@ TEST(Daemons, MetricsHealthAndSigterm) {
   ASSERT_TRUE(c.StartAll()) << c.dir();
   ClientRun r = RunClient(c, "Once upon a time", 8, false, 120s, "short");
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(r.out.rfind("Once upon a time", 0), 0u) << r.out;
+  EXPECT_TRUE(golden::ContinuesTheGoldenStory(r.out));
   EXPECT_NE(r.err.find("tokens"), std::string::npos) << r.err;  // the stats line
   // ... which says what its per-token figures leave out (issue 20).
   EXPECT_NE(r.err.find("(the prompt's 4 positions "), std::string::npos) << r.err;

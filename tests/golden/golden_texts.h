@@ -25,6 +25,20 @@ inline constexpr const char* kBosOnly200 =
     "to do.\"\n"
     "Lily didn't want to help her mom, so she";
 
+// Whether `text` (a trailing newline aside) is the golden 64-step story's beginning and goes
+// past `prompt`: an empty completion, or the prompt echoed alone, is no pass.
+inline ::testing::AssertionResult ContinuesTheGoldenStory(
+    std::string text, const std::string& prompt = "Once upon a time") {
+  if (!text.empty() && text.back() == '\n') text.pop_back();
+  if (text.size() <= prompt.size()) {
+    return ::testing::AssertionFailure() << "no generated text after the prompt: '" << text << "'";
+  }
+  if (std::string(kOnceUponATime64).rfind(text, 0) != 0) {
+    return ::testing::AssertionFailure() << "not the golden story's beginning: '" << text << "'";
+  }
+  return ::testing::AssertionSuccess();
+}
+
 // The folder with the test models, from MPCACHE_MODEL_DIR. Records a test failure (never a
 // silent skip) and returns "" when it is not set.
 inline std::string RequireModelDir() {
