@@ -195,6 +195,25 @@ TEST_F(FixedGolden, PrecisionSweepAndRanges) {
     show("ffn_gate", a.ffn_gate);
     show("residual", a.residual);
     show("logits", a.logits);
+    // Every value inside the domain its kernel is exact or bounded in (common/fixed_math.h),
+    // so the secure engine's comparisons and Newton starts hold on this model's real
+    // activations (they were printed, never checked):
+    const FixedMathParams p;
+    EXPECT_GT(a.rms_mean_square.count, 0u);
+    EXPECT_GE(a.rms_mean_square.min, std::ldexp(1.0, p.rsqrt_log2_min));  // rsqrt's domain
+    EXPECT_LE(a.rms_mean_square.max, std::ldexp(1.0, p.rsqrt_log2_max));
+    EXPECT_LE(a.attn_shifted.max, 0.0);  // exp's domain: x <= 0 after the row max
+    // softmax's denominator: at least the row max's exp(0) = 1, at most one per position
+    // (the reciprocal's domain [1, 2^ceil(log2 steps)]).
+    EXPECT_GE(a.softmax_denominator.min, 1.0 - 1e-3);
+    EXPECT_LE(a.softmax_denominator.max, steps + 1e-3);
+    // Operands of the wide comparisons (row max, SiLU's sign, argmax) far inside
+    // |x| < 2^(compare_bits - 1 - f), with the residual stream they come from.
+    const double wide = std::ldexp(1.0, p.compare_bits - 1 - p.frac_bits);
+    for (const Range* r : {&a.attn_scores, &a.ffn_gate, &a.logits, &a.residual}) {
+      EXPECT_GT(r->count, 0u);
+      EXPECT_LT(std::max(-r->min, r->max), wide / 1024) << "a range within 2^-10 of the bound";
+    }
   }
 }
 
