@@ -140,8 +140,14 @@ class TlsMesh final : public Channel {
   Status CheckPeer(PartyId peer) const;
   Status SendAllowed(PartyId peer);
   void PostData(PartyId peer);
-  std::vector<std::uint8_t> HelloBytes() const;
-  Status CheckHello(const Result<Frame>& frame, PartyId expected) const;
+  // Our hello; with `failed`, one that says the session failed (at `by`, or at this party).
+  std::vector<std::uint8_t> HelloBytes(const std::string& failed = {},
+                                       std::optional<PartyId> by = std::nullopt) const;
+  // `hello` (optional) receives the peer's hello when it parsed.
+  Status CheckHello(const Result<Frame>& frame, PartyId expected,
+                    proto::Hello* hello = nullptr) const;
+  void PeerSetupFailed(const std::shared_ptr<SetupState>& state, PartyId peer,
+                       const proto::Hello& hello, const Error& error);
   std::shared_ptr<FramedConnection> MakeConnection(PartyId peer, std::unique_ptr<TlsStream> s);
   void OnAccepted(const std::shared_ptr<SetupState>& state, Result<AcceptedTls> accepted);
   void OnConnected(const std::shared_ptr<SetupState>& state, PartyId peer,

@@ -9,6 +9,14 @@ struct TlsMesh::SetupState {
   int pending = 0;
   bool finished = false;
   std::optional<Error> failure;  // fatal (connect side)
+  // A peer said the session failed (its hello's setup_failed). The setup ends with that once
+  // no accepted connection awaits its hello any more (each is answered with the failure, so
+  // that a peer dialling us hears the cause, not a hang-up), at most kRelayGrace later.
+  std::optional<Error> told;
+  std::string relay_reason;
+  PartyId relay_by = -1;
+  Clock::time_point grace_until;
+  int hellos_awaited = 0;
   int refused = 0;
   std::string last_refusal;
   Clock::time_point deadline;
@@ -84,19 +92,25 @@ std::string TlsMesh::PeerLabel(PartyId peer) const {
          options_.peer_names[static_cast<std::size_t>(peer)] + ")";
 }
 
-std::vector<std::uint8_t> TlsMesh::HelloBytes() const {
+std::vector<std::uint8_t> TlsMesh::HelloBytes(const std::string& failed,
+                                              std::optional<PartyId> by) const {
   proto::Hello hello;
   hello.set_party_id(static_cast<std::uint32_t>(options_.self));
   hello.set_num_parties(static_cast<std::uint32_t>(options_.num_parties));
   hello.set_protocol_version(kWireProtocolVersion);
   hello.set_session_id(options_.session_id);
-  if (!setup_failed_.empty()) hello.set_setup_failed(setup_failed_);
+  if (!failed.empty()) {
+    hello.set_setup_failed(failed);
+    if (by && *by != options_.self) hello.set_setup_failed_by(static_cast<std::uint32_t>(*by) + 1);
+  } else if (!setup_failed_.empty()) {
+    hello.set_setup_failed(setup_failed_);
+  }
   std::vector<std::uint8_t> out(hello.ByteSizeLong());
   hello.SerializeWithCachedSizesToArray(out.data());
   return out;
 }
 
-Status TlsMesh::CheckHello(const Result<Frame>& frame, PartyId expected) const {
+Status TlsMesh::CheckHello(const Result<Frame>& frame, PartyId expected, proto::Hello* out) const {
   const std::string who = PeerLabel(expected);
   if (!frame.ok()) {
     if (frame.error().code() == ErrorCode::kIo) {
@@ -130,7 +144,14 @@ Status TlsMesh::CheckHello(const Result<Frame>& frame, PartyId expected) const {
     return ProtocolError("peer with the certificate of " + who + " claims to be party " +
                          std::to_string(hello.party_id()) + "; refused");
   }
+  if (out) *out = hello;
   if (!hello.setup_failed().empty()) {
+    const auto by = static_cast<std::int64_t>(hello.setup_failed_by()) - 1;
+    if (by >= 0 && by < options_.num_parties && by != expected) {
+      return Aborted(PeerLabel(static_cast<PartyId>(by)) +
+                     " could not start this session (told by " + who +
+                     "): " + PrintableText(hello.setup_failed()));
+    }
     return Aborted(who + " could not start this session: " + PrintableText(hello.setup_failed()));
   }
   return Status::Ok();
@@ -174,6 +195,12 @@ Status TlsMesh::Connect(std::vector<Endpoint> addresses) {
   try {
     while (state->pending > 0 && !state->failure && Clock::now() < state->deadline) {
       io_.run_one_until(std::min(state->deadline, Clock::now() + std::chrono::milliseconds(100)));
+      // (Connections still in their TLS handshake count: they come to their hello next.)
+      const bool quiet =
+          state->hellos_awaited == 0 && (!listener_ || listener_->open_connections() == 0);
+      if (state->told && (quiet || Clock::now() >= state->grace_until)) {
+        state->failure = state->told;
+      }
       if (options_.cancelled) {
         if (std::optional<std::string> why = options_.cancelled()) state->failure = Aborted(*why);
       }
@@ -247,10 +274,13 @@ void TlsMesh::OnAccepted(const std::shared_ptr<SetupState>& state, Result<Accept
   }
   auto conn = MakeConnection(peer, std::move(a->stream));
   const auto hello_deadline = std::min(state->deadline, Clock::now() + options_.handshake_timeout);
+  ++state->hellos_awaited;
   conn->ReadFrame(
       [this, state, conn, peer, refuse](const Result<Frame>& f) {
+        --state->hellos_awaited;
         if (state->finished) return conn->Close();
-        Status s = CheckHello(f, peer);
+        proto::Hello hello;
+        Status s = CheckHello(f, peer, &hello);
         if (s.ok() && conns_[static_cast<std::size_t>(peer)]) {
           s = ProtocolError("second connection as " + PeerLabel(peer) + "; refused");
         }
@@ -269,11 +299,15 @@ void TlsMesh::OnAccepted(const std::shared_ptr<SetupState>& state, Result<Accept
         if (peer_failed) {
           // Our hello acknowledges theirs (the teller knows it was heard); then this setup
           // ends with their reason.
+          PeerSetupFailed(state, peer, hello, s.error());
           conn->Send(proto::FRAME_HELLO, HelloBytes());
-          conn->WhenDrained([state, conn, error = s.error()] {
-            conn->Close();
-            if (!state->failure) state->failure = error;
-          });
+          conn->WhenDrained([conn] { conn->Close(); });
+          return;
+        }
+        if (s.ok() && state->told) {
+          // Told already: a peer still dialling hears the cause from us.
+          conn->Send(proto::FRAME_HELLO, HelloBytes(state->relay_reason, state->relay_by));
+          conn->WhenDrained([conn] { conn->Close(); });
           return;
         }
         if (!s.ok()) {
@@ -314,7 +348,12 @@ void TlsMesh::OnConnected(const std::shared_ptr<SetupState>& state, PartyId peer
           --state->pending;
           return conn->Close();
         }
-        Status s = CheckHello(f, peer);
+        proto::Hello hello;
+        Status s = CheckHello(f, peer, &hello);
+        if (!s.ok() && s.error().code() == ErrorCode::kAborted) {
+          conn->Close();
+          return PeerSetupFailed(state, peer, hello, s.error());
+        }
         if (!s.ok()) {
           conn->Close();
           if (!state->failure) state->failure = s.error();
@@ -323,6 +362,16 @@ void TlsMesh::OnConnected(const std::shared_ptr<SetupState>& state, PartyId peer
         Established(state, peer, conn);
       },
       state->deadline);
+}
+
+void TlsMesh::PeerSetupFailed(const std::shared_ptr<SetupState>& state, PartyId peer,
+                              const proto::Hello& hello, const Error& error) {
+  if (state->told) return;
+  state->told = error;
+  state->relay_reason = hello.setup_failed();
+  const auto by = static_cast<std::int64_t>(hello.setup_failed_by()) - 1;
+  state->relay_by = by >= 0 && by < options_.num_parties ? static_cast<PartyId>(by) : peer;
+  state->grace_until = Clock::now() + std::chrono::milliseconds(300);
 }
 
 Status TlsMesh::EndTelling(const SetupState& state) {
