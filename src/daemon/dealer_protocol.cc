@@ -27,6 +27,38 @@ std::vector<std::uint8_t> Encode(const Join& m) {
   return w.Take();
 }
 
+std::vector<std::uint8_t> Encode(const Hello& m) {
+  return Writer(kHello).U32(m.party).U8(static_cast<std::uint8_t>(m.security)).Take();
+}
+
+std::vector<std::uint8_t> Encode(const HelloReply& m) {
+  return Writer(kHelloReply).U8(static_cast<std::uint8_t>(m.security)).Take();
+}
+
+Result<Hello> DecodeHello(const std::vector<std::uint8_t>& p) {
+  Reader r(p);
+  MPCACHE_RETURN_IF_ERROR(Expect(r, kHello, "Hello"));
+  Hello m;
+  MPCACHE_ASSIGN_OR_RETURN(m.party, r.U32());
+  MPCACHE_ASSIGN_OR_RETURN(std::uint8_t sec, r.U8());
+  if (sec > 1) return ProtocolError("Hello: unknown security mode");
+  m.security = static_cast<preproc::Security>(sec);
+  MPCACHE_RETURN_IF_ERROR(r.End());
+  return m;
+}
+
+Result<HelloReply> DecodeHelloReply(const std::vector<std::uint8_t>& p) {
+  if (!p.empty() && p[0] == kError) return UnexpectedMessage(p, "HelloReply");
+  Reader r(p);
+  MPCACHE_RETURN_IF_ERROR(Expect(r, kHelloReply, "HelloReply"));
+  HelloReply m;
+  MPCACHE_ASSIGN_OR_RETURN(std::uint8_t sec, r.U8());
+  if (sec > 1) return ProtocolError("HelloReply: unknown security mode");
+  m.security = static_cast<preproc::Security>(sec);
+  MPCACHE_RETURN_IF_ERROR(r.End());
+  return m;
+}
+
 std::vector<std::uint64_t> ClientMaskBatches(const Join& join) {
   std::vector<std::uint64_t> sizes{std::uint64_t{join.prompt_len} * join.vocab};
   if (join.noise > 0) sizes.push_back(join.noise);

@@ -10,6 +10,8 @@
 //                      seed-compressed batch of comparison material: parties 0 and 1
 //                      get a header, the last party the corrections; bit_batch.h)
 //   dealer -> party    Error {message} instead of any answer
+//   party  -> dealer   Hello {party, security}  -> HelloReply {security} (a party's start-up
+//                      check, daemon/start_checks.h, on a connection of its own)
 // Requests are answered in order. A party sends its requests ahead of need and reads the
 // answers when it needs them (daemon/remote_preprocessing.h), so neither side waits for a
 // round trip per item; flow control is the party's bound on requests in flight.
@@ -35,7 +37,23 @@ enum Type : std::uint8_t {
   kBitRequest = 5,
   kBits = 6,
   kError = 7,
+  kHello = 8,
+  kHelloReply = 9,
 };
+
+// A party's start-up check: the dealer answers with its own security mode, or an Error when
+// the party's differs (every request would fail on it).
+struct Hello {
+  std::uint32_t party = 0;
+  preproc::Security security = preproc::Security::kMalicious;
+};
+struct HelloReply {
+  preproc::Security security = preproc::Security::kMalicious;
+};
+std::vector<std::uint8_t> Encode(const Hello& m);
+std::vector<std::uint8_t> Encode(const HelloReply& m);
+Result<Hello> DecodeHello(const std::vector<std::uint8_t>& p);
+Result<HelloReply> DecodeHelloReply(const std::vector<std::uint8_t>& p);
 
 struct Join {
   std::uint64_t session = 0;  // links use frame session id 0; the request's id is here

@@ -94,14 +94,27 @@ void DealerService::Impl::ServeParty(net::AcceptedTls a) {
 Status DealerService::Impl::Handle(SyncLink& link, int party, std::uint64_t& session_id) {
   const std::chrono::milliseconds idle(cfg.timeouts.request_ms);
   MPCACHE_ASSIGN_OR_RETURN(auto first, link.Recv(std::chrono::milliseconds(cfg.timeouts.recv_ms)));
+  const auto want = cfg.security == config::Security::kMalicious ? preproc::Security::kMalicious
+                                                                 : preproc::Security::kSemiHonest;
+  if (!first.empty() && first[0] == dealer_proto::kHello) {  // a party's start-up check
+    MPCACHE_ASSIGN_OR_RETURN(dealer_proto::Hello hello, dealer_proto::DecodeHello(first));
+    if (static_cast<int>(hello.party) != party) {
+      return ProtocolError("says hello as party " + std::to_string(hello.party) +
+                           " with the certificate of party " + std::to_string(party));
+    }
+    if (hello.security != want) {
+      return ProtocolError(std::string("security mode differs: the dealer runs ") +
+                           std::string(config::ToString(cfg.security)));
+    }
+    log->info("party {} checked in (its start-up check)", party);
+    return link.Send(dealer_proto::Encode(dealer_proto::HelloReply{want}));
+  }
   MPCACHE_ASSIGN_OR_RETURN(dealer_proto::Join join, dealer_proto::DecodeJoin(first));
   session_id = join.session;
   if (static_cast<int>(join.party) != party) {
     return ProtocolError("joined as party " + std::to_string(join.party) +
                          " with the certificate of party " + std::to_string(party));
   }
-  const auto want = cfg.security == config::Security::kMalicious ? preproc::Security::kMalicious
-                                                                 : preproc::Security::kSemiHonest;
   if (join.security != want) {
     return ProtocolError(std::string("security mode differs: the dealer runs ") +
                          std::string(config::ToString(cfg.security)));

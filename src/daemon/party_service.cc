@@ -317,7 +317,9 @@ Result<std::unique_ptr<PartyService>> PartyService::Create(config::PartyConfig c
 Status PartyService::Run() {
   Impl& s = *impl_;
   // Refuse at start what would fail every request (daemon/start_checks.h).
-  MPCACHE_ASSIGN_OR_RETURN(s.mesh_address, CheckPartyStart(s.cfg, s.io, *s.tls));
+  MPCACHE_ASSIGN_OR_RETURN(StartChecked checked, CheckPartyStart(s.cfg, s.io, *s.tls));
+  s.mesh_address = std::move(checked.mesh_address);
+  for (const std::string& w : checked.warnings) s.log->warn("{}", w);
   MPCACHE_ASSIGN_OR_RETURN(
       s.listener, net::TlsListener::Bind(s.io, *s.tls, net::ToEndpoint(s.cfg.client_listen)));
   s.listener->Start({std::string(net::kClientName)},

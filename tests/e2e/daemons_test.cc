@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -11,6 +12,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -366,20 +368,70 @@ TEST(Daemons, APartyThatCannotReachTheDealerIsNamedWithTheCause) {
   EXPECT_NE(r.err.find("the dealer at 127.0.0.1:1"), std::string::npos) << r.err;
 }
 
-// A party that fails before the mesh (party 2's dealer address is party 0's metrics port:
-// not a TLS server, its handshake fails at once) releases the parties waiting for it on the
-// mesh within a second, and they name it and its cause (issue 20: they waited the whole
-// connect_ms, 20 s here, and queued new requests behind it).
+// A port of this test's that accepts TCP connections and closes them at once once Open()ed
+// (a "dealer" whose TLS handshake fails at once); before, it refuses them (bound, not
+// listening).
+class HangUpPort {
+ public:
+  HangUpPort() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      return;
+    }
+    port_ = ntohs(addr.sin_port);
+  }
+  ~HangUpPort() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    if (fd_ >= 0) ::close(fd_);
+  }
+  HangUpPort(const HangUpPort&) = delete;
+  HangUpPort& operator=(const HangUpPort&) = delete;
+  int port() const { return port_; }
+  bool Open() {
+    if (port_ == 0 || ::listen(fd_, 16) != 0) return false;
+    thread_ = std::thread([this] {
+      while (!stop_) {
+        pollfd p{fd_, POLLIN, 0};
+        if (::poll(&p, 1, 50) == 1) {
+          const int c = ::accept(fd_, nullptr, nullptr);
+          if (c >= 0) ::close(c);
+        }
+      }
+    });
+    return true;
+  }
+
+ private:
+  int fd_ = -1, port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// A party that fails before the mesh (party 2's dealer address is a port that hangs up: its
+// start-up check found nobody there, and each request's TLS handshake fails at once) releases
+// the parties waiting for it on the mesh within a second, and they name it and its cause
+// (issue 20: they waited the whole connect_ms, 20 s here, and queued new requests behind it).
 TEST(Daemons, AFailureBeforeTheMeshReleasesThePeersWithinASecond) {
   Cluster c(ClusterOptions{.connect_ms = 20000});
   ASSERT_TRUE(c.ok());
+  HangUpPort hang_up;
+  ASSERT_NE(hang_up.port(), 0);
   std::string cfg = ReadFile(c.dir() + "/party2.yaml");
   const std::string key = "dealer: 127.0.0.1:" + std::to_string(c.dealer_port());
   ASSERT_NE(cfg.find(key), std::string::npos) << cfg;
-  const std::string wrong = "127.0.0.1:" + std::to_string(c.metrics_port(0));
+  const std::string wrong = "127.0.0.1:" + std::to_string(hang_up.port());
   cfg.replace(cfg.find(key), key.size(), "dealer: " + wrong);
   std::ofstream(c.dir() + "/party2.yaml") << cfg;
   ASSERT_TRUE(c.StartAll()) << c.dir();
+  EXPECT_NE(c.Log("party2").find("did not answer the start-up check"), std::string::npos)
+      << c.Log("party2");
+  ASSERT_TRUE(hang_up.Open());
   Process client({MPCACHE_CLIENT_BIN, "generate", "--config", c.client_config(), "--prompt", "Hi",
                   "--max-tokens", "4"},
                  c.dir() + "/before-mesh.out", c.dir() + "/before-mesh.err");
@@ -401,8 +453,7 @@ TEST(Daemons, AFailureBeforeTheMeshReleasesThePeersWithinASecond) {
     ASSERT_TRUE(failed_at[p].has_value()) << "party " << p << " still waits: " << c.Log("party0");
     EXPECT_LT(*failed_at[p] - *failed_at[2], 1s) << "party " << p;
     const std::string log = c.Log("party" + std::to_string(p));
-    EXPECT_NE(log.find("party 2 (mpcache-party-2) could not start this session"),
-              std::string::npos)
+    EXPECT_NE(log.find("party 2 (mpcache-party-2) could not start this session"), std::string::npos)
         << log;
     EXPECT_NE(log.find("blames party 2"), std::string::npos) << log;
   }
@@ -482,6 +533,7 @@ TEST(Daemons, WrongIdentitiesAndOldTlsAreRefused) {
 TEST(Daemons, BrokenPartyConfigsAreRefusedAtStartNamingTheField) {
   Cluster c;
   ASSERT_TRUE(c.ok()) << c.dir();
+  ASSERT_TRUE(c.StartDealer());  // the start-up check asks it
   const std::string base = ReadFile(c.dir() + "/party0.yaml");
   const auto variant = [&](const std::string& from, const std::string& to) {
     std::string cfg = base;
@@ -497,7 +549,16 @@ TEST(Daemons, BrokenPartyConfigsAreRefusedAtStartNamingTheField) {
     std::string name, cfg;
     std::vector<std::string> expect;
   };
+  const std::string dealer_at = "dealer: 127.0.0.1:" + std::to_string(c.dealer_port());
   const std::vector<Case> cases = {
+      // The dealer runs the other security mode: every request would fail on it.
+      {"security-differs",
+       variant("security: malicious", "security: semi-honest"),
+       {"field 'security': semi-honest, but", "security mode differs", "fix:"}},
+      // network.dealer is a TLS-less server (the dealer's own metrics port).
+      {"dealer-is-not-a-dealer",
+       variant(dealer_at, "dealer: 127.0.0.1:" + std::to_string(c.metrics_port(3))),
+       {"field 'network.dealer'", "TLS handshake with mpcache-dealer at", "fix:"}},
       {"cert-of-party-1",
        variant("cert: certs/party0.crt\n  key: certs/party0.key",
                "cert: certs/party1.crt\n  key: certs/party1.key"),

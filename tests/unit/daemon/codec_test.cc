@@ -45,10 +45,35 @@ TEST(ClientProtocol, TruncatedAndGarbageAreErrors) {
     (void)cp::Decode<cp::Prompt>(junk);
     (void)cp::Decode<cp::ErrorMsg>(junk);
     (void)dp::DecodeJoin(junk);
+    (void)dp::DecodeHello(junk);
+    (void)dp::DecodeHelloReply(junk);
     (void)dp::DecodeSetup(junk);
     (void)dp::DecodeBatchRequest(junk);
     (void)dp::DecodeBitBatch(junk);
   }
+}
+
+// A party's start-up check (daemon/start_checks.h): Hello {party, security} -> HelloReply; the
+// dealer's Error instead says why; a wrong type or mode byte is refused.
+TEST(DealerProtocol, HelloRoundTripsAndRefusesWhatItIsNot) {
+  dp::Hello h;
+  h.party = 1;
+  h.security = preproc::Security::kSemiHonest;
+  auto h2 = dp::DecodeHello(dp::Encode(h));
+  ASSERT_TRUE(h2.ok()) << h2.error().ToString();
+  EXPECT_EQ(h2->party, 1u);
+  EXPECT_EQ(h2->security, preproc::Security::kSemiHonest);
+  auto r = dp::DecodeHelloReply(dp::Encode(dp::HelloReply{preproc::Security::kMalicious}));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->security, preproc::Security::kMalicious);
+  auto e =
+      dp::DecodeHelloReply(dp::EncodeError("security mode differs: the dealer runs malicious"));
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.error().message().find("security mode differs"), std::string::npos);
+  std::vector<std::uint8_t> bad = dp::Encode(h);
+  bad.back() = 7;  // no such security mode
+  EXPECT_FALSE(dp::DecodeHello(bad).ok());
+  EXPECT_FALSE(dp::DecodeJoin(dp::Encode(h)).ok());  // a Hello is not a Join
 }
 
 TEST(DealerProtocol, JoinAndBatchRequestRoundTrip) {
