@@ -290,9 +290,11 @@ void TlsMesh::OnAccepted(const std::shared_ptr<SetupState>& state, Result<Accept
           // Telling: our hello answers theirs with our reason, then the connection ends.
           conns_[static_cast<std::size_t>(peer)] = conn;
           conn->Send(proto::FRAME_HELLO, HelloBytes());
-          conn->WhenDrained([state, conn] {
+          // (A weak reference: a callback that holds its own connection leaks it when the
+          // setup ends before the write does.)
+          conn->WhenDrained([state, weak = std::weak_ptr<FramedConnection>(conn)] {
             if (!state->finished) --state->pending;
-            conn->Close();
+            if (auto c = weak.lock()) c->Close();
           });
           return;
         }
@@ -301,13 +303,17 @@ void TlsMesh::OnAccepted(const std::shared_ptr<SetupState>& state, Result<Accept
           // ends with their reason.
           PeerSetupFailed(state, peer, hello, s.error());
           conn->Send(proto::FRAME_HELLO, HelloBytes());
-          conn->WhenDrained([conn] { conn->Close(); });
+          conn->WhenDrained([weak = std::weak_ptr<FramedConnection>(conn)] {
+            if (auto c = weak.lock()) c->Close();
+          });
           return;
         }
         if (s.ok() && state->told) {
           // Told already: a peer still dialling hears the cause from us.
           conn->Send(proto::FRAME_HELLO, HelloBytes(state->relay_reason, state->relay_by));
-          conn->WhenDrained([conn] { conn->Close(); });
+          conn->WhenDrained([weak = std::weak_ptr<FramedConnection>(conn)] {
+            if (auto c = weak.lock()) c->Close();
+          });
           return;
         }
         if (!s.ok()) {
