@@ -10,19 +10,13 @@ namespace {
 
 constexpr std::size_t kMaxFramesPerWrite = 16;
 
-bool KnownKind(proto::FrameKind kind) {
-  return kind == proto::FRAME_HELLO || kind == proto::FRAME_DATA || kind == proto::FRAME_ABORT ||
-         kind == proto::FRAME_CLOSE;
-}
-
 }  // namespace
 
 FramedConnection::FramedConnection(std::unique_ptr<TlsStream> stream, std::uint64_t session_id,
                                    std::size_t max_payload_bytes, std::string peer_label)
     : stream_(std::move(stream)),
       session_id_(session_id),
-      max_payload_bytes_(max_payload_bytes),
-      peer_label_(std::move(peer_label)),
+      rules_{session_id, max_payload_bytes, std::move(peer_label)},
       read_timer_(stream_->get_executor()) {}
 
 void FramedConnection::Send(proto::FrameKind kind, std::vector<std::uint8_t> payload, bool urgent) {
@@ -32,7 +26,8 @@ void FramedConnection::Send(proto::FrameKind kind, std::vector<std::uint8_t> pay
     write_failed_ = true;  // nothing more is written on this connection
     if (on_write_error_) {
       on_write_error_(Internal("a frame of " + std::to_string(payload.size()) + " bytes to " +
-                               peer_label_ + " is over the 2^32-1 byte frame limit; not sent"));
+                               rules_.peer_label +
+                               " is over the 2^32-1 byte frame limit; not sent"));
     }
     return;
   }
@@ -86,7 +81,7 @@ void FramedConnection::OnWritten(const boost::system::error_code& ec, std::size_
     write_failed_ = true;
     queue_.clear();
     if (on_write_error_) {
-      on_write_error_(IoError("sending to " + peer_label_ + " failed: " + DescribeError(ec)));
+      on_write_error_(IoError("sending to " + rules_.peer_label + " failed: " + DescribeError(ec)));
     }
   }
   StartWrite();
@@ -103,7 +98,7 @@ void FramedConnection::WhenDrained(std::function<void()> done) {
 void FramedConnection::ReadFrame(FrameHandler handler, std::optional<Clock::time_point> deadline) {
   read_handler_ = std::move(handler);
   if (closed_) {
-    return FinishRead(IoError("connection to " + peer_label_ + " is closed"));
+    return FinishRead(IoError("connection to " + rules_.peer_label + " is closed"));
   }
   if (deadline) {
     read_timed_out_ = false;
@@ -123,13 +118,13 @@ void FramedConnection::ReadFrame(FrameHandler handler, std::optional<Clock::time
 Error FramedConnection::ReadError(const boost::system::error_code& ec,
                                   std::string_view what) const {
   if (read_timed_out_) {
-    return Timeout("no " + std::string(what) + " from " + peer_label_ + " in time");
+    return Timeout("no " + std::string(what) + " from " + rules_.peer_label + " in time");
   }
   if (ec == asio::error::eof || ec == asio::ssl::error::stream_truncated ||
       ec == asio::error::connection_reset) {
-    return IoError("connection to " + peer_label_ + " lost (" + DescribeError(ec) + ")");
+    return IoError("connection to " + rules_.peer_label + " lost (" + DescribeError(ec) + ")");
   }
-  return IoError("reading " + std::string(what) + " from " + peer_label_ +
+  return IoError("reading " + std::string(what) + " from " + rules_.peer_label +
                  " failed: " + DescribeError(ec));
 }
 
@@ -139,59 +134,25 @@ void FramedConnection::ReadHeader() {
       *stream_, asio::buffer(length_prefix_),
       [self](const boost::system::error_code& ec, std::size_t) {
         if (ec) return self->FinishRead(self->ReadError(ec, "frame"));
-        std::uint32_t len = 0;
-        for (int i = 0; i < 4; ++i) len |= std::uint32_t{self->length_prefix_[i]} << (8 * i);
-        if (len == 0 || len > kMaxFrameHeaderBytes) {
-          return self->FinishRead(ProtocolError(self->peer_label_ + " sent a frame header of " +
-                                                std::to_string(len) + " bytes (allowed 1.." +
-                                                std::to_string(kMaxFrameHeaderBytes) + ")"));
-        }
-        self->header_bytes_.resize(len);
-        asio::async_read(
-            *self->stream_, asio::buffer(self->header_bytes_),
-            [self](const boost::system::error_code& hec, std::size_t) {
-              if (hec) return self->FinishRead(self->ReadError(hec, "frame header"));
-              Frame frame;
-              if (!frame.header.ParseFromArray(self->header_bytes_.data(),
-                                               static_cast<int>(self->header_bytes_.size()))) {
-                return self->FinishRead(
-                    ProtocolError(self->peer_label_ + " sent an unparseable frame header"));
-              }
-              self->ReadPayload(std::move(frame));
-            });
+        auto len =
+            CheckHeaderLength(std::span<const std::uint8_t, 4>(self->length_prefix_), self->rules_);
+        if (!len.ok()) return self->FinishRead(len.error());
+        self->header_bytes_.resize(*len);
+        asio::async_read(*self->stream_, asio::buffer(self->header_bytes_),
+                         [self](const boost::system::error_code& hec, std::size_t) {
+                           if (hec) return self->FinishRead(self->ReadError(hec, "frame header"));
+                           auto header = CheckFrameHeader(self->header_bytes_, self->rules_,
+                                                          &self->next_recv_sequence_);
+                           if (!header.ok()) return self->FinishRead(header.error());
+                           Frame frame;
+                           frame.header = std::move(*header);
+                           self->ReadPayload(std::move(frame));
+                         });
       });
 }
 
 void FramedConnection::ReadPayload(Frame frame) {
-  const auto& h = frame.header;
-  if (!KnownKind(h.kind())) {
-    return FinishRead(ProtocolError(peer_label_ + " sent a frame of unknown kind " +
-                                    std::to_string(static_cast<int>(h.kind()))));
-  }
-  if (h.session_id() != session_id_) {
-    return FinishRead(ProtocolError(peer_label_ + " sent a frame for session " +
-                                    std::to_string(h.session_id()) + ", expected session " +
-                                    std::to_string(session_id_)));
-  }
-  if (h.kind() != proto::FRAME_ABORT) {
-    if (h.sequence() != next_recv_sequence_) {
-      return FinishRead(ProtocolError(
-          peer_label_ + " sent frame number " + std::to_string(h.sequence()) + ", expected " +
-          std::to_string(next_recv_sequence_) + " (replayed or reordered frame)"));
-    }
-    ++next_recv_sequence_;
-  }
-  if (h.kind() == proto::FRAME_CLOSE && h.payload_length() != 0) {
-    return FinishRead(ProtocolError(peer_label_ + " sent a CLOSE frame with a payload of " +
-                                    std::to_string(h.payload_length()) +
-                                    " bytes (CLOSE carries none)"));
-  }
-  if (h.payload_length() > max_payload_bytes_) {
-    return FinishRead(
-        ProtocolError(peer_label_ + " sent a frame of " + std::to_string(h.payload_length()) +
-                      " bytes, more than max_frame_bytes " + std::to_string(max_payload_bytes_)));
-  }
-  frame.payload.resize(h.payload_length());
+  frame.payload.resize(frame.header.payload_length());
   if (frame.payload.empty()) return FinishRead(std::move(frame));
   auto self = shared_from_this();
   auto shared_frame = std::make_shared<Frame>(std::move(frame));

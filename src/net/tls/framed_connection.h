@@ -21,12 +21,10 @@
 #include "common/result.h"
 #include "mesh.pb.h"
 #include "net/tls/asio.h"
+#include "net/tls/frame_rules.h"
 #include "net/tls/tls_connector.h"
 
 namespace mpcache::net {
-
-inline constexpr std::uint32_t kWireProtocolVersion = 1;
-inline constexpr std::size_t kMaxFrameHeaderBytes = 1024;
 
 struct Frame {
   proto::FrameHeader header;
@@ -61,7 +59,7 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   void Close();
   bool closed() const { return closed_; }
 
-  const std::string& peer_label() const { return peer_label_; }
+  const std::string& peer_label() const { return rules_.peer_label; }
   std::uint64_t bytes_written() const { return bytes_written_; }
   TlsStream& stream() { return *stream_; }
 
@@ -79,8 +77,7 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
 
   std::unique_ptr<TlsStream> stream_;
   std::uint64_t session_id_;
-  std::size_t max_payload_bytes_;
-  std::string peer_label_;
+  FrameRules rules_;  // what received frames must follow (session, payload limit, peer)
 
   std::deque<OutFrame> queue_;
   std::size_t in_flight_ = 0;  // frames at the front of queue_ being written

@@ -129,23 +129,6 @@ bool EqualsIgnoringAsciiCase(std::string_view a, std::string_view b) {
 
 }  // namespace
 
-std::string PrintableText(std::string_view text, std::size_t max_bytes) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (const char c : text.substr(0, max_bytes)) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u >= 0x20 && u < 0x7f && u != '\\') {
-      out += c;
-    } else {
-      out += "\\x";
-      out += kHex[u >> 4];
-      out += kHex[u & 15];
-    }
-  }
-  if (text.size() > max_bytes) out += "... (" + std::to_string(text.size()) + " bytes)";
-  return out;
-}
-
 std::string PartyName(PartyId id) {
   return "mpcache-party-" + std::to_string(id);
 }

@@ -12,6 +12,7 @@
 #include "common/result.h"
 #include "net/channel.h"
 #include "net/tls/asio.h"
+#include "net/tls/frame_rules.h"  // PrintableText
 
 namespace mpcache::net {
 
@@ -55,11 +56,6 @@ bool CertificateHasName(X509* cert, std::string_view name);
 // CertificateHasName for the peer of a finished handshake, and only when its chain
 // verified.
 bool PeerCertificateHasName(SSL* ssl, std::string_view name);
-
-// `text` (a name or a reason a peer sent) for an error message or a log line: bytes
-// outside printable ASCII, and backslashes, as \xNN, so a peer cannot break or forge a
-// line; cut after `max_bytes` bytes (then "... (N bytes)").
-std::string PrintableText(std::string_view text, std::size_t max_bytes = 512);
 
 // "CN=<cn> SAN=<dns,...>" of the peer certificate, for error messages (escaped).
 std::string DescribePeerCertificate(SSL* ssl);

@@ -123,38 +123,9 @@ Status TlsMesh::CheckHello(const Result<Frame>& frame, PartyId expected, proto::
     return ProtocolError(who + " sent frame kind " + std::to_string(frame->header.kind()) +
                          " before its hello");
   }
-  proto::Hello hello;
-  if (!hello.ParseFromArray(frame->payload.data(), static_cast<int>(frame->payload.size()))) {
-    return ProtocolError(who + " sent an unparseable hello");
-  }
-  if (hello.protocol_version() != kWireProtocolVersion) {
-    return Unsupported(who + " speaks wire protocol version " +
-                       std::to_string(hello.protocol_version()) + ", we speak " +
-                       std::to_string(kWireProtocolVersion) + "; run the same release everywhere");
-  }
-  if (hello.num_parties() != static_cast<std::uint32_t>(options_.num_parties)) {
-    return ProtocolError(who + " expects " + std::to_string(hello.num_parties()) +
-                         " parties, we expect " + std::to_string(options_.num_parties));
-  }
-  if (hello.session_id() != options_.session_id) {
-    return ProtocolError(who + " is in session " + std::to_string(hello.session_id()) +
-                         ", we are in session " + std::to_string(options_.session_id));
-  }
-  if (hello.party_id() != static_cast<std::uint32_t>(expected)) {
-    return ProtocolError("peer with the certificate of " + who + " claims to be party " +
-                         std::to_string(hello.party_id()) + "; refused");
-  }
-  if (out) *out = hello;
-  if (!hello.setup_failed().empty()) {
-    const auto by = static_cast<std::int64_t>(hello.setup_failed_by()) - 1;
-    if (by >= 0 && by < options_.num_parties && by != expected) {
-      return Aborted(PeerLabel(static_cast<PartyId>(by)) +
-                     " could not start this session (told by " + who +
-                     "): " + PrintableText(hello.setup_failed()));
-    }
-    return Aborted(who + " could not start this session: " + PrintableText(hello.setup_failed()));
-  }
-  return Status::Ok();
+  HelloRules rules{expected, options_.num_parties, options_.session_id, {}};
+  for (PartyId p = 0; p < options_.num_parties; ++p) rules.party_labels.push_back(PeerLabel(p));
+  return CheckHelloPayload(frame->payload, rules, out);
 }
 
 std::shared_ptr<FramedConnection> TlsMesh::MakeConnection(PartyId peer,

@@ -15,7 +15,7 @@ using testing::Files;
 // A TLS link between "dealer" (server) and "party 1" (client) on loopback, with an io
 // thread; the server side is a FramedConnection, the client side a raw TLS stream that
 // the test writes crafted bytes to.
-class FrameRules : public ::testing::Test {
+class FramedLink : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_FALSE(testing::CertDir().empty());
@@ -98,26 +98,26 @@ void ExpectProtocol(const Result<Frame>& f, const std::string& what) {
   EXPECT_NE(f.error().message().find(what), std::string::npos) << f.error().message();
 }
 
-TEST_F(FrameRules, GoodFrameThenReplayIsRefused) {
+TEST_F(FramedLink, GoodFrameThenReplayIsRefused) {
   auto ok = SendRawAndRead(kSession, 0, 5, 5);
   ASSERT_TRUE(ok.ok()) << ok.error().ToString();
   EXPECT_EQ(ok->payload.size(), 5u);
   ExpectProtocol(SendRawAndRead(kSession, 0, 5, 5), "replayed");
 }
 
-TEST_F(FrameRules, WrongSessionIsRefused) {
+TEST_F(FramedLink, WrongSessionIsRefused) {
   ExpectProtocol(SendRawAndRead(kSession + 1, 0, 0, 0), "session 1235, expected session 1234");
 }
 
-TEST_F(FrameRules, OversizedPayloadIsRefusedBeforeAllocation) {
+TEST_F(FramedLink, OversizedPayloadIsRefusedBeforeAllocation) {
   ExpectProtocol(SendRawAndRead(kSession, 0, 0xFFFFFFFFu, 0), "max_frame_bytes");
 }
 
-TEST_F(FrameRules, BadHeaderLengthIsRefused) {
+TEST_F(FramedLink, BadHeaderLengthIsRefused) {
   ExpectProtocol(SendRawAndRead(kSession, 0, 0, 0, 1u << 30), "frame header of");
 }
 
-TEST_F(FrameRules, IdleReadTimesOut) {
+TEST_F(FramedLink, IdleReadTimesOut) {
   std::promise<Result<Frame>> got;
   asio::post(io_, [&] {
     server_->ReadFrame([&](Result<Frame> f) { got.set_value(std::move(f)); },
