@@ -130,6 +130,9 @@ void Put(Writer& w, const std::array<std::uint8_t, N>& v) {
 
 inline Status Get(Reader& r, bool& v) {
   MPCACHE_ASSIGN_OR_RETURN(std::uint8_t b, r.U8());
+  // Only the two encodings Put writes: a message has one encoding, so equal messages are
+  // equal bytes (the dealer compares the parties' requests).
+  if (b > 1) return CorruptData("message: a flag of " + std::to_string(b) + " (0 or 1 expected)");
   v = b != 0;
   return Status::Ok();
 }

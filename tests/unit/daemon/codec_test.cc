@@ -53,6 +53,25 @@ TEST(ClientProtocol, TruncatedAndGarbageAreErrors) {
   }
 }
 
+// One encoding per message (the fuzz target fuzz_client_messages checks it for every input):
+// a flag byte other than 0 or 1 is refused, not read as true.
+TEST(ClientProtocol, AFlagIsZeroOrOne) {
+  auto bytes = cp::Encode(cp::Continue{7, 3, true});
+  ASSERT_EQ(bytes.back(), 1);
+  for (const std::uint8_t flag : {2, 0x80, 0xff}) {
+    bytes.back() = flag;
+    auto m = cp::Decode<cp::Continue>(bytes);
+    ASSERT_FALSE(m.ok()) << int{flag};
+    EXPECT_NE(m.error().message().find("a flag of " + std::to_string(flag) + " (0 or 1 expected)"),
+              std::string::npos)
+        << m.error().message();
+  }
+  bytes.back() = 0;
+  auto m = cp::Decode<cp::Continue>(bytes);
+  ASSERT_TRUE(m.ok());
+  EXPECT_FALSE(m->more);
+}
+
 // A party's start-up check (daemon/start_checks.h): Hello {party, security} -> HelloReply; the
 // dealer's Error instead says why; a wrong type or mode byte is refused.
 TEST(DealerProtocol, HelloRoundTripsAndRefusesWhatItIsNot) {
@@ -147,6 +166,13 @@ TEST(DealerProtocol, BitBatchRoundTripAndDealerErrors) {
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.error().message().find("refused: out of items"), std::string::npos);
   EXPECT_FALSE(dp::DecodeBitBatch(dp::Encode(dp::BitRequest{b.item, 3})).ok());
+  // One encoding per batch (found by fuzz_dealer_messages): the reserved header byte is 0.
+  auto odd = bytes;
+  odd[1 + 8 + 7] = 8;
+  auto r = dp::DecodeBitBatch(odd);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("reserved byte 8 (0 expected)"), std::string::npos)
+      << r.error().message();
 }
 
 }  // namespace
