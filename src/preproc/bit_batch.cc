@@ -161,10 +161,14 @@ Result<BitBatch> BitBatch::Parse(std::span<const std::uint8_t> bytes) {
   BitBatch b;
   const auto sec = Take<std::uint8_t>(bytes, off);
   const auto item = Take<std::uint8_t>(bytes, off);
-  (void)Take<std::uint8_t>(bytes, off);
+  const auto reserved = Take<std::uint8_t>(bytes, off);
   if (sec > 1 || item >= kNumBitItems) {
     return CorruptData("comparison-material batch header has an unknown security mode (" +
                        std::to_string(sec) + ") or item (" + std::to_string(item) + ")");
+  }
+  if (reserved != 0) {  // one encoding per batch: the byte Serialize writes as 0
+    return CorruptData("comparison-material batch header has reserved byte " +
+                       std::to_string(reserved) + " (0 expected)");
   }
   b.security = static_cast<Security>(sec);
   b.item = static_cast<BitItem>(item);
