@@ -26,7 +26,6 @@ using testing::RevealChecked;
 using testing::ShareVec;
 using testing::Vec;
 constexpr int kTrials = 12;
-constexpr std::size_t kN = 6;
 
 enum class Field {
   kTripleA,

@@ -247,7 +247,6 @@ TYPED_TEST(ProtocolTest, MatrixProductsMatchPlaintext) {
   };
   const Vec x = rnd(m * k), w = rnd(k * n), x2 = rnd(m * k), y = rnd(k * n), sq = rnd(k * k);
   auto res = h.Run([&](Context<P>& ctx) -> Result<Vec> {
-    ContextOptions o;
     MPCACHE_ASSIGN_OR_RETURN(Shares<P> sx, Share(ctx, x));
     MPCACHE_ASSIGN_OR_RETURN(Shares<P> sw, Share(ctx, w));
     MPCACHE_ASSIGN_OR_RETURN(Shares<P> sx2, Share(ctx, x2));
