@@ -23,6 +23,7 @@ namespace asio = net::asio;
 struct DealerService::Impl {
   config::DealerConfig cfg;
   std::shared_ptr<spdlog::logger> log;
+  DealerHook fault_for_testing;  // TEST ONLY: empty in production
   Metrics metrics;
   asio::io_context io;
   std::unique_ptr<asio::ssl::context> tls;
@@ -148,9 +149,11 @@ Status DealerService::Impl::Handle(SyncLink& link, int party, std::uint64_t& ses
   MPCACHE_ASSIGN_OR_RETURN(dealer_proto::Setup setup, session->SetupFor(party));
   MPCACHE_RETURN_IF_ERROR(link.Send(dealer_proto::Encode(setup)));
   const std::string pl = Label("party", std::to_string(party));
+  std::uint64_t answers = 0;
   MPCACHE_RETURN_IF_ERROR(ServeRequests(
       link, *session, party, idle,
       [&](const std::vector<std::uint8_t>& request, std::size_t answer_bytes) {
+        if (fault_for_testing) fault_for_testing(session_id, party, ++answers);
         metrics.Add("mpcache_dealer_bytes_sent_total", static_cast<double>(answer_bytes), pl);
         if (request[0] == dealer_proto::kBatchRequest) {
           auto req = dealer_proto::DecodeBatchRequest(request);
@@ -173,10 +176,12 @@ DealerService::DealerService(std::unique_ptr<Impl> impl) : impl_(std::move(impl)
 DealerService::~DealerService() = default;
 
 Result<std::unique_ptr<DealerService>> DealerService::Create(config::DealerConfig cfg,
-                                                             std::shared_ptr<spdlog::logger> log) {
+                                                             std::shared_ptr<spdlog::logger> log,
+                                                             DealerHook fault_for_testing) {
   auto impl = std::make_unique<Impl>();
   impl->cfg = std::move(cfg);
   impl->log = std::move(log);
+  impl->fault_for_testing = std::move(fault_for_testing);
   MPCACHE_ASSIGN_OR_RETURN(impl->tls, net::MakeTlsContext(net::TlsFilesFromConfig(impl->cfg.tls)));
   auto& m = impl->metrics;
   m.Describe("mpcache_dealer_sessions_total", "counter", "Preprocessing sessions created");

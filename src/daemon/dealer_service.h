@@ -10,6 +10,7 @@
 
 #include "common/config.h"
 #include "common/result.h"
+#include "daemon/test_hooks.h"
 
 namespace spdlog {
 class logger;
@@ -19,8 +20,10 @@ namespace mpcache::daemon {
 
 class DealerService {
  public:
+  // `fault_for_testing`: empty in production (daemon/test_hooks.h).
   static Result<std::unique_ptr<DealerService>> Create(config::DealerConfig cfg,
-                                                       std::shared_ptr<spdlog::logger> log);
+                                                       std::shared_ptr<spdlog::logger> log,
+                                                       DealerHook fault_for_testing = {});
   ~DealerService();
   Status Run();
 

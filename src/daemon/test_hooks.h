@@ -1,7 +1,9 @@
-// TEST ONLY: the seam through which the lying-party end-to-end test makes a party daemon
-// deviate from the protocol (mpcache-party-liar, built with the tests from
-// tests/e2e/party_liar_main.cc). mpcache-party never sets it, and no config field or flag of
-// the production binaries can: the deviations themselves live in the test binary alone.
+// TEST ONLY: the seams through which end-to-end tests make a daemon deviate from the
+// protocol or fail at a chosen point: the lying party (mpcache-party-liar,
+// tests/e2e/party_liar_main.cc) and the fault-injection harness (mpcache-party-faulty and
+// mpcache-dealer-faulty, tests/e2e/fault_main.cc). mpcache-party and mpcache-dealer never
+// set them, and no config field or flag of the production binaries can: the deviations and
+// faults themselves live in the test binaries alone.
 #pragma once
 
 #include <cstdint>
@@ -18,5 +20,10 @@ namespace mpcache::daemon {
 // request's arithmetic and binary contexts, which then deviate as it says (mpc/adversary.h)
 // until the request ends. The Adversary must outlive the request. Empty in production.
 using AdversaryHook = std::function<mpc::Adversary*(std::uint64_t session, int pos)>;
+
+// Called at the dealer before it sends answer number `answer` (counted from 1 on each party
+// connection) to `party` in `session`, after the answer was computed. The fault harness
+// kills or stops the dealer from here. Empty in production.
+using DealerHook = std::function<void(std::uint64_t session, int party, std::uint64_t answer)>;
 
 }  // namespace mpcache::daemon

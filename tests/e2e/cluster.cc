@@ -229,11 +229,15 @@ bool Cluster::WaitReady(const std::string& name, std::size_t from) {
 }
 
 bool Cluster::StartDealer() {
+  return StartDealerFrom(MPCACHE_DEALER_BIN, {});
+}
+
+bool Cluster::StartDealerFrom(const std::string& binary, std::vector<std::string> extra_args) {
   dealer_.reset();  // a running one first: its port must be free for the new one
   const std::size_t from = Log("dealer").size();
-  dealer_ = std::make_unique<Process>(
-      std::vector<std::string>{MPCACHE_DEALER_BIN, "--config", dir_ + "/dealer.yaml"}, "/dev/null",
-      dir_ + "/dealer.log");
+  std::vector<std::string> argv{binary, "--config", dir_ + "/dealer.yaml"};
+  argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+  dealer_ = std::make_unique<Process>(std::move(argv), "/dev/null", dir_ + "/dealer.log");
   return WaitReady("dealer", from);
 }
 

@@ -63,6 +63,8 @@ class Cluster {
   // Party i from another executable taking the same --config (a test-only party such as
   // mpcache-party-liar), with `extra_args` after the config.
   bool StartPartyFrom(int i, const std::string& binary, std::vector<std::string> extra_args);
+  // The dealer from another executable taking the same --config (mpcache-dealer-faulty).
+  bool StartDealerFrom(const std::string& binary, std::vector<std::string> extra_args);
   bool StartAll();
   Process* party(int i) { return parties_[static_cast<std::size_t>(i)].get(); }
   Process* dealer() { return dealer_.get(); }
