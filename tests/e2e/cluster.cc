@@ -114,10 +114,17 @@ double MetricValue(const std::string& page, const std::string& name) {
 }
 
 std::string HttpGet(int port, const std::string& path) {
+  return HttpGet("127.0.0.1", port, path);
+}
+
+std::string HttpGet(const std::string& host, int port, const std::string& path) {
   const int s = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (inet_pton(AF_INET, host.c_str(), &a.sin_addr) != 1) {
+    close(s);
+    return "";
+  }
   a.sin_port = htons(static_cast<std::uint16_t>(port));
   if (connect(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
     close(s);
@@ -155,7 +162,13 @@ Cluster::Cluster(ClusterOptions options) {
   }
   dealer_port_ = FreePort();
   metrics_.push_back(FreePort());
-  const auto addr = [](int p) { return "127.0.0.1:" + std::to_string(p); };
+  netns_ = options.netns;
+  for (int i = 0; i < 4; ++i) {
+    hosts_.push_back(netns_.empty() ? "127.0.0.1" : options.subnet + "." + std::to_string(i + 1));
+  }
+  const auto on = [&](int d, int p) {
+    return hosts_[static_cast<std::size_t>(d)] + ":" + std::to_string(p);
+  };
   const std::string timeouts =
       "timeouts:\n  connect_ms: " + std::to_string(options.connect_ms) +
       "\n  handshake_ms: 5000\n  recv_ms: " + std::to_string(options.recv_ms) + "\n";
@@ -180,9 +193,9 @@ Cluster::Cluster(ClusterOptions options) {
     f << "party_id: " << i
       << "\nsecurity: malicious\nweights: " << (options.private_weights ? "private" : "public")
       << "\n"
-      << "network:\n  parties: [" << addr(mesh_[0]) << ", " << addr(mesh_[1]) << ", "
-      << addr(mesh_[2]) << "]\n  dealer: " << addr(dealer_port_)
-      << "\n  client_listen: " << addr(client_[static_cast<std::size_t>(i)]) << "\n"
+      << "network:\n  parties: [" << on(0, mesh_[0]) << ", " << on(1, mesh_[1]) << ", "
+      << on(2, mesh_[2]) << "]\n  dealer: " << on(3, dealer_port_)
+      << "\n  client_listen: " << on(i, client_[static_cast<std::size_t>(i)]) << "\n"
       << timeouts << "tls:\n  cert: certs/party" << i << ".crt\n  key: certs/party" << i
       << ".key\n  ca: certs/ca.crt\n"
       << "model:\n  checkpoint: " << checkpoint << "\n  tokenizer: " << models
@@ -193,14 +206,14 @@ Cluster::Cluster(ClusterOptions options) {
   }
   {
     std::ofstream f(dir_ + "/dealer.yaml");
-    f << "security: malicious\nnetwork:\n  listen: " << addr(dealer_port_) << "\n"
+    f << "security: malicious\nnetwork:\n  listen: " << on(3, dealer_port_) << "\n"
       << timeouts << "tls:\n  cert: certs/dealer.crt\n  key: certs/dealer.key\n  ca: certs/ca.crt\n"
       << "logging:\n  level: info\nmetrics:\n  port: " << metrics_[3] << "\n";
   }
   {
     std::ofstream f(dir_ + "/client.yaml");
-    f << "network:\n  parties: [" << addr(client_[0]) << ", " << addr(client_[1]) << ", "
-      << addr(client_[2]) << "]\n"
+    f << "network:\n  parties: [" << on(0, client_[0]) << ", " << on(1, client_[1]) << ", "
+      << on(2, client_[2]) << "]\n"
       << timeouts << "tls:\n  cert: certs/client.crt\n  key: certs/client.key\n  ca: certs/ca.crt\n"
       << "model:\n  tokenizer: " << models << "/tok512.bin\n";
   }
@@ -237,7 +250,8 @@ bool Cluster::StartDealerFrom(const std::string& binary, std::vector<std::string
   const std::size_t from = Log("dealer").size();
   std::vector<std::string> argv{binary, "--config", dir_ + "/dealer.yaml"};
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
-  dealer_ = std::make_unique<Process>(std::move(argv), "/dev/null", dir_ + "/dealer.log");
+  dealer_ =
+      std::make_unique<Process>(InNetns(3, std::move(argv)), "/dev/null", dir_ + "/dealer.log");
   return WaitReady("dealer", from);
 }
 
@@ -253,8 +267,18 @@ bool Cluster::StartPartyFrom(int i, const std::string& binary,
   const std::size_t from = Log(name).size();
   std::vector<std::string> argv{binary, "--config", dir_ + "/" + name + ".yaml"};
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
-  slot = std::make_unique<Process>(std::move(argv), "/dev/null", dir_ + "/" + name + ".log");
+  slot = std::make_unique<Process>(InNetns(i, std::move(argv)), "/dev/null",
+                                   dir_ + "/" + name + ".log");
   return WaitReady(name, from);
+}
+
+std::vector<std::string> Cluster::InNetns(int i, std::vector<std::string> argv) const {
+  if (netns_.empty()) return argv;
+  const std::string ns =
+      netns_ + "-" + (i == 3 ? std::string("dealer") : "party" + std::to_string(i));
+  std::vector<std::string> out{"/usr/sbin/ip", "netns", "exec", ns};
+  out.insert(out.end(), argv.begin(), argv.end());
+  return out;
 }
 
 bool Cluster::StartAll() {

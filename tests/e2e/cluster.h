@@ -38,6 +38,8 @@ std::string ReadFile(const std::string& path);
 int FreePort();
 // GET http://127.0.0.1:port/path; the whole response ("" if unreachable).
 std::string HttpGet(int port, const std::string& path);
+// GET http://host:port/path (host an IPv4 address).
+std::string HttpGet(const std::string& host, int port, const std::string& path);
 // The value of an unlabelled sample `name` in a Prometheus text page (-1 if absent).
 double MetricValue(const std::string& page, const std::string& name);
 
@@ -49,6 +51,11 @@ struct ClusterOptions {
   int other_split_party = -1;
   // The parties' `mpcache:` section body (indented two spaces); default: the full cache.
   std::string mpcache = "  cache: full\n";
+  // A deploy/netns/netns.sh topology (e2e/netns.h): every daemon runs in its own namespace
+  // (`ip netns exec <netns>-party0 ...`) at its own address on `subnet`; the test process
+  // must have joined <netns>-client. Empty: everything on 127.0.0.1.
+  std::string netns = {};
+  std::string subnet = "10.77.0";
 };
 
 class Cluster {
@@ -74,14 +81,23 @@ class Cluster {
   std::string Log(const std::string& name) const { return ReadFile(dir_ + "/" + name + ".log"); }
   int metrics_port(int i) const { return metrics_[static_cast<std::size_t>(i)]; }  // 3 = dealer
   int client_port(int i) const { return client_[static_cast<std::size_t>(i)]; }
-  int dealer_port() const { return dealer_port_; }  // where the dealer listens (127.0.0.1)
+  int dealer_port() const { return dealer_port_; }  // where the dealer listens
+  // The address daemon i (3 = dealer) listens on, and GET of its metrics port.
+  std::string host(int i) const { return hosts_[static_cast<std::size_t>(i)]; }
+  std::string Http(int i, const std::string& path) const {
+    return HttpGet(host(i), metrics_port(i), path);
+  }
   std::string cert_dir() const { return dir_ + "/certs"; }
   std::string client_config() const { return dir_ + "/client.yaml"; }
   bool ok() const { return ok_; }
 
  private:
   bool WaitReady(const std::string& log, std::size_t from);
+  // argv run in daemon i's namespace when the cluster has one.
+  std::vector<std::string> InNetns(int i, std::vector<std::string> argv) const;
   std::string dir_;
+  std::string netns_;
+  std::vector<std::string> hosts_;
   bool ok_ = false;
   std::vector<int> mesh_, client_, metrics_;
   int dealer_port_ = 0;
