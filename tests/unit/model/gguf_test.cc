@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "model/file_io.h"
 #include "model/tokenizer.h"
 #include "unit/model/test_util.h"
 
@@ -105,6 +106,77 @@ TEST(GgufTest, F16AndQ8RoundTripWithinPrecision) {
   EXPECT_GT(MaxDiff(q->weights.layers[1].w2, w.layers[1].w2), 0.0f);
 }
 
+// BF16 matrices (the writer makes none: llama.cpp's converters do). An F16 file is turned
+// into a BF16 one in place (same element size, same offsets): every F16 tensor's type
+// becomes 30 and each value x becomes bf16(x) = the top 16 bits of float(x). The BF16 load
+// must give exactly those truncated values, tensor by tensor.
+TEST(GgufTest, Bf16MatricesDecodeExactly) {
+  TempDir dir;
+  const ModelWeights w = TinyModel(7, false);
+  ASSERT_TRUE(WriteGguf(w, nullptr, dir.File("h.gguf"), GgmlType::kF16).ok());
+  auto h = OpenCheckpoint(dir.File("h.gguf"));
+  ASSERT_TRUE(h.ok()) << h.error().ToString();
+  auto reader = FileReader::Open(dir.File("h.gguf"));
+  ASSERT_TRUE(reader.ok());
+  auto header = ReadGgufHeader(*reader);
+  ASSERT_TRUE(header.ok()) << header.error().ToString();
+  auto bytes = ReadBytes(dir.File("h.gguf"));
+  int patched = 0;
+  for (const GgufTensorInfo& t : header->tensors) {
+    if (t.type != static_cast<std::uint32_t>(GgmlType::kF16)) continue;
+    const std::size_t at = Find(bytes, t.name);
+    ASSERT_LT(at, bytes.size()) << t.name;
+    const std::size_t type_at = at + t.name.size() + 4 + 8 * t.dims.size();
+    std::uint32_t type = 0;
+    std::memcpy(&type, bytes.data() + type_at, 4);
+    ASSERT_EQ(type, 1u) << t.name;
+    type = 30;
+    std::memcpy(bytes.data() + type_at, &type, 4);
+    std::uint8_t* data = bytes.data() + header->data_offset + t.offset;
+    for (std::uint64_t i = 0; i < t.elements; ++i) {
+      std::uint16_t half = 0;
+      std::memcpy(&half, data + 2 * i, 2);
+      const float f = HalfToFloat(half);
+      std::uint32_t bits = 0;
+      std::memcpy(&bits, &f, 4);
+      const auto bf16 = static_cast<std::uint16_t>(bits >> 16);
+      std::memcpy(data + 2 * i, &bf16, 2);
+    }
+    ++patched;
+  }
+  ASSERT_EQ(patched, 1 + 1 + 2 * 7);  // embedding, classifier, 7 matrices per layer
+  WriteBytes(dir.File("b.gguf"), bytes);
+  auto b = OpenCheckpoint(dir.File("b.gguf"));
+  ASSERT_TRUE(b.ok()) << b.error().ToString();
+  EXPECT_EQ(b->weight_type, "BF16");
+  const auto truncated = [](const std::vector<float>& v) {
+    std::vector<float> out(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      std::uint32_t bits = 0;
+      std::memcpy(&bits, &v[i], 4);
+      bits &= 0xffff0000u;
+      std::memcpy(&out[i], &bits, 4);
+    }
+    return out;
+  };
+  EXPECT_EQ(b->weights.token_embedding, truncated(h->weights.token_embedding));
+  EXPECT_EQ(b->weights.wcls, truncated(h->weights.wcls));
+  for (std::size_t l = 0; l < w.layers.size(); ++l) {
+    const LayerWeights& bl = b->weights.layers[l];
+    const LayerWeights& hl = h->weights.layers[l];
+    EXPECT_EQ(bl.wq, truncated(hl.wq)) << l;
+    EXPECT_EQ(bl.wk, truncated(hl.wk)) << l;
+    EXPECT_EQ(bl.wv, truncated(hl.wv)) << l;
+    EXPECT_EQ(bl.wo, truncated(hl.wo)) << l;
+    EXPECT_EQ(bl.w1, truncated(hl.w1)) << l;
+    EXPECT_EQ(bl.w2, truncated(hl.w2)) << l;
+    EXPECT_EQ(bl.w3, truncated(hl.w3)) << l;
+    EXPECT_EQ(bl.rms_att, hl.rms_att) << l;  // norms stay F32
+  }
+  EXPECT_GT(MaxDiff(b->weights.layers[0].wq, h->weights.layers[0].wq), 0.0f)
+      << "the truncation changed nothing: the BF16 path did not run";
+}
+
 TEST(GgufTest, HalfConversion) {
   for (float f : {0.0f, -0.0f, 1.0f, -2.5f, 65504.0f, 6.103515625e-05f, 5.9604645e-08f, 0.1f}) {
     const float back = HalfToFloat(FloatToHalf(f));
@@ -172,6 +244,30 @@ TEST(GgufErrorTest, UnsupportedTensorType) {
   EXPECT_EQ(r.error().code(), ErrorCode::kUnsupported);
   EXPECT_TRUE(Contains(r.error().message(), "Q4_K")) << r.error().message();
   EXPECT_TRUE(Contains(r.error().message(), "token_embd.weight")) << r.error().message();
+}
+
+// A Q8_0 row is whole 32-value blocks: a row length that is not a multiple of 32 cannot be
+// decoded and is refused at the header, naming the tensor and the length.
+TEST(GgufErrorTest, Q8RowLengthNotAMultipleOf32) {
+  TempDir dir;
+  ASSERT_TRUE(WriteGguf(TinyModel(), nullptr, dir.File("q.gguf"), GgmlType::kQ8_0).ok());
+  auto bytes = ReadBytes(dir.File("q.gguf"));
+  const std::string name = "blk.0.attn_q.weight";
+  const std::size_t at = Find(bytes, name);
+  ASSERT_LT(at, bytes.size());
+  std::uint64_t ne0 = 0;
+  std::memcpy(&ne0, bytes.data() + at + name.size() + 4, 8);
+  ASSERT_EQ(ne0, 32u);
+  ne0 = 33;
+  std::memcpy(bytes.data() + at + name.size() + 4, &ne0, 8);
+  WriteBytes(dir.File("q33.gguf"), bytes);
+  auto r = OpenCheckpoint(dir.File("q33.gguf"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), ErrorCode::kCorruptData);
+  EXPECT_TRUE(Contains(r.error().message(),
+                       "Q8_0 tensor 'blk.0.attn_q.weight' has row length 33, "
+                       "not a multiple of the block size 32"))
+      << r.error().message();
 }
 
 TEST(GgufErrorTest, ShapeDisagreesWithHyperParameters) {
