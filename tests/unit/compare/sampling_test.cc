@@ -5,6 +5,8 @@
 // bytes equal to the backend's theory; the secret one-hot of the argmax is the twin's token.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "cmp_harness.h"
 #include "common/fixed_sampling.h"
 #include "mpc/compare/secure_backend.h"
@@ -30,8 +32,14 @@ struct Out {
   std::uint64_t rounds = 0, bytes = 0, theory_rounds = 0, theory_bytes = 0;
 };
 
+// Party 0's cost as literals (measured once; the theory check below is computed by the
+// same backend whose sends it checks, so only these catch a kernel that does more or less).
+struct Cost {
+  std::uint64_t rounds, semi_bytes, malicious_bytes;
+};
+
 template <typename P>
-void CheckSampling(const SamplingParams& s, std::uint64_t noise_seed) {
+void CheckSampling(const SamplingParams& s, std::uint64_t noise_seed, const Cost& cost) {
   const FixedPoint fp{kDefaultFracBits};
   // 24 logits, well separated (no probability within a few LSB of any threshold).
   std::vector<double> logits;
@@ -72,6 +80,12 @@ void CheckSampling(const SamplingParams& s, std::uint64_t noise_seed) {
     EXPECT_EQ(r->bytes, r->theory_bytes) << s.Describe();
   }
   const Out& o = res[0].value();
+  std::printf("  %s %s: %llu rounds, %llu bytes sent by party 0\n", std::string(P::kName).c_str(),
+              s.Describe().c_str(), static_cast<unsigned long long>(o.rounds),
+              static_cast<unsigned long long>(o.bytes));
+  EXPECT_EQ(o.rounds, cost.rounds) << s.Describe();
+  EXPECT_EQ(o.bytes, std::string(P::kName) == "malicious" ? cost.malicious_bytes : cost.semi_bytes)
+      << s.Describe();
   EXPECT_EQ(o.counts.mul_batches, pb.counts().mul_batches);
   EXPECT_EQ(o.counts.mul_elems, pb.counts().mul_elems);
   EXPECT_EQ(o.counts.cmp_batches, pb.counts().cmp_batches);
@@ -91,14 +105,14 @@ void CheckSampling(const SamplingParams& s, std::uint64_t noise_seed) {
 TYPED_TEST(SamplingTest, TemperatureOnlyIsLocal) {
   SamplingParams s;
   s.temperature = 0.8;
-  CheckSampling<TypeParam>(s, 3);
+  CheckSampling<TypeParam>(s, 3, {0, 0, 0});  // local: scaled logits plus noise
 }
 
 TYPED_TEST(SamplingTest, TopPMatchesThePlaintextTwin) {
   SamplingParams s;
   s.temperature = 0.9;
   s.top_p = 0.7;
-  CheckSampling<TypeParam>(s, 4);
+  CheckSampling<TypeParam>(s, 4, {232, 33674, 68542});
 }
 
 TYPED_TEST(SamplingTest, TopKAndTopPMatchThePlaintextTwin) {
@@ -106,7 +120,7 @@ TYPED_TEST(SamplingTest, TopKAndTopPMatchThePlaintextTwin) {
   s.temperature = 1.0;
   s.top_p = 0.9;
   s.top_k = 4;
-  CheckSampling<TypeParam>(s, 5);
+  CheckSampling<TypeParam>(s, 5, {250, 34050, 69370});
 }
 
 }  // namespace
