@@ -130,5 +130,16 @@ TEST(HelloRules, ASetupFailureNamesTheFailingPartyEscaped) {
   EXPECT_EQ(bogus.error().message(), "party 1 (p1) could not start this session: x");
 }
 
+// Found by fuzz_mesh_frames: a reason that is not UTF-8 (setup_failed was a protobuf string,
+// which refuses such bytes) made the whole hello unparseable, so the peer's real reason was
+// lost behind "an unparseable hello". It is bytes now, shown escaped.
+TEST(HelloRules, ASetupFailureReasonThatIsNotUtf8StillArrives) {
+  const HelloRules rules{1, 3, 42, {"party 0 (p0)", "party 1 (p1)", "party 2 (p2)"}};
+  auto r = CheckHelloPayload(HelloBytes(1, 3, 42, 1, std::string("bad \xff\xfe path")), rules);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), ErrorCode::kAborted);
+  EXPECT_EQ(r.error().message(), "party 1 (p1) could not start this session: bad \\xff\\xfe path");
+}
+
 }  // namespace
 }  // namespace mpcache::net
