@@ -97,6 +97,10 @@ TEST(SecureLlama, RevealRefusedOutsideDebug) {
 // Debug session: every revealed intermediate is within a few LSB-driven units of
 // FixedEngine's value at the same position.
 TEST(SecureLlama, DebugRevealMatchesFixedEngineTrace) {
+  // ~2x the measured worst difference (3.0e-4); every (position, name) pair of the
+  // fixed engine's trace is compared (6 positions, 2 of them without final norm and logits).
+  const double kTraceBound = 6e-4;
+  const int kTracePairs = 44;
   const model::ModelWeights w = Synth("32x2x4x2x64x40x16", true);
   auto ring = EncodeModel(w, kRecommendedFracBits);
   ASSERT_TRUE(ring.ok());
@@ -110,6 +114,7 @@ TEST(SecureLlama, DebugRevealMatchesFixedEngineTrace) {
   io.session.debug = true;
   io.session.reveal_intermediates = true;
   int compared = 0;
+  double worst_all = 0;
   std::mutex mu;
   InProcessHook<mpc::Spdz2k> hook = [&](int party, int pos, SecureLlama<mpc::Spdz2k>& e) -> Status {
     if (party != 0) return Status::Ok();
@@ -121,21 +126,31 @@ TEST(SecureLlama, DebugRevealMatchesFixedEngineTrace) {
     if (!trace.ok()) return Status::Ok();
     for (const auto& [name, want] : xe->Trace()) {
       const auto it = (*trace)->find(name);
-      if (it == (*trace)->end()) continue;  // logits only at decode positions
+      if (it == (*trace)->end()) {
+        // The secure engine computes the final norm and the logits from the last prompt
+        // position on only.
+        EXPECT_TRUE((name == "logits" || name == "final_norm") &&
+                    pos + 1 < static_cast<int>(prompt.size()))
+            << name << " missing from the secure trace at position " << pos;
+        continue;
+      }
       EXPECT_EQ(it->second.size(), want.size()) << name;
       if (it->second.size() != want.size()) continue;
       double worst = 0;
       for (std::size_t i = 0; i < want.size(); ++i) {
         worst = std::max(worst, std::abs(it->second[i] - want[i]));
       }
-      EXPECT_LT(worst, 1e-3) << name << " at position " << pos;
+      worst_all = std::max(worst_all, worst);
+      EXPECT_LT(worst, kTraceBound) << name << " at position " << pos;
       ++compared;
     }
     return Status::Ok();
   };
   auto run = RunInProcess<mpc::Spdz2k>(*ring, prompt, 1, 6, io, hook);
   ASSERT_TRUE(run.ok()) << run.error().ToString();
-  EXPECT_GT(compared, 20);
+  std::printf("secure trace vs FixedEngine: %d (position, name) pairs, worst %.3g\n", compared,
+              worst_all);
+  EXPECT_EQ(compared, kTracePairs);
   EXPECT_EQ(run->tokens, plain.fixed_tokens);
 }
 
