@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages MPCache builds and runs with. Idempotent: does nothing
 # when everything is already installed.
+#
+#   install-deps.sh           what the build, the demo and the daemons need
+#   install-deps.sh --fuzz    also clang and its sanitizer/libFuzzer runtime (the test
+#                             command's sanitizer and fuzz pass)
 set -euo pipefail
 
 packages=(
@@ -9,6 +13,12 @@ packages=(
   libspdlog-dev libyaml-cpp-dev libgtest-dev libgmock-dev libcli11-dev nlohmann-json3-dev
   libbenchmark-dev iproute2 procps
 )
+for arg in "$@"; do
+  case "$arg" in
+    --fuzz) packages+=(clang libclang-rt-14-dev) ;;
+    *) echo "install-deps: unknown option '$arg' (the options: --fuzz)" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do
