@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # The test command (README, and what .ci/run runs): installs what is missing, builds
-# (warnings as errors), runs the test suite, then runs the unit tests again under
-# AddressSanitizer + UndefinedBehaviorSanitizer.
+# (warnings as errors), runs the test suite, runs the unit tests again under
+# AddressSanitizer + UndefinedBehaviorSanitizer, then runs every fuzz target (libFuzzer,
+# clang, ASan + UBSan) for a few seconds from its seed corpus (scripts/fuzz.sh runs them
+# long: docs/fuzzing.md).
 #
 #   MPCACHE_MODEL_DIR   folder with stories260K.bin, tok512.bin, ... (default ../shared/models)
 #   MPCACHE_TEST_HEAVY  1 to include tests labelled `heavy` (default: off)
 #   MPCACHE_SKIP_ASAN   1 to skip the sanitizer pass (local iteration only)
+#   MPCACHE_SKIP_FUZZ   1 to skip the fuzz pass (local iteration only)
+#   MPCACHE_FUZZ_SECONDS  seconds per fuzz target in the fuzz pass (default 3)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -32,4 +36,14 @@ if [ "${MPCACHE_SKIP_ASAN:-0}" != "1" ]; then
         -DMPCACHE_BUILD_TESTS=ON -DMPCACHE_BUILD_BENCH=OFF >/dev/null
   cmake --build build/asan -j"$jobs" --target mpcache-unit-tests
   ctest --test-dir build/asan --no-tests=error --output-on-failure -j"$jobs" -L unit
+fi
+
+if [ "${MPCACHE_SKIP_FUZZ:-0}" != "1" ]; then
+  echo "== fuzz targets (libFuzzer, clang, ASan/UBSan), ${MPCACHE_FUZZ_SECONDS:-3} s each" >&2
+  ./scripts/install-deps.sh --fuzz
+  cmake -S . -B build/fuzz -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug \
+        -DMPCACHE_FUZZ=ON -DMPCACHE_WERROR=ON -DMPCACHE_BUILD_TESTS=ON -DMPCACHE_BUILD_BENCH=OFF \
+        -DMPCACHE_FUZZ_SECONDS="${MPCACHE_FUZZ_SECONDS:-3}" >/dev/null
+  cmake --build build/fuzz -j"$jobs" --target mpcache-fuzz-targets
+  ctest --test-dir build/fuzz --no-tests=error --output-on-failure -j"$jobs" -L fuzz
 fi
