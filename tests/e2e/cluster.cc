@@ -25,6 +25,7 @@ using namespace std::chrono_literals;
 Process::Process(std::vector<std::string> argv, const std::string& stdout_path,
                  const std::string& stderr_path) {
   std::vector<char*> args;
+  args.reserve(argv.size() + 1);
   for (auto& a : argv) args.push_back(a.data());
   args.push_back(nullptr);
   pid_ = fork();
@@ -143,7 +144,7 @@ std::string HttpGet(const std::string& host, int port, const std::string& path) 
   return out;
 }
 
-Cluster::Cluster(ClusterOptions options) {
+Cluster::Cluster(const ClusterOptions& options) {
   char tmpl[] = "/tmp/mpcache-e2e-XXXXXX";
   if (!mkdtemp(tmpl)) return;
   dir_ = tmpl;

@@ -60,7 +60,7 @@ struct ClusterOptions {
 
 class Cluster {
  public:
-  explicit Cluster(ClusterOptions options = {});
+  explicit Cluster(const ClusterOptions& options = {});
   ~Cluster();  // processes killed first, then the folder removed
 
   // Starts (or restarts: a running one is killed first) the dealer / party i and waits

@@ -36,8 +36,6 @@
 
 namespace {
 
-using mpcache::mpc::Domain;
-
 enum class Fault { kKill, kCrash, kStall };
 
 // Logs the point, then fails as asked. Returns only after a stall was resumed.
@@ -61,6 +59,8 @@ void Fail(Fault fault, const std::string& where) {
 }
 
 #if !MPCACHE_FAULTY_DEALER
+using mpcache::mpc::Domain;
+
 struct PartyPoint {
   int after_position = 0;
   bool at_check = false;

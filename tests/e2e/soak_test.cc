@@ -104,7 +104,7 @@ TEST(Soak, ThousandGenerationsWithFlatMemoryAndNoDescriptorLeak) {
   const Sample& warm = samples[std::min<std::size_t>(1, samples.size() - 1)];
   const Sample& last = samples.back();
   for (int d = 0; d < 4; ++d) {
-    const long allowed = std::max<long>(16 * 1024, warm.rss[d] / 10);
+    const long allowed = std::max<long>(16L * 1024, warm.rss[d] / 10);
     long peak = 0;
     for (const Sample& s : samples) {
       if (s.run >= warm.run) peak = std::max(peak, s.rss[d]);
