@@ -39,7 +39,7 @@ namespace {
 
 class Corpus {
  public:
-  Corpus(fs::path out, std::string target) : dir_(std::move(out) / std::move(target)) {
+  Corpus(const fs::path& out, const std::string& target) : dir_(out / target) {
     fs::create_directories(dir_);
     n_ = static_cast<int>(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()));
   }
