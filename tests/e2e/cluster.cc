@@ -107,6 +107,15 @@ int FreePort() {
   return 0;  // the daemon then fails to start, naming the address
 }
 
+std::vector<std::string> ErrorLines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("error: ", 0) == 0) lines.push_back(line);
+  }
+  return lines;
+}
+
 double MetricValue(const std::string& page, const std::string& name) {
   const std::string key = "\n" + name + " ";
   const std::size_t at = page.find(key);

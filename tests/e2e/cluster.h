@@ -34,6 +34,8 @@ class Process {
 };
 
 std::string ReadFile(const std::string& path);
+// The lines of `text` that start with "error: " (what the CLIs print on failure).
+std::vector<std::string> ErrorLines(const std::string& text);
 // A TCP port nobody listens on right now.
 int FreePort();
 // GET http://127.0.0.1:port/path; the whole response ("" if unreachable).

@@ -163,15 +163,6 @@ std::vector<pid_t> Children() {
   return out;
 }
 
-std::vector<std::string> ErrorLines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("error: ", 0) == 0) lines.push_back(line);
-  }
-  return lines;
-}
-
 struct Tally {
   std::map<std::string, int> by_phase, by_kind, by_target;
   int passed = 0, total = 0;

@@ -48,15 +48,6 @@ ClientRun RunClient(Cluster& c, int steps, const std::string& tag) {
   return r;
 }
 
-std::vector<std::string> ErrorLines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("error: ", 0) == 0) lines.push_back(line);
-  }
-  return lines;
-}
-
 double MacFailures(Cluster& c, int party) {
   return MetricValue(HttpGet(c.metrics_port(party), "/metrics"),
                      "mpcache_mac_check_failures_total");
