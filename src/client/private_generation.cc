@@ -377,6 +377,17 @@ Result<GenerateResult> Run::Go(std::vector<int> prompt, int max_tokens,
         if (Status s = OnToken(ev->party, *m); !s.ok()) return s.error();
         break;
       }
+      case cp::kProgress: {
+        // A heartbeat during the prompt: its arrival restarted this party's receive timer.
+        auto m = cp::Decode<cp::Progress>(payload);
+        if (!m.ok()) {
+          bad(m.error());
+        } else if (m->session != session_) {
+          bad(ProtocolError("party " + std::to_string(ev->party) +
+                            " sent a Progress of another session"));
+        }
+        break;
+      }
       case cp::kDone: {
         auto m = cp::Decode<cp::Done>(payload);
         if (!m.ok()) {

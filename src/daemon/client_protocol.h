@@ -12,6 +12,10 @@
 //                           then, when sampling, d = noise - r'' for SampleNoiseValues}
 //                           (r: client-owned dealer masks, batch 0 of the session; r'': the
 //                           noise batch 1, the client's T x Gumbel draws per decode position)
+//   party  -> client        Progress {pos} after each prompt position but the last: a
+//                           heartbeat (public: the prompt length is public), so that the
+//                           client's receive timeout measures a party's silence, not the
+//                           prompt's length, and a stalled party's peers report it first
 //   party  -> client        Token {pos, mask_seq, token + r'} after every MAC check
 //                           (r': output masks, the last batch; the client checks all three
 //                           agree)
@@ -45,6 +49,7 @@ enum Type : std::uint8_t {
   kContinue = 5,
   kDone = 6,
   kError = 7,
+  kProgress = 8,
 };
 
 // Each message lists its fields once (Fields(), in wire order); Encode and Decode walk
@@ -108,6 +113,14 @@ struct Continue {
   bool more = true;
   auto Fields() { return std::tie(session, pos, more); }
   auto Fields() const { return std::tie(session, pos, more); }
+};
+struct Progress {
+  static constexpr Type kType = kProgress;
+  static constexpr const char* kName = "Progress";
+  std::uint64_t session = 0;
+  std::uint32_t pos = 0;  // the prompt position whose forward pass ran
+  auto Fields() { return std::tie(session, pos); }
+  auto Fields() const { return std::tie(session, pos); }
 };
 struct Done {
   static constexpr Type kType = kDone;
@@ -180,6 +193,8 @@ inline std::string TypeName(std::uint8_t type) {
       return Done::kName;
     case kError:
       return ErrorMsg::kName;
+    case kProgress:
+      return Progress::kName;
     default:
       return "unknown (type " + std::to_string(type) + ")";
   }
@@ -239,6 +254,7 @@ inline MessageLimits ContinueLimits() {
 inline MessageLimits PartyMessageLimits() {
   MessageLimits l(TypeName);
   l.Allow(kSeedShare, FixedSize<SeedShare>(), FixedWhy("SeedShare"));
+  l.Allow(kProgress, FixedSize<Progress>(), FixedWhy("Progress"));
   l.Allow(kToken, FixedSize<Token>(), FixedWhy("Token"));
   l.Allow(kDone, FixedSize<Done>(), FixedWhy("Done"));
   l.Allow(

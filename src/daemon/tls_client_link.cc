@@ -55,4 +55,9 @@ Result<bool> TlsClientLink::TokenOutput(int pos, std::uint64_t mask_seq, std::ui
   return c.more;
 }
 
+Status TlsClientLink::Progress(int pos) {
+  return link_.Send(
+      client_proto::Encode(client_proto::Progress{session_, static_cast<std::uint32_t>(pos)}));
+}
+
 }  // namespace mpcache::daemon

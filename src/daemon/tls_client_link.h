@@ -30,6 +30,7 @@ class TlsClientLink final : public infer::ClientLink {
   // The noise the client sent after its prompt (one batch, mask number prompt_len).
   Result<std::vector<std::uint64_t>> NoiseInput(std::uint64_t mask_seq, std::size_t n) override;
   Result<bool> TokenOutput(int pos, std::uint64_t mask_seq, std::uint64_t masked) override;
+  Status Progress(int pos) override;
 
  private:
   SyncLink& link_;

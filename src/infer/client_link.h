@@ -36,6 +36,10 @@ class ClientLink {
   // The token at position `pos`, masked with client mask batch `mask_seq` (one value).
   // Returns whether the client wants the session to go on (it stops on BOS, as llama2.c).
   virtual Result<bool> TokenOutput(int pos, std::uint64_t mask_seq, std::uint64_t masked) = 0;
+  // Prompt position `pos` (not the last) ran: a heartbeat that says nothing secret (the
+  // prompt length is public), so that the client's receive timeout measures a party's
+  // silence rather than the prompt's length. Nothing to do in process.
+  virtual Status Progress(int /*pos*/) { return Status::Ok(); }
 };
 
 }  // namespace mpcache::infer

@@ -133,6 +133,7 @@ Result<SessionReport> GenerationSession<P>::Generate(ClientLink& client, int pro
     }
     if (pos + 1 < prompt_len) {
       if (after_position) MPCACHE_RETURN_IF_ERROR(after_position(pos, *engine_));
+      MPCACHE_RETURN_IF_ERROR(client.Progress(pos));
       if (pos + 1 < steps) {
         MPCACHE_ASSIGN_OR_RETURN(one_hot, prompt_row(pos + 1));
       }

@@ -104,6 +104,12 @@ class RawRequest {
     std::optional<std::uint64_t> masked;
     for (int p = 0; p < 3; ++p) {
       auto m = Recv(p);
+      // Heartbeats of the prompt positions come first, each for this request.
+      while (m.ok() && cp::TypeOf(*m) == cp::kProgress) {
+        auto g = cp::Decode<cp::Progress>(*m);
+        if (!g.ok() || g->session != session_ || g->pos >= pos) return -1;
+        m = Recv(p);
+      }
       if (!m.ok() || cp::TypeOf(*m) != cp::kToken) return -1;
       auto t = cp::Decode<cp::Token>(*m);
       if (!t.ok() || t->pos != pos || (masked && *masked != t->masked)) return -1;

@@ -88,8 +88,8 @@ void MeshFrames(const fs::path& out) {
   std::uint64_t seq = 1;
   cp::Token token{42, 3, 7, 0x1234};
   cp::ErrorMsg error{42, 1, 2, "party 2 (mpcache-party-2) sent a bad MAC"};
-  for (const Bytes& m : {cp::Encode(cp::SeedShare{42, {}, {}, 16}), cp::Encode(token),
-                         cp::Encode(error), cp::Encode(cp::Done{})}) {
+  for (const Bytes& m : {cp::Encode(cp::SeedShare{42, {}, {}, 16}), cp::Encode(cp::Progress{42, 1}),
+                         cp::Encode(token), cp::Encode(error), cp::Encode(cp::Done{})}) {
     for (const auto& f : mpcache::daemon::Fragment(m, 16)) {
       const Bytes fr = Frame(mpcache::proto::FRAME_DATA, seq++, f);
       stream.insert(stream.end(), fr.begin(), fr.end());
@@ -112,6 +112,7 @@ void ClientMessages(const fs::path& out) {
   c.Add(cp::Encode(cp::Generate{42, 5, 64, 512, 0.8, 0.9, 40}));
   c.Add(cp::Encode(cp::SeedShare{42, {1, 2, 3}, {4, 5, 6}, 16}));
   c.Add(cp::Encode(cp::Prompt{42, {1, 2, 3, 4, 5, 6}}));
+  c.Add(cp::Encode(cp::Progress{42, 2}));
   c.Add(cp::Encode(cp::Token{42, 3, 7, 0x1234}));
   c.Add(cp::Encode(cp::Continue{42, 3, true}));
   c.Add(cp::Encode(cp::Done{}));
