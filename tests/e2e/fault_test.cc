@@ -343,12 +343,15 @@ TEST(Faults, LinksCutOrThrottledBetweenNamespaces) {
   ASSERT_TRUE(net.ok()) << net.error();
   Cluster c(ClusterOptions{.recv_ms = kRecvMs, .netns = net.prefix()});
   ASSERT_TRUE(c.StartAll()) << c.dir();
-  const std::vector<LinkCase> cases{
+  std::vector<LinkCase> cases{
       {"cut-party1-after-there", "party1", "Once upon a time, there", ""},
       {"cut-party2-after-little", "party2", "Once upon a time, there was a little", ""},
       {"cut-party0-after-was-a", "party0", "Once upon a time, there was a", ""},
       {"throttle-party2-50mbit", "party2", "Once upon a time, there", "50mbit"},
   };
+  if (!MPCACHE_FAULT_MATRIX) {  // the integration sample: one cut and the throttle
+    cases = {cases[0], cases[3]};
+  }
   int clean = 0;
   for (const LinkCase& k : cases) {
     SCOPED_TRACE(k.name);
