@@ -15,6 +15,13 @@ inline constexpr const char* kOnceUponATime64 =
     "park. One day, she saw a big, red ball. She wanted to play with it, but it was too high.\n"
     "Lily";
 
+// The same prompt and steps with the weights written as Q8_0 (ak42 v2) by the project's own
+// writer: the F32 story up to "too high." — then the quantization tips one step.
+inline constexpr const char* kOnceUponATime64Q8 =
+    "Once upon a time, there was a little girl named Lily. She loved to play outside in the "
+    "park. One day, she saw a big, red ball. She wanted to play with it, but it was too high. "
+    "She as";
+
 // No prompt (BOS only), 200 steps.
 inline constexpr const char* kBosOnly200 =
     "Once upon a time, there was a little girl named Lily. She loved to play outside in the "

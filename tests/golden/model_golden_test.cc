@@ -110,11 +110,11 @@ TEST(ModelGoldenTest, RewrittenCheckpointsReproduceGoldenText) {
   EXPECT_EQ(RunGreedy(tmp.File("legacy.bin"), tokfile, "Once upon a time", 64), kOnceUponATime64);
   EXPECT_EQ(RunGreedy(tmp.File("v1.bin"), tokfile, "Once upon a time", 64), kOnceUponATime64);
   EXPECT_EQ(RunGreedy(tmp.File("m.gguf"), "", "Once upon a time", 64), kOnceUponATime64);
-  // Q8_0 (ak42 v2) changes the weights slightly: it must still load and generate text.
+  // Q8_0 (ak42 v2) changes the weights slightly: its own golden text, which departs from
+  // the F32 story only after "too high." (a wrong dequantization departs at once).
   ASSERT_TRUE(WriteLlama2cVersioned(ckpt->weights, tmp.File("v2.bin"), 2).ok());
-  const std::string q8 = RunGreedy(tmp.File("v2.bin"), tokfile, "Once upon a time", 64);
-  EXPECT_EQ(q8.rfind("Once upon a time", 0), 0u) << q8;
-  EXPECT_GT(q8.size(), 100u) << q8;
+  EXPECT_EQ(RunGreedy(tmp.File("v2.bin"), tokfile, "Once upon a time", 64),
+            golden::kOnceUponATime64Q8);
 }
 
 TEST(ModelGoldenTest, GgufVocabularyEqualsTok512) {
