@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -28,8 +29,13 @@ Process::Process(std::vector<std::string> argv, const std::string& stdout_path,
   args.reserve(argv.size() + 1);
   for (auto& a : argv) args.push_back(a.data());
   args.push_back(nullptr);
+  const pid_t parent = getpid();
   pid_ = fork();
   if (pid_ == 0) {
+    // Dies with the test: a test killed by CTest's timeout (or crashed) leaves no daemon
+    // behind. (Kept across exec, also through `ip netns exec`.)
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
     const int out = open(stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     const int err = open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (out >= 0) dup2(out, 1);
