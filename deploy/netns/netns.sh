@@ -20,10 +20,13 @@
 # stderr. Needs root (or CAP_NET_ADMIN) and iproute2.
 set -euo pipefail
 
-usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
 
 cmd="${1:-}"
-[ -n "$cmd" ] || { usage >&2; exit 2; }
+case "$cmd" in
+  "") usage >&2; exit 2 ;;
+  -h|--help) usage; exit 0 ;;
+esac
 shift
 prefix=mpc
 subnet=10.77.0
@@ -58,8 +61,15 @@ host_index() {
   return 2
 }
 # Short interface names (15 characters at most): P-h<index> in the host, P-s<index> on the bridge.
-if_host() { echo "${prefix}h$(host_index "$1")"; }
-if_switch() { echo "${prefix}s$(host_index "$1")"; }
+if_host() { local i; i=$(host_index "$1") || return 2; echo "${prefix}h$i"; }
+if_switch() { local i; i=$(host_index "$1") || return 2; echo "${prefix}s$i"; }
+# Fails with a clear message when the topology of this prefix is not up.
+need_topology() {
+  ip netns list | grep -q "^$prefix-sw\b" || {
+    echo "netns.sh: no topology '$prefix' (run: netns.sh up --prefix $prefix)" >&2
+    exit 1
+  }
+}
 
 down() {
   local h
@@ -71,12 +81,9 @@ down() {
 shape() {  # shape HOST RATE [DELAY]: both ends of HOST's link
   local h=$1 rate=$2 delay=${3:-}
   local ih is
-  ih=$(if_host "$h")
-  is=$(if_switch "$h")
-  ip -n "$prefix-$h" link show "$ih" >/dev/null 2>&1 || {
-    echo "netns.sh: no topology '$prefix' (run: netns.sh up --prefix $prefix)" >&2
-    return 1
-  }
+  ih=$(if_host "$h") || exit 2
+  is=$(if_switch "$h") || exit 2
+  need_topology
   tc -n "$prefix-$h" qdisc del dev "$ih" root 2>/dev/null || true
   tc -n "$prefix-sw" qdisc del dev "$is" root 2>/dev/null || true
   [ "$rate" = "none" ] && return 0
@@ -127,12 +134,15 @@ case "$cmd" in
   link)
     [ ${#args[@]} -eq 2 ] && [[ "${args[1]}" =~ ^(up|down)$ ]] || {
       echo "netns.sh link: give HOST up|down" >&2; exit 2; }
-    ip -n "$prefix-${args[0]}" link set "$(if_host "${args[0]}")" "${args[1]}" ;;
+    ih=$(if_host "${args[0]}") || exit 2
+    need_topology
+    ip -n "$prefix-${args[0]}" link set "$ih" "${args[1]}" ;;
   shape)
     [ ${#args[@]} -eq 2 ] || { echo "netns.sh shape: give HOST RATE (e.g. 20mbit) or none" >&2; exit 2; }
     shape "${args[0]}" "${args[1]}" ;;
   addr)
     [ ${#args[@]} -eq 1 ] || { echo "netns.sh addr: give HOST" >&2; exit 2; }
-    echo "$subnet.$(host_index "${args[0]}")" ;;
+    i=$(host_index "${args[0]}") || exit 2
+    echo "$subnet.$i" ;;
   *) echo "netns.sh: unknown command '$cmd' (up, down, link, shape, addr)" >&2; exit 2 ;;
 esac
