@@ -48,7 +48,8 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
 
   // Reads the next frame. With a deadline, the connection is closed when it passes and
   // the handler gets kTimeout. Frames that break the rules give kProtocol (the caller
-  // should Close()); a lost connection gives kIo.
+  // should Close()); a lost connection gives kIo. The connection keeps the handler until it
+  // runs: a handler must hold its connection weakly, or the two leak if it never runs.
   using FrameHandler = std::function<void(Result<Frame>)>;
   void ReadFrame(FrameHandler handler, std::optional<Clock::time_point> deadline = {});
 

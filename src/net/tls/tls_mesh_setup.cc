@@ -246,9 +246,14 @@ void TlsMesh::OnAccepted(const std::shared_ptr<SetupState>& state, Result<Accept
   auto conn = MakeConnection(peer, std::move(a->stream));
   const auto hello_deadline = std::min(state->deadline, Clock::now() + options_.handshake_timeout);
   ++state->hellos_awaited;
+  // The handler holds its connection weakly: the connection keeps its read handler, so a
+  // strong reference would be a cycle that leaks both when the setup ends before the read does.
   conn->ReadFrame(
-      [this, state, conn, peer, refuse](const Result<Frame>& f) {
+      [this, state, weak = std::weak_ptr<FramedConnection>(conn), peer,
+       refuse](const Result<Frame>& f) {
         --state->hellos_awaited;
+        auto conn = weak.lock();
+        if (!conn) return;
         if (state->finished) return conn->Close();
         proto::Hello hello;
         Status s = CheckHello(f, peer, &hello);
@@ -312,7 +317,9 @@ void TlsMesh::OnConnected(const std::shared_ptr<SetupState>& state, PartyId peer
   auto conn = MakeConnection(peer, std::move(stream).value());
   conn->Send(proto::FRAME_HELLO, HelloBytes());
   conn->ReadFrame(
-      [this, state, conn, peer](const Result<Frame>& f) {
+      [this, state, weak = std::weak_ptr<FramedConnection>(conn), peer](const Result<Frame>& f) {
+        auto conn = weak.lock();  // (weakly held: see OnAccepted)
+        if (!conn) return;
         if (state->finished) return conn->Close();
         if (!setup_failed_.empty()) {
           // Telling: the peer heard us when it answers with its hello (a peer of another
