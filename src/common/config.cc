@@ -490,6 +490,14 @@ Result<PartyConfig> ParsePartyConfig(std::string_view yaml, const std::string& f
   }
   MPCACHE_ASSIGN_OR_RETURN(c.mpcache, ReadMpcache(top, c.debug));
   {
+    MPCACHE_ASSIGN_OR_RETURN(auto l, top.Sub("limits"));
+    MPCACHE_ASSIGN_OR_RETURN(auto q, l.Int("max_queued_clients", 16, 1, 4096));
+    MPCACHE_ASSIGN_OR_RETURN(auto pc, l.Int("max_queued_per_client", 4, 1, 4096));
+    MPCACHE_ASSIGN_OR_RETURN(auto qt, l.Int("queue_timeout_ms", 600000, 1, 86400000));
+    MPCACHE_RETURN_IF_ERROR(l.Finish());
+    c.limits = {static_cast<int>(q), static_cast<int>(pc), static_cast<int>(qt)};
+  }
+  {
     MPCACHE_ASSIGN_OR_RETURN(auto b, top.Sub("balancer"));
     MPCACHE_ASSIGN_OR_RETURN(c.balancer.enabled, b.Bool("enabled", false));
     MPCACHE_ASSIGN_OR_RETURN(auto ri, b.Int("reauction_interval_steps", 8, 1, 1000000));
@@ -540,6 +548,12 @@ Result<DealerConfig> ParseDealerConfig(std::string_view yaml, const std::string&
     c.pool_max_matrix_elements = static_cast<std::uint64_t>(matrix);
   }
   MPCACHE_ASSIGN_OR_RETURN(c.timeouts, top.ReadTimeouts());
+  {
+    MPCACHE_ASSIGN_OR_RETURN(auto l, top.Sub("limits"));
+    MPCACHE_ASSIGN_OR_RETURN(auto ms, l.Int("max_sessions", 8, 1, 1024));
+    MPCACHE_RETURN_IF_ERROR(l.Finish());
+    c.max_sessions = static_cast<int>(ms);
+  }
   MPCACHE_ASSIGN_OR_RETURN(c.tls, top.Tls("dealer"));
   MPCACHE_ASSIGN_OR_RETURN(c.log_level, top.LogLevel("info"));
   MPCACHE_ASSIGN_OR_RETURN(c.metrics_port, top.MetricsPort());

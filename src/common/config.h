@@ -78,6 +78,15 @@ struct MpcacheKnobs {
   double dp_sensitivity = 1.0;  // reveal: dp only: L1 bound of a selection's score change
 };
 
+// What clients may make a party hold (docs/network.md, "Limits"). Requests are served one at
+// a time, in an order the three parties agree on (daemon/session_order.h); the others wait in
+// a queue whose clients hear their position.
+struct PartyLimits {
+  int max_queued_clients = 16;    // requests waiting (beyond it: refused, naming this field)
+  int max_queued_per_client = 4;  // of those, from one client address
+  int queue_timeout_ms = 600000;  // longest wait in the queue
+};
+
 struct BalancerConfig {
   bool enabled = false;  // true: not available yet (the party refuses it)
   int reauction_interval_steps = 8;
@@ -97,6 +106,7 @@ struct PartyConfig {
   ModelPaths model;
   MpcacheKnobs mpcache;
   BalancerConfig balancer;
+  PartyLimits limits;
   std::string log_level = "info";
   int metrics_port = 0;  // 0 = no metrics endpoint
   bool debug = false;
@@ -116,6 +126,7 @@ struct DealerConfig {
   std::uint64_t batch_items = 1u << 16;          // parties ask ahead for at least this many
   // Largest matrix mask / matrix-triple operand served (elements of A, B or C).
   std::uint64_t pool_max_matrix_elements = 1u << 28;
+  int max_sessions = 8;  // preprocessing sessions at once (limits.max_sessions)
   std::string log_level = "info";
   int metrics_port = 0;
 };

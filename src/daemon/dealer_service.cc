@@ -125,6 +125,17 @@ Status DealerService::Impl::Handle(SyncLink& link, int party, std::uint64_t& ses
     std::lock_guard<std::mutex> lock(mu);
     if (stopping) return Aborted("the dealer is shutting down");
     if (auto it = sessions.find(session_id); it != sessions.end()) session = it->second.lock();
+    for (auto it = sessions.begin(); it != sessions.end();) {
+      it = it->second.expired() ? sessions.erase(it) : std::next(it);
+    }
+    if (!session && static_cast<int>(sessions.size()) >= cfg.max_sessions) {
+      metrics.Add("mpcache_dealer_sessions_refused_total", 1);
+      return Exhausted(
+          "the dealer serves " + std::to_string(sessions.size()) +
+          " sessions already (limits.max_sessions: " + std::to_string(cfg.max_sessions) +
+          "); retry when one ends, or raise limits.max_sessions in the dealer's "
+          "config");
+    }
     if (!session) {
       DealerLimits limits;
       limits.chunk_items = cfg.batch_items;
@@ -135,9 +146,6 @@ Status DealerService::Impl::Handle(SyncLink& link, int party, std::uint64_t& ses
       metrics.Add("mpcache_dealer_sessions_total", 1);
       log->info("[session {:016x}] new session ({} prompt tokens, {} steps)", session_id,
                 join.prompt_len, join.steps);
-    }
-    for (auto it = sessions.begin(); it != sessions.end();) {
-      it = it->second.expired() ? sessions.erase(it) : std::next(it);
     }
   }
   const dealer_proto::Join& j = session->join();
@@ -191,6 +199,9 @@ Result<std::unique_ptr<DealerService>> DealerService::Create(config::DealerConfi
   m.Describe("mpcache_dealer_bytes_sent_total", "counter", "Preprocessing bytes sent per party");
   m.Describe("mpcache_dealer_active_connections", "gauge", "Party connections open");
   m.Add("mpcache_dealer_sessions_total", 0);
+  m.Describe("mpcache_dealer_sessions_refused_total", "counter",
+             "Sessions refused at limits.max_sessions");
+  m.Add("mpcache_dealer_sessions_refused_total", 0);
   return std::unique_ptr<DealerService>(new DealerService(std::move(impl)));
 }
 

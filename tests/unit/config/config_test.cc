@@ -168,6 +168,12 @@ INSTANTIATE_TEST_SUITE_P(
                  "field 'mpcache.layer_share_decay'", "[0, 1]"},
         BadField{"reveal: none", "reveal: plain", "field 'mpcache.reveal'", "debug: true"},
         BadField{"reveal: none", "reveal: all", "field 'mpcache.reveal'", "none | dp | plain"},
+        BadField{"max_queued_clients: 16", "max_queued_clients: 0",
+                 "field 'limits.max_queued_clients'", "1..4096"},
+        BadField{"max_queued_per_client: 4", "max_queued_per_client: 5000",
+                 "field 'limits.max_queued_per_client'", "1..4096"},
+        BadField{"queue_timeout_ms: 600000", "queue_timeout_ms: later",
+                 "field 'limits.queue_timeout_ms'", "whole number"},
         BadField{"reauction_interval_steps: 8", "reauction_interval_steps: -1",
                  "field 'balancer.reauction_interval_steps'", "whole number"},
         BadField{"level: info", "level: loud", "field 'logging.level'", "trace | debug"},
@@ -217,6 +223,12 @@ TEST(Config, DealerAndClientValidation) {
   dc = ParseDealerConfig(d, "dealer.yaml", kNoFiles);
   ASSERT_FALSE(dc.ok());
   EXPECT_NE(dc.error().message().find("field 'pool.max_matrix_elements'"), std::string::npos)
+      << dc.error().message();
+  d = ReadText(kConfigDir / "dealer.yaml");
+  d.replace(d.find("max_sessions: 8"), 15, "max_sessions: 0");
+  dc = ParseDealerConfig(d, "dealer.yaml", kNoFiles);
+  ASSERT_FALSE(dc.ok());
+  EXPECT_NE(dc.error().message().find("field 'limits.max_sessions'"), std::string::npos)
       << dc.error().message();
   // The dealer does not use frac_bits (truncation shifts come with each request): the shipped
   // file has none; an old file's is range-checked and listed as unused (warned at start).
