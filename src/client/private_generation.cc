@@ -246,7 +246,11 @@ Result<GenerateResult> Run::Go(std::vector<int> prompt, int max_tokens,
   log_->info("session {:016x}: connected to the three parties", session_);
 
   const milliseconds wait(cfg_.timeouts.recv_ms + 5000);
-  const auto deadline = t0 + milliseconds(cfg_.timeouts.request_ms);
+  // timeouts.request_ms bounds the request from its start: a wait in the parties' queue
+  // (bounded there by limits.queue_timeout_ms) does not count.
+  auto deadline = t0 + milliseconds(cfg_.timeouts.request_ms);
+  bool started = false;
+  std::optional<std::uint32_t> told_ahead;  // party 0's last Queued
   const int vocab = tok_.vocab_size();
   bool prompt_sent = false;
   std::optional<Error> failure;
@@ -299,6 +303,11 @@ Result<GenerateResult> Run::Go(std::vector<int> prompt, int max_tokens,
           break;
         }
         party.seed = *m;
+        if (!started) {
+          started = true;
+          deadline = std::chrono::steady_clock::now() + milliseconds(cfg_.timeouts.request_ms);
+          if (told_ahead) log_->warn("session {:016x}: its turn came; started", session_);
+        }
         if (prompt_sent || !parties_[0].seed || !parties_[1].seed || !parties_[2].seed) break;
         Seed seed{};
         for (const Party& p : parties_) {
@@ -385,6 +394,25 @@ Result<GenerateResult> Run::Go(std::vector<int> prompt, int max_tokens,
         } else if (m->session != session_) {
           bad(ProtocolError("party " + std::to_string(ev->party) +
                             " sent a Progress of another session"));
+        }
+        break;
+      }
+      case cp::kQueued: {
+        // Waiting for its turn (the running request and those queued before it).
+        auto m = cp::Decode<cp::Queued>(payload);
+        if (!m.ok()) {
+          bad(m.error());
+        } else if (m->session != session_) {
+          bad(ProtocolError("party " + std::to_string(ev->party) +
+                            " sent a Queued of another session"));
+        } else if (party.seed) {
+          bad(ProtocolError("party " + std::to_string(ev->party) +
+                            " said the request is queued after it started"));
+        } else if (ev->party == 0 && told_ahead != m->ahead) {
+          // Party 0's queue order is the service order (daemon/session_order.h).
+          told_ahead = m->ahead;
+          log_->warn("session {:016x}: queued, {} request(s) ahead; waiting for its turn", session_,
+                     m->ahead);
         }
         break;
       }

@@ -12,6 +12,10 @@
 //                           then, when sampling, d = noise - r'' for SampleNoiseValues}
 //                           (r: client-owned dealer masks, batch 0 of the session; r'': the
 //                           noise batch 1, the client's T x Gumbel draws per decode position)
+//   party  -> client        Queued {ahead} while the request waits for its turn (requests
+//                           are served one at a time, in an order the parties agree on:
+//                           daemon/session_order.h): when the count of requests ahead of
+//                           it changes, and every second as a heartbeat
 //   party  -> client        Progress {pos} after each prompt position but the last: a
 //                           heartbeat (public: the prompt length is public), so that the
 //                           client's receive timeout measures a party's silence, not the
@@ -50,6 +54,7 @@ enum Type : std::uint8_t {
   kDone = 6,
   kError = 7,
   kProgress = 8,
+  kQueued = 9,
 };
 
 // Each message lists its fields once (Fields(), in wire order); Encode and Decode walk
@@ -121,6 +126,14 @@ struct Progress {
   std::uint32_t pos = 0;  // the prompt position whose forward pass ran
   auto Fields() { return std::tie(session, pos); }
   auto Fields() const { return std::tie(session, pos); }
+};
+struct Queued {
+  static constexpr Type kType = kQueued;
+  static constexpr const char* kName = "Queued";
+  std::uint64_t session = 0;
+  std::uint32_t ahead = 0;  // requests this party serves before this one (the running one too)
+  auto Fields() { return std::tie(session, ahead); }
+  auto Fields() const { return std::tie(session, ahead); }
 };
 struct Done {
   static constexpr Type kType = kDone;
@@ -195,6 +208,8 @@ inline std::string TypeName(std::uint8_t type) {
       return ErrorMsg::kName;
     case kProgress:
       return Progress::kName;
+    case kQueued:
+      return Queued::kName;
     default:
       return "unknown (type " + std::to_string(type) + ")";
   }
@@ -255,6 +270,7 @@ inline MessageLimits PartyMessageLimits() {
   MessageLimits l(TypeName);
   l.Allow(kSeedShare, FixedSize<SeedShare>(), FixedWhy("SeedShare"));
   l.Allow(kProgress, FixedSize<Progress>(), FixedWhy("Progress"));
+  l.Allow(kQueued, FixedSize<Queued>(), FixedWhy("Queued"));
   l.Allow(kToken, FixedSize<Token>(), FixedWhy("Token"));
   l.Allow(kDone, FixedSize<Done>(), FixedWhy("Done"));
   l.Allow(

@@ -11,6 +11,8 @@
 
 #include "daemon/http_server.h"
 #include "daemon/party_session.h"
+#include "daemon/request_queue.h"
+#include "daemon/session_order.h"
 #include "daemon/start_checks.h"
 #include "infer/share_file.h"
 #include "model/checkpoint.h"
@@ -29,6 +31,7 @@ struct PartyService::Impl {
   std::shared_ptr<const infer::RingModel> model;
   infer::ModelIdentity identity;  // compared with the peers' at every session
   Metrics metrics;
+  std::mutex used_mu;                   // (the intake threads use it)
   UsedSessions used_sessions;           // replayed session ids are refused
   AdversaryHook adversary_for_testing;  // TEST ONLY: empty in production
 
@@ -40,7 +43,7 @@ struct PartyService::Impl {
 
   std::mutex mu;
   std::condition_variable cv;
-  std::deque<net::AcceptedTls> pending;  // accepted clients waiting for their turn
+  std::unique_ptr<RequestQueue> queue;  // requests waiting for their turn
   bool stopping = false;
   bool busy = false;
   net::TlsMesh* active_mesh = nullptr;
@@ -49,7 +52,8 @@ struct PartyService::Impl {
   Status LoadModel();
   void DescribeMetrics();
   HttpReply Http(std::string_view target);
-  void Serve(net::AcceptedTls accepted);
+  std::optional<QueuedRequest> AgreeOnNext();
+  void Serve(QueuedRequest queued);
   void Shutdown();
 };
 
@@ -126,13 +130,66 @@ HttpReply PartyService::Impl::Http(std::string_view target) {
   return {404, "text/plain", "not found: try /metrics or /healthz\n"};
 }
 
-void PartyService::Impl::Serve(net::AcceptedTls accepted) {
+// One lobby round with the peers (daemon/session_order.h): the request all three serve
+// next, taken out of the queue, or none yet.
+std::optional<QueuedRequest> PartyService::Impl::AgreeOnNext() {
+  const Offer mine = queue->MakeOffer();
+  // Quiet (no logger): a round that finds a peer busy or not in the lobby is retried, not news.
+  net::TlsMeshOptions o = net::MeshOptionsFromConfig(cfg, kLobbySession, nullptr);
+  o.connect_timeout = std::min(o.connect_timeout, std::chrono::milliseconds(1000));
+  o.recv_timeout = std::chrono::milliseconds(cfg.timeouts.handshake_ms);
+  o.listen_fd = mesh_address->native_handle();
+  o.cancelled = [this]() -> std::optional<std::string> {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!stopping) return std::nullopt;
+    return "party " + std::to_string(cfg.party_id) + " is shutting down";
+  };
+  auto mesh = net::TlsMesh::Create(std::move(o));
+  if (!mesh.ok()) {
+    log->debug("lobby: {}", mesh.error().message());
+    return std::nullopt;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    active_mesh = mesh->get();
+  }
+  Result<LobbyResult> round = RunLobbyRound(**mesh, mine);
+  (void)(*mesh)->Close();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    active_mesh = nullptr;
+  }
+  if (!round.ok()) {
+    if (round.error().code() == ErrorCode::kProtocol)
+      log->warn("lobby: {}", round.error().message());
+    return std::nullopt;
+  }
+  if (cfg.party_id == 0) {
+    // What a follower refused is dropped here too: its client is told at once.
+    for (std::size_t f = 0; f < round->offers.size(); ++f) {
+      queue->Drop(round->offers[f].gone, "party " + std::to_string(f + 1) +
+                                             " refused this request (its client had its "
+                                             "answer); dropped at party 0 too");
+    }
+  } else {
+    queue->Drop(round->pick.drop, "a peer refused or ended this request; dropped at party " +
+                                      std::to_string(cfg.party_id) + " too");
+  }
+  if (round->pick.session == 0) return std::nullopt;
+  std::optional<QueuedRequest> taken = queue->Take(round->pick.session);
+  if (!taken) {
+    log->warn(
+        "[session {:016x}] picked by the lobby but no longer queued here (it timed out "
+        "meanwhile); the peers will time out setting it up",
+        round->pick.session);
+  }
+  return taken;
+}
+
+void PartyService::Impl::Serve(QueuedRequest queued) {
   const int self = cfg.party_id;
-  // A client's frames are fragments of at most SyncLink's fragment size (plus its
-  // continuation byte): nothing bigger is ever read from a client.
-  SyncLink client(io, std::move(accepted.stream), 0,
-                  std::min<std::size_t>(cfg.max_frame_bytes, kFragmentBytes + 1),
-                  "the client at " + accepted.remote);
+  SyncLink& client = *queued.client;
+  const std::string remote = queued.remote;
   {
     std::lock_guard<std::mutex> lock(mu);
     if (stopping) return;
@@ -140,14 +197,8 @@ void PartyService::Impl::Serve(net::AcceptedTls accepted) {
   }
   metrics.Add("mpcache_requests_total", 1);
   metrics.Add("mpcache_active_sessions", 1);
-  auto payload =
-      client.Recv(std::chrono::milliseconds(cfg.timeouts.recv_ms), client_proto::GenerateLimits());
-  Result<client_proto::Generate> req = payload.ok()
-                                           ? client_proto::Decode<client_proto::Generate>(*payload)
-                                           : Result<client_proto::Generate>(payload.error());
-  if (req.ok()) {
-    if (Status s = used_sessions.Use(req->session); !s.ok()) req = s.error();
-  }
+  // The Generate was read and checked for replays when the request was queued.
+  Result<client_proto::Generate> req = queued.req;
   SessionEnd end;
   Result<client_proto::Done> done = req.ok() ? Result<client_proto::Done>(InvalidArgument(""))
                                              : Result<client_proto::Done>(req.error());
@@ -172,8 +223,8 @@ void PartyService::Impl::Serve(net::AcceptedTls accepted) {
     if (m && stopping) m->Abort("party " + std::to_string(cfg.party_id) + " is shutting down");
   };
   if (req.ok()) {
-    log->info("[session {:016x}] request from {}: {} prompt tokens, {} steps", req->session,
-              accepted.remote, req->prompt_len, req->steps);
+    log->info("[session {:016x}] request from {}: {} prompt tokens, {} steps", req->session, remote,
+              req->prompt_len, req->steps);
     // Watchdog: a request that outlives timeouts.request_ms is aborted (mesh abort: the
     // peers stop too; the client is told below).
     std::mutex wd_mu;
@@ -242,12 +293,7 @@ void PartyService::Impl::Shutdown() {
     active_mesh->Abort("party " + std::to_string(cfg.party_id) + " is shutting down");
   if (active_client)
     active_client->SendAbort("party " + std::to_string(cfg.party_id) + " is shutting down");
-  for (auto& p : pending) {
-    boost::system::error_code ignored;
-    p.stream->lowest_layer().close(ignored);
-  }
-  pending.clear();
-  cv.notify_all();
+  cv.notify_all();  // (Run closes the queue: that needs the io thread this runs on)
 }
 
 PartyService::PartyService(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -322,6 +368,22 @@ Status PartyService::Run() {
   for (const std::string& w : checked.warnings) s.log->warn("{}", w);
   MPCACHE_ASSIGN_OR_RETURN(
       s.listener, net::TlsListener::Bind(s.io, *s.tls, net::ToEndpoint(s.cfg.client_listen)));
+  {
+    RequestQueue::Options q;
+    q.party_id = s.cfg.party_id;
+    q.limits = s.cfg.limits;
+    q.recv_timeout = std::chrono::milliseconds(s.cfg.timeouts.recv_ms);
+    // A client's frames are fragments of at most SyncLink's fragment size (plus its
+    // continuation byte): nothing bigger is ever read from a client.
+    q.max_client_frame = std::min<std::size_t>(s.cfg.max_frame_bytes, kFragmentBytes + 1);
+    q.log = s.log;
+    q.metrics = &s.metrics;
+    q.use_session = [&s](std::uint64_t session) {
+      std::lock_guard<std::mutex> lock(s.used_mu);
+      return s.used_sessions.Use(session);
+    };
+    s.queue = std::make_unique<RequestQueue>(s.io, std::move(q));
+  }
   s.listener->Start({std::string(net::kClientName)},
                     std::chrono::milliseconds(s.cfg.timeouts.handshake_ms),
                     [&s](Result<net::AcceptedTls> a) {
@@ -329,10 +391,7 @@ Status PartyService::Run() {
                         s.log->warn("refused a client connection: {}", a.error().message());
                         return;
                       }
-                      std::lock_guard<std::mutex> lock(s.mu);
-                      if (s.stopping) return;
-                      s.pending.push_back(std::move(a).value());
-                      s.cv.notify_all();
+                      s.queue->Add(std::move(a).value());
                     });
   if (s.cfg.metrics_port > 0) {
     MPCACHE_ASSIGN_OR_RETURN(s.http,
@@ -354,20 +413,30 @@ Status PartyService::Run() {
       s.cfg.party_id, s.cfg.client_listen.ToString(),
       s.cfg.parties[static_cast<std::size_t>(s.cfg.party_id)].ToString(), s.cfg.dealer.ToString(),
       s.cfg.metrics_port, config::ToString(s.cfg.security), config::ToString(s.cfg.weights));
-  for (;;) {
-    net::AcceptedTls next;
-    {
+  const auto is_stopping = [&s] {
+    std::lock_guard<std::mutex> lock(s.mu);
+    return s.stopping;
+  };
+  while (!is_stopping()) {
+    if (!s.queue->WaitForRequest(std::chrono::milliseconds(200))) continue;
+    std::optional<QueuedRequest> next = s.AgreeOnNext();
+    if (!next) {
+      // No agreement yet (a peer is still busy, or has not received the request): retry soon.
       std::unique_lock<std::mutex> lock(s.mu);
-      s.cv.wait(lock, [&s] { return s.stopping || !s.pending.empty(); });
-      if (s.stopping) break;
-      next = std::move(s.pending.front());
-      s.pending.pop_front();
+      s.cv.wait_for(lock, std::chrono::milliseconds(50), [&s] { return s.stopping; });
+      continue;
+    }
+    {
+      std::lock_guard<std::mutex> lock(s.mu);
       s.busy = true;
     }
-    s.Serve(std::move(next));
+    s.queue->SetRunning(true);
+    s.Serve(std::move(*next));
+    s.queue->SetRunning(false);
     std::lock_guard<std::mutex> lock(s.mu);
     s.busy = false;
   }
+  s.queue->Close("party " + std::to_string(s.cfg.party_id) + " is shutting down");
   std::promise<void> closed;
   asio::post(s.io, [&s, &signals, &closed] {
     s.listener->Close();

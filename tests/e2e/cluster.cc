@@ -218,7 +218,8 @@ Cluster::Cluster(const ClusterOptions& options) {
       << "/tok512.bin\n  frac_bits: " << (options.private_weights ? 18 : 16) << "\nmpcache:\n"
       << options.mpcache
       << "logging:\n  level: info\nmetrics:\n  port: " << metrics_[static_cast<std::size_t>(i)]
-      << "\n";
+      << "\n"
+      << options.party_yaml;
   }
   {
     std::ofstream f(dir_ + "/dealer.yaml");

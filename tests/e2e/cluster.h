@@ -53,6 +53,8 @@ struct ClusterOptions {
   int other_split_party = -1;
   // The parties' `mpcache:` section body (indented two spaces); default: the full cache.
   std::string mpcache = "  cache: full\n";
+  // More top-level sections of every party's YAML (e.g. "limits:\n  max_queued_clients: 1\n").
+  std::string party_yaml = {};
   // A deploy/netns/netns.sh topology (e2e/netns.h): every daemon runs in its own namespace
   // (`ip netns exec <netns>-party0 ...`) at its own address on `subnet`; the test process
   // must have joined <netns>-client. Empty: everything on 127.0.0.1.

@@ -17,6 +17,7 @@
 #include "daemon/client_protocol.h"
 #include "daemon/sync_link.h"
 #include "e2e/cluster.h"
+#include "e2e/raw_request.h"
 #include "net/tls/mesh_config.h"
 #include "net/tls/tls_context.h"
 #include "preproc/in_process_dealer.h"
@@ -24,122 +25,7 @@
 namespace mpcache::e2e {
 namespace {
 
-namespace cp = daemon::client_proto;
 using namespace std::chrono_literals;
-
-constexpr std::uint32_t kVocab = 512;  // stories260K / tok512
-
-// One request driven by hand.
-class RawRequest {
- public:
-  RawRequest(const config::ClientConfig& cfg, net::asio::io_context& io,
-             net::asio::ssl::context& tls, std::uint64_t session)
-      : session_(session) {
-    for (int p = 0; p < 3; ++p) {
-      auto link = daemon::SyncLink::Connect(
-          io, tls, net::ToEndpoint(cfg.parties[static_cast<std::size_t>(p)]), net::PartyName(p), 0,
-          std::size_t{64} << 20, 10s, "party " + std::to_string(p));
-      EXPECT_TRUE(link.ok()) << link.error().ToString();
-      if (link.ok()) links_[static_cast<std::size_t>(p)] = std::move(link).value();
-    }
-  }
-  bool ok() const { return links_[0] && links_[1] && links_[2]; }
-  std::uint64_t session() const { return session_; }
-
-  void SendAll(const std::vector<std::uint8_t>& bytes) {
-    for (auto& l : links_) ASSERT_TRUE(l->Send(bytes).ok());
-  }
-  void Generate(std::uint32_t prompt_len, std::uint32_t steps) {
-    SendAll(cp::Encode(cp::Generate{session_, prompt_len, steps, kVocab}));
-  }
-  Result<std::vector<std::uint8_t>> Recv(int p) {
-    return links_[static_cast<std::size_t>(p)]->Recv(20s);
-  }
-
-  // The three seed shares (checked against their hash) and the client's clear masks.
-  bool ReadSeed(std::uint32_t prompt_len, std::uint32_t steps) {
-    Seed seed{};
-    std::array<std::uint8_t, 32> hash{};
-    for (int p = 0; p < 3; ++p) {
-      auto m = Recv(p);
-      if (!m.ok() || cp::TypeOf(*m) != cp::kSeedShare) return false;
-      auto s = cp::Decode<cp::SeedShare>(*m);
-      if (!s.ok()) return false;
-      for (std::size_t i = 0; i < 16; ++i) seed[i] ^= s->share[i];
-      hash = s->hash;
-    }
-    std::array<std::uint8_t, 32> h{};
-    SHA256(seed.data(), seed.size(), h.data());
-    if (h != hash) return false;
-    preproc::Batch b;
-    b.party = mpc::kClient;
-    b.request.type = preproc::ItemType::kInputMask;
-    b.request.owner = mpc::kClient;
-    b.request.count = std::uint64_t{prompt_len} * kVocab;
-    auto r = preproc::ExpandClientMasks(seed, b);
-    b.seq = 1;
-    b.request.count = steps;
-    auto o = preproc::ExpandClientMasks(seed, b);
-    if (!r.ok() || !o.ok()) return false;
-    prompt_masks_ = std::move(r).value();
-    out_masks_ = std::move(o).value();
-    return true;
-  }
-
-  // d = x - r for rows x (one-hot of `tokens`, then edited).
-  cp::Prompt MaskedPrompt(const std::vector<int>& tokens,
-                          const std::function<void(std::vector<std::uint64_t>&)>& edit = {}) {
-    std::vector<std::uint64_t> x(tokens.size() * kVocab, 0);
-    for (std::size_t i = 0; i < tokens.size(); ++i) {
-      x[i * kVocab + static_cast<std::size_t>(tokens[i])] = 1;
-    }
-    if (edit) edit(x);
-    cp::Prompt m{session_, std::vector<std::uint64_t>(x.size())};
-    for (std::size_t i = 0; i < x.size(); ++i) m.d[i] = x[i] - prompt_masks_[i];
-    return m;
-  }
-
-  // Every party's next message is a Token for `pos`: the unmasked token (-1 if not).
-  int ReadTokens(std::uint32_t pos) {
-    std::optional<std::uint64_t> masked;
-    for (int p = 0; p < 3; ++p) {
-      auto m = Recv(p);
-      // Heartbeats of the prompt positions come first, each for this request.
-      while (m.ok() && cp::TypeOf(*m) == cp::kProgress) {
-        auto g = cp::Decode<cp::Progress>(*m);
-        if (!g.ok() || g->session != session_ || g->pos >= pos) return -1;
-        m = Recv(p);
-      }
-      if (!m.ok() || cp::TypeOf(*m) != cp::kToken) return -1;
-      auto t = cp::Decode<cp::Token>(*m);
-      if (!t.ok() || t->pos != pos || (masked && *masked != t->masked)) return -1;
-      masked = t->masked;
-    }
-    return static_cast<int>(*masked - out_masks_.at(pos - prompt_masks_.size() / kVocab));
-  }
-
-  // Every party's Error (after any other messages); "" for a party that sent none.
-  std::array<std::string, 3> Errors() {
-    std::array<std::string, 3> out;
-    for (int p = 0; p < 3; ++p) {
-      for (;;) {
-        auto m = Recv(p);
-        if (!m.ok()) break;
-        if (cp::TypeOf(*m) == cp::kError) {
-          auto e = cp::Decode<cp::ErrorMsg>(*m);
-          if (e.ok()) out[static_cast<std::size_t>(p)] = e->message;
-          break;
-        }
-      }
-    }
-    return out;
-  }
-
- private:
-  std::uint64_t session_;
-  std::array<std::unique_ptr<daemon::SyncLink>, 3> links_;
-  std::vector<std::uint64_t> prompt_masks_, out_masks_;
-};
 
 void ExpectAllRefuse(RawRequest& r, const std::string& what) {
   const auto errors = r.Errors();

@@ -47,6 +47,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     case kProgress:
       RoundTrip<Progress>(payload);
       break;
+    case kQueued:
+      RoundTrip<Queued>(payload);
+      break;
     default:
       // Every decoder refuses a payload of another type.
       if (Decode<Generate>(payload).ok() || Decode<ErrorMsg>(payload).ok()) {

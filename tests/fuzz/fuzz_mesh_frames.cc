@@ -31,6 +31,9 @@ void DecodeMessage(const std::vector<std::uint8_t>& m) {
     case client_proto::kProgress:
       (void)client_proto::Decode<client_proto::Progress>(m);
       break;
+    case client_proto::kQueued:
+      (void)client_proto::Decode<client_proto::Queued>(m);
+      break;
     case client_proto::kToken:
       (void)client_proto::Decode<client_proto::Token>(m);
       break;
