@@ -408,8 +408,10 @@ Result<GenerateResult> Run::Go(std::vector<int> prompt, int max_tokens,
         } else if (party.seed) {
           bad(ProtocolError("party " + std::to_string(ev->party) +
                             " said the request is queued after it started"));
-        } else if (ev->party == 0 && told_ahead != m->ahead) {
-          // Party 0's queue order is the service order (daemon/session_order.h).
+        } else if (ev->party == 0 && (!told_ahead || m->ahead < *told_ahead)) {
+          // Party 0's queue order is the service order (daemon/session_order.h). Honestly the
+          // count only falls (later requests queue behind this one): a rise is not printed, so
+          // that a party cannot flood the terminal.
           told_ahead = m->ahead;
           log_->warn("session {:016x}: queued, {} request(s) ahead; waiting for its turn", session_,
                      m->ahead);
