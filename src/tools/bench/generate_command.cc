@@ -8,11 +8,14 @@
 // prompt's tokens is reported apart): wall seconds, bytes sent per party, rounds, and the
 // per-phase breakdown (embedding, norms, projections, attention, softmax, ffn,
 // classifier_argmax, mac_check). The dealer runs on demand inside the loop; its own time
-// and traffic are reported as the offline figures.
+// and traffic are reported as the offline figures. With --rtt-ms (and --link-mbit), the
+// per-token time between sites is estimated from the measured rounds and bytes
+// (tools/bench/link_estimate.h).
 #include <algorithm>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "infer/in_process.h"
@@ -20,6 +23,7 @@
 #include "model/checkpoint.h"
 #include "model/tokenizer.h"
 #include "tools/bench/commands.h"
+#include "tools/bench/link_estimate.h"
 #include "tools/common/sampling_flags.h"
 
 namespace mpcache::tools {
@@ -38,6 +42,8 @@ struct GenerateOptions {
   std::string shares;  // private weights from share files
   bool offline_first = false;
   bool json = false;
+  std::optional<double> rtt_ms;  // estimate the per-token time at this round-trip time
+  double link_mbit = 0;          // ... and this uplink rate per party (0: unlimited)
 };
 
 template <typename P>
@@ -120,6 +126,16 @@ Result<nlohmann::json> RunGenerate(const GenerateOptions& o) {
   j["prefill_rounds"] = all0.rounds - total.rounds;
   j["bytes_sent_busiest_party_all_positions"] = max_bytes;
   j["phases"] = phases;
+  if (o.rtt_ms) {
+    const LinkEstimate e =
+        EstimateOverLink(r.report.decode_seconds * per, static_cast<double>(total.rounds) * per,
+                         static_cast<double>(total.bytes_sent) * per, *o.rtt_ms, o.link_mbit);
+    j["over_link"] = {{"rtt_ms", e.rtt_ms},
+                      {"link_mbit", e.link_mbit},
+                      {"round_seconds_per_token", e.round_seconds},
+                      {"transfer_seconds_per_token", e.transfer_seconds},
+                      {"seconds_per_token", e.seconds_per_token}};
+  }
   nlohmann::json off;
   off["dealer_seconds"] = r.offline.dealer_seconds;
   off["expand_seconds"] = r.offline.expand_seconds;
@@ -152,6 +168,15 @@ int RunGenerateCommand(const GenerateOptions& o) {
     std::cerr << "  " << name << ": " << p["seconds_per_token"].get<double>() << " s, "
               << p["rounds_per_token"].get<double>() << " rounds, "
               << p["bytes_per_token"].get<double>() << " bytes per token\n";
+  }
+  if (j->contains("over_link")) {
+    const auto& e = (*j)["over_link"];
+    std::cerr << "over a link of " << e["rtt_ms"].get<double>() << " ms round trip";
+    if (o.link_mbit > 0) std::cerr << " and " << o.link_mbit << " Mbit/s";
+    std::cerr << ": ~" << e["seconds_per_token"].get<double>() << " s/token (rounds "
+              << e["round_seconds_per_token"].get<double>() << " s, bytes "
+              << e["transfer_seconds_per_token"].get<double>()
+              << " s; an estimate: tools/bench/link_estimate.h)\n";
   }
   return 0;
 }
@@ -189,7 +214,22 @@ void AddGenerateCommand(CLI::App& app, int* exit_code) {
                 "Produce all preprocessing before the online phase (runs the generation twice: "
                 "once to learn the requests); online figures then exclude dealer work");
   cmd->add_flag("--json", opts->json, "Print one JSON object on stdout");
-  cmd->callback([opts, exit_code] { *exit_code = RunGenerateCommand(*opts); });
+  cmd->add_option("--rtt-ms", opts->rtt_ms,
+                  "Also estimate s/token between sites at this round-trip time (ms), from the "
+                  "measured rounds (each costs rtt/2) and bytes")
+      ->check(CLI::Range(0.0, 1e6));
+  cmd->add_option("--link-mbit", opts->link_mbit,
+                  "With --rtt-ms: each party's uplink in Mbit/s (default: unlimited)")
+      ->check(CLI::Range(0.0, 1e9));
+  cmd->callback([opts, exit_code] {
+    if (opts->link_mbit > 0 && !opts->rtt_ms) {
+      std::cerr << "error: --link-mbit needs --rtt-ms (the estimate is of a link); fix: add "
+                   "--rtt-ms 0 for a bandwidth-only estimate\n";
+      *exit_code = 2;
+      return;
+    }
+    *exit_code = RunGenerateCommand(*opts);
+  });
 }
 
 }  // namespace mpcache::tools
