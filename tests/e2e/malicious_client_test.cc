@@ -39,23 +39,9 @@ class MaliciousClient : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(cluster_.StartAll()) << cluster_.dir();
-    auto cfg = config::LoadClientConfig(cluster_.client_config());
-    ASSERT_TRUE(cfg.ok()) << cfg.error().ToString();
-    cfg_ = *cfg;
-    auto tls = net::MakeTlsContext(net::TlsFilesFromConfig(cfg_.tls));
-    ASSERT_TRUE(tls.ok());
-    tls_ = std::move(tls).value();
-    work_.emplace(net::asio::make_work_guard(io_));
-    io_thread_ = std::thread([this] { io_.run(); });
+    ASSERT_TRUE(client_.Open(cluster_.client_config()));
   }
-  void TearDown() override {
-    work_.reset();
-    io_.stop();
-    if (io_thread_.joinable()) io_thread_.join();
-  }
-  std::unique_ptr<RawRequest> Request(std::uint64_t session) {
-    return std::make_unique<RawRequest>(cfg_, io_, *tls_, session);
-  }
+  std::unique_ptr<RawRequest> Request(std::uint64_t session) { return client_.Request(session); }
   // Starts a request of prompt {1, 403} (BOS and one token), 4 positions, up to the first
   // released token (position 2).
   std::unique_ptr<RawRequest> UpToFirstToken(std::uint64_t session) {
@@ -69,11 +55,7 @@ class MaliciousClient : public ::testing::Test {
   }
 
   Cluster cluster_;
-  config::ClientConfig cfg_;
-  net::asio::io_context io_;
-  std::optional<net::asio::executor_work_guard<net::asio::io_context::executor_type>> work_;
-  std::thread io_thread_;
-  std::unique_ptr<net::asio::ssl::context> tls_;
+  RawClient client_;
 };
 
 TEST_F(MaliciousClient, EveryBogusMessageIsRefusedAndTheDaemonsServeOn) {
@@ -109,7 +91,7 @@ TEST_F(MaliciousClient, EveryBogusMessageIsRefusedAndTheDaemonsServeOn) {
     r->Generate(2, 4);
     ASSERT_TRUE(r->ReadSeed(2, 4));
     cp::Prompt p = r->MaskedPrompt({1, 403});
-    p.d.resize(p.d.size() + 3 * kVocab);  // three rows more than announced
+    p.d.resize(p.d.size() + std::size_t{3} * kVocab);  // three rows more than announced
     r->SendAll(cp::Encode(p));
     ExpectAllRefuse(*r, "sent a Prompt message of more than " +
                             std::to_string(17 + 8 * 2 * kVocab) +

@@ -20,24 +20,29 @@ class Queue : public ::testing::Test {
   void Start(const ClusterOptions& options = {}) {
     cluster_ = std::make_unique<Cluster>(options);
     ASSERT_TRUE(cluster_->StartAll()) << cluster_->dir();
-    auto cfg = config::LoadClientConfig(cluster_->client_config());
-    ASSERT_TRUE(cfg.ok()) << cfg.error().ToString();
-    cfg_ = *cfg;
-    auto tls = net::MakeTlsContext(net::TlsFilesFromConfig(cfg_.tls));
-    ASSERT_TRUE(tls.ok());
-    tls_ = std::move(tls).value();
-    work_.emplace(net::asio::make_work_guard(io_));
-    io_thread_ = std::thread([this] { io_.run(); });
-  }
-  void TearDown() override {
-    work_.reset();
-    io_.stop();
-    if (io_thread_.joinable()) io_thread_.join();
+    ASSERT_TRUE(client_.Open(cluster_->client_config()));
   }
   std::unique_ptr<RawRequest> Request(std::uint64_t session) {
-    auto r = std::make_unique<RawRequest>(cfg_, io_, *tls_, session);
+    auto r = client_.Request(session);
     EXPECT_TRUE(r->ok());
     return r;
+  }
+  // A runs (held before its prompt: the parties wait recv_ms for it), then B queues behind it
+  // and C comes last: what the limit tests need.
+  struct ThreeRequests {
+    std::unique_ptr<RawRequest> a, b, c;
+  };
+  ThreeRequests RunningWaitingAndOneMore(std::uint64_t base) {
+    ThreeRequests t;
+    t.a = Request(base + 1);
+    t.a->Generate(2, 4);
+    EXPECT_TRUE(t.a->ReadSeed(2, 4));
+    t.b = Request(base + 2);
+    t.b->Generate(2, 4);
+    std::this_thread::sleep_for(300ms);
+    t.c = Request(base + 3);
+    t.c->Generate(2, 4);
+    return t;
   }
   // The rest of a request of prompt {1, 403}, 4 positions, from the seed shares to the
   // parties' Done: its released tokens (empty on any failure).
@@ -59,11 +64,7 @@ class Queue : public ::testing::Test {
   }
 
   std::unique_ptr<Cluster> cluster_;
-  config::ClientConfig cfg_;
-  net::asio::io_context io_;
-  std::optional<net::asio::executor_work_guard<net::asio::io_context::executor_type>> work_;
-  std::thread io_thread_;
-  std::unique_ptr<net::asio::ssl::context> tls_;
+  RawClient client_;
 };
 
 TEST_F(Queue, RequestsReachingThePartiesInOppositeOrdersAreServedInOneOrder) {
@@ -134,15 +135,9 @@ TEST_F(Queue, BeyondTheQueueLimitARequestIsRefusedNamingTheField) {
   ClusterOptions o;
   o.party_yaml = "limits:\n  max_queued_clients: 1\n";
   Start(o);
-  // A runs (held before its prompt), B waits: the queue is full.
-  auto a = Request(0x0a00000000000001);
-  a->Generate(2, 4);
-  ASSERT_TRUE(a->ReadSeed(2, 4));
-  auto b = Request(0x0b00000000000002);
-  b->Generate(2, 4);
-  std::this_thread::sleep_for(300ms);
-  auto c = Request(0x0c00000000000003);
-  c->Generate(2, 4);
+  // A runs, B waits: the queue is full when C comes.
+  ThreeRequests t = RunningWaitingAndOneMore(0x0a00000000000000);
+  auto &a = t.a, &b = t.b, &c = t.c;
   const auto errors = c->Errors();
   for (int p = 0; p < 3; ++p) {
     EXPECT_NE(errors[static_cast<std::size_t>(p)].find(
@@ -167,15 +162,9 @@ TEST_F(Queue, PerClientLimitAndQueueTimeoutRefuseNamingTheirFields) {
   ClusterOptions o;
   o.party_yaml = "limits:\n  max_queued_per_client: 1\n  queue_timeout_ms: 2500\n";
   Start(o);
-  auto a = Request(0x0a00000000000011);
-  a->Generate(2, 4);
-  ASSERT_TRUE(a->ReadSeed(2, 4));
-  auto b = Request(0x0b00000000000012);
-  b->Generate(2, 4);
-  std::this_thread::sleep_for(300ms);
-  // A second waiting request from the same address (127.0.0.1).
-  auto c = Request(0x0c00000000000013);
-  c->Generate(2, 4);
+  // C: a second waiting request from the same address (127.0.0.1).
+  ThreeRequests t = RunningWaitingAndOneMore(0x0a00000000000010);
+  auto &a = t.a, &b = t.b, &c = t.c;
   for (const std::string& e : c->Errors()) {
     EXPECT_NE(e.find("1 requests from 127.0.0.1 are queued already "
                      "(limits.max_queued_per_client: 1)"),

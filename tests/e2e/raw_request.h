@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/config.h"
@@ -161,6 +162,43 @@ class RawRequest {
   std::array<std::unique_ptr<daemon::SyncLink>, 3> links_;
   std::vector<std::uint64_t> prompt_masks_, out_masks_;
   std::array<std::optional<std::uint32_t>, 3> most_ahead_;
+};
+
+// What a test needs to drive requests by hand: the client config's identity and an io thread.
+class RawClient {
+ public:
+  RawClient() = default;
+  ~RawClient() {
+    work_.reset();
+    io_.stop();
+    if (io_thread_.joinable()) io_thread_.join();
+  }
+  RawClient(const RawClient&) = delete;
+  RawClient& operator=(const RawClient&) = delete;
+
+  // Loads `client_yaml` (its parties and certificate) and starts the io thread.
+  ::testing::AssertionResult Open(const std::string& client_yaml) {
+    auto cfg = config::LoadClientConfig(client_yaml);
+    if (!cfg.ok()) return ::testing::AssertionFailure() << cfg.error().ToString();
+    cfg_ = *cfg;
+    auto tls = net::MakeTlsContext(net::TlsFilesFromConfig(cfg_.tls));
+    if (!tls.ok()) return ::testing::AssertionFailure() << tls.error().ToString();
+    tls_ = std::move(tls).value();
+    work_.emplace(net::asio::make_work_guard(io_));
+    io_thread_ = std::thread([this] { io_.run(); });
+    return ::testing::AssertionSuccess();
+  }
+  // A request connected to the three parties (nothing sent yet).
+  std::unique_ptr<RawRequest> Request(std::uint64_t session) {
+    return std::make_unique<RawRequest>(cfg_, io_, *tls_, session);
+  }
+
+ private:
+  config::ClientConfig cfg_;
+  net::asio::io_context io_;
+  std::optional<net::asio::executor_work_guard<net::asio::io_context::executor_type>> work_;
+  std::thread io_thread_;
+  std::unique_ptr<net::asio::ssl::context> tls_;
 };
 
 }  // namespace mpcache::e2e
