@@ -52,6 +52,8 @@ struct PartyService::Impl {
   Status LoadModel();
   void DescribeMetrics();
   HttpReply Http(std::string_view target);
+  // "party N is shutting down" once Shutdown ran (polled by mesh and dealer-link setups).
+  std::optional<std::string> ShutdownReason();
   std::optional<QueuedRequest> AgreeOnNext();
   void Serve(QueuedRequest queued);
   void Shutdown();
@@ -130,6 +132,12 @@ HttpReply PartyService::Impl::Http(std::string_view target) {
   return {404, "text/plain", "not found: try /metrics or /healthz\n"};
 }
 
+std::optional<std::string> PartyService::Impl::ShutdownReason() {
+  std::lock_guard<std::mutex> lock(mu);
+  if (!stopping) return std::nullopt;
+  return "party " + std::to_string(cfg.party_id) + " is shutting down";
+}
+
 // One lobby round with the peers (daemon/session_order.h): the request all three serve
 // next, taken out of the queue, or none yet.
 std::optional<QueuedRequest> PartyService::Impl::AgreeOnNext() {
@@ -139,11 +147,7 @@ std::optional<QueuedRequest> PartyService::Impl::AgreeOnNext() {
   o.connect_timeout = std::min(o.connect_timeout, std::chrono::milliseconds(1000));
   o.recv_timeout = std::chrono::milliseconds(cfg.timeouts.handshake_ms);
   o.listen_fd = mesh_address->native_handle();
-  o.cancelled = [this]() -> std::optional<std::string> {
-    std::lock_guard<std::mutex> lock(mu);
-    if (!stopping) return std::nullopt;
-    return "party " + std::to_string(cfg.party_id) + " is shutting down";
-  };
+  o.cancelled = [this] { return ShutdownReason(); };
   auto mesh = net::TlsMesh::Create(std::move(o));
   if (!mesh.ok()) {
     log->debug("lobby: {}", mesh.error().message());
@@ -197,11 +201,9 @@ void PartyService::Impl::Serve(QueuedRequest queued) {
   }
   metrics.Add("mpcache_requests_total", 1);
   metrics.Add("mpcache_active_sessions", 1);
-  // The Generate was read and checked for replays when the request was queued.
-  Result<client_proto::Generate> req = queued.req;
+  // The Generate was read and checked (replays, limits) when the request was queued.
+  const client_proto::Generate& req = queued.req;
   SessionEnd end;
-  Result<client_proto::Done> done = req.ok() ? Result<client_proto::Done>(InvalidArgument(""))
-                                             : Result<client_proto::Done>(req.error());
   PartyRuntime rt;
   rt.cfg = &cfg;
   rt.io = &io;
@@ -212,46 +214,40 @@ void PartyService::Impl::Serve(QueuedRequest queued) {
   rt.metrics = &metrics;
   rt.adversary_for_testing = adversary_for_testing;
   rt.mesh_listen_fd = mesh_address->native_handle();
-  rt.cancelled = [this]() -> std::optional<std::string> {
-    std::lock_guard<std::mutex> lock(mu);
-    if (!stopping) return std::nullopt;
-    return "party " + std::to_string(cfg.party_id) + " is shutting down";
-  };
+  rt.cancelled = [this] { return ShutdownReason(); };
   rt.on_mesh = [this](net::TlsMesh* m) {
     std::lock_guard<std::mutex> lock(mu);
     active_mesh = m;
     if (m && stopping) m->Abort("party " + std::to_string(cfg.party_id) + " is shutting down");
   };
-  if (req.ok()) {
-    log->info("[session {:016x}] request from {}: {} prompt tokens, {} steps", req->session, remote,
-              req->prompt_len, req->steps);
-    // Watchdog: a request that outlives timeouts.request_ms is aborted (mesh abort: the
-    // peers stop too; the client is told below).
-    std::mutex wd_mu;
-    std::condition_variable wd_cv;
-    bool finished = false;
-    std::thread watchdog([&] {
-      std::unique_lock<std::mutex> lock(wd_mu);
-      if (wd_cv.wait_for(lock, std::chrono::milliseconds(cfg.timeouts.request_ms),
-                         [&] { return finished; })) {
-        return;
-      }
-      std::lock_guard<std::mutex> guard(mu);
-      if (active_mesh) {
-        active_mesh->Abort("the request exceeded timeouts.request_ms (" +
-                           std::to_string(cfg.timeouts.request_ms) + " ms) at party " +
-                           std::to_string(self));
-      }
-    });
-    done = RunPartySession(rt, client, *req, &end);
-    {
-      std::lock_guard<std::mutex> lock(wd_mu);
-      finished = true;
+  log->info("[session {:016x}] request from {}: {} prompt tokens, {} steps", req.session, remote,
+            req.prompt_len, req.steps);
+  // Watchdog: a request that outlives timeouts.request_ms is aborted (mesh abort: the
+  // peers stop too; the client is told below).
+  std::mutex wd_mu;
+  std::condition_variable wd_cv;
+  bool finished = false;
+  std::thread watchdog([&] {
+    std::unique_lock<std::mutex> lock(wd_mu);
+    if (wd_cv.wait_for(lock, std::chrono::milliseconds(cfg.timeouts.request_ms),
+                       [&] { return finished; })) {
+      return;
     }
-    wd_cv.notify_all();
-    watchdog.join();
+    std::lock_guard<std::mutex> guard(mu);
+    if (active_mesh) {
+      active_mesh->Abort("the request exceeded timeouts.request_ms (" +
+                         std::to_string(cfg.timeouts.request_ms) + " ms) at party " +
+                         std::to_string(self));
+    }
+  });
+  Result<client_proto::Done> done = RunPartySession(rt, client, req, &end);
+  {
+    std::lock_guard<std::mutex> lock(wd_mu);
+    finished = true;
   }
-  const std::uint64_t session = req.ok() ? req->session : 0;
+  wd_cv.notify_all();
+  watchdog.join();
+  const std::uint64_t session = req.session;
   if (done.ok()) {
     (void)client.Send(client_proto::Encode(*done));
   } else {
