@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Make the certificates MPCache's daemons use for mutually authenticated TLS 1.3.
 #
-#   deploy/gen-certs.sh [--force] [--rogue] [--days N] DIR
+#   deploy/gen-certs.sh [--force] [--rogue] [--days N] [--owner UID[:GID]] DIR
 #
 # Writes into DIR (created if missing):
 #   ca.crt ca.key                      the deployment CA (EC P-256)
@@ -17,15 +17,21 @@
 #
 # Idempotent: existing files are kept unless --force is given. Private keys are 0600 (also
 # the kept ones: the daemons refuse a key that group or others can read).
+#
+# With --owner UID[:GID] the daemons' keys (party0..2.key, dealer.key) are given to that
+# user (root needed), still 0600: the containers run as uid 10001, so
+# `--owner 10001` makes a folder the compose file can mount as it is. The CA key and the
+# client key stay with the caller.
 set -euo pipefail
 
 usage() {
-  sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 force=0
 rogue=0
 days=825
+owner=""
 dir=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -34,6 +40,14 @@ while [[ $# -gt 0 ]]; do
     --days)
       shift
       days="${1:?--days needs a number}"
+      ;;
+    --owner)
+      shift
+      owner="${1:?--owner needs a user id, e.g. 10001 or 10001:10001}"
+      if ! [[ "$owner" =~ ^[0-9]+(:[0-9]+)?$ ]]; then
+        echo "gen-certs.sh: --owner '$owner' must be UID or UID:GID in digits (the containers run as 10001)" >&2
+        exit 2
+      fi
       ;;
     -h | --help)
       usage
@@ -54,7 +68,7 @@ while [[ $# -gt 0 ]]; do
   shift
 done
 if [[ -z "$dir" ]]; then
-  echo "gen-certs.sh: missing output folder (usage: gen-certs.sh [--force] [--rogue] DIR)" >&2
+  echo "gen-certs.sh: missing output folder (usage: gen-certs.sh [--force] [--rogue] [--days N] [--owner UID[:GID]] DIR)" >&2
   exit 2
 fi
 command -v openssl >/dev/null || {
@@ -125,5 +139,13 @@ make_set() {
 make_set "$dir" "mpcache-ca"
 if [[ $rogue -eq 1 ]]; then
   make_set "$dir/rogue" "mpcache-rogue-ca"
+fi
+if [[ -n "$owner" ]]; then
+  for f in party0 party1 party2 dealer; do
+    if ! chown "$owner" "$dir/$f.key" 2>/dev/null; then
+      echo "gen-certs.sh: cannot give $dir/$f.key to $owner (--owner needs root: sudo)" >&2
+      exit 1
+    fi
+  done
 fi
 echo "certificates in $dir" >&2
