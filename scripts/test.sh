@@ -7,6 +7,8 @@
 #
 #   MPCACHE_MODEL_DIR   folder with stories260K.bin, tok512.bin, ... (default ../shared/models)
 #   MPCACHE_TEST_HEAVY  1 to include tests labelled `heavy` (default: off)
+#   MPCACHE_TEST_CONTAINERS  1 to include the `containers` test (builds the image and runs
+#                       four containers, ~10 min; scripts/container-test.sh; default: off)
 #   MPCACHE_SKIP_ASAN   1 to skip the sanitizer pass (local iteration only)
 #   MPCACHE_SKIP_FUZZ   1 to skip the fuzz pass (local iteration only)
 #   MPCACHE_FUZZ_SECONDS  seconds per fuzz target in the fuzz pass (default 3)
@@ -14,14 +16,19 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
-./scripts/install-deps.sh
+./scripts/install-deps.sh --tests
 
 . "$root/scripts/model-dir.sh"
 resolve_model_dir test.sh "$root"
 jobs=$(nproc)
 
-label_args=(-LE heavy)
-if [ "${MPCACHE_TEST_HEAVY:-0}" = "1" ]; then label_args=(); fi
+skip_labels=()
+if [ "${MPCACHE_TEST_HEAVY:-0}" != "1" ]; then skip_labels+=(heavy); fi
+if [ "${MPCACHE_TEST_CONTAINERS:-0}" != "1" ]; then skip_labels+=(containers); fi
+label_args=()
+if [ ${#skip_labels[@]} -gt 0 ]; then
+  label_args=(-LE "^($(IFS='|'; echo "${skip_labels[*]}"))\$")
+fi
 
 echo "== release build (warnings as errors)" >&2
 cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DMPCACHE_WERROR=ON \
