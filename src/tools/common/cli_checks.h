@@ -4,8 +4,11 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <iostream>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace mpcache::tools {
 
@@ -50,6 +53,32 @@ inline std::optional<std::string> UnknownFlag(CLI::App& app, int argc, char** ar
       return "unknown flag '" + name + "'" +
              (current == &app ? std::string() : " for '" + current->get_name() + "'");
     }
+  }
+  return std::nullopt;
+}
+
+// Parses argv into `app` after the unknown-flag check. Returns the code main() should exit
+// with now: 0 after --help or --version (CLI11 prints them), 2 for a bad command line,
+// printed as one line "<tool>: <error> (see --help)"; nullopt when parsing succeeded.
+inline std::optional<int> ParseCommandLine(CLI::App& app, int argc, char** argv,
+                                           std::string_view tool) {
+  if (auto flag = UnknownFlag(app, argc, argv)) {
+    std::cerr << tool << ": " << *flag << " (see --help)\n";
+    return 2;
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string message = e.what();
+    std::replace(message.begin(), message.end(), '\n', ' ');
+    std::cerr << tool << ": " << message << " (see --help)\n";
+    return 2;
   }
   return std::nullopt;
 }

@@ -1,6 +1,5 @@
 // mpcache-model: the model owner's tool — inspect a checkpoint, run it in plaintext (the
 // reference engine), make synthetic checkpoints, split weights into per-party shares.
-#include <algorithm>
 #include <iostream>
 #include <string>
 
@@ -22,24 +21,8 @@ int main(int argc, char** argv) {
       std::cerr << "mpcache-model: " << *unknown << " (see --help)\n";
       return 2;
     }
-    if (auto flag = mpcache::tools::UnknownFlag(app, argc, argv)) {
-      std::cerr << "mpcache-model: " << *flag << " (see --help)\n";
-      return 2;
-    }
-    try {
-      app.parse(argc, argv);
-    } catch (const CLI::CallForHelp& e) {
-      return app.exit(e);
-    } catch (const CLI::CallForAllHelp& e) {
-      return app.exit(e);
-    } catch (const CLI::CallForVersion& e) {
-      return app.exit(e);
-    } catch (const CLI::ParseError& e) {
-      // One line, as every mpcache command error.
-      std::string message = e.what();
-      std::replace(message.begin(), message.end(), '\n', ' ');
-      std::cerr << "mpcache-model: " << message << " (see --help)\n";
-      return e.get_exit_code() != 0 ? e.get_exit_code() : 2;
+    if (auto code = mpcache::tools::ParseCommandLine(app, argc, argv, "mpcache-model")) {
+      return *code;
     }
     return exit_code;
   });

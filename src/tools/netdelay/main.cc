@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -53,21 +52,8 @@ int main(int argc, char** argv) {
     app.add_option("--max-queue-bytes", max_queue_bytes,
                    "Bytes queued per output port at most; frames beyond it are dropped")
         ->capture_default_str();
-    if (auto flag = mpcache::tools::UnknownFlag(app, argc, argv)) {
-      std::cerr << "mpcache-netdelay: " << *flag << " (see --help)\n";
-      return 2;
-    }
-    try {
-      app.parse(argc, argv);
-    } catch (const CLI::CallForHelp& e) {
-      return app.exit(e);
-    } catch (const CLI::CallForAllHelp& e) {
-      return app.exit(e);
-    } catch (const CLI::ParseError& e) {
-      std::string message = e.what();
-      std::replace(message.begin(), message.end(), '\n', ' ');
-      std::cerr << "mpcache-netdelay: " << message << " (see --help)\n";
-      return 2;
+    if (auto code = mpcache::tools::ParseCommandLine(app, argc, argv, "mpcache-netdelay")) {
+      return *code;
     }
     const nd::SwitchOptions options{
         .ports = ports,
