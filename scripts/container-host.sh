@@ -48,8 +48,9 @@ if [[ "$(id -u)" -ne 0 ]]; then
 fi
 
 # netavark + aardvark-dns: the containers find each other by service name, also on
-# `internal: true` networks (podman's CNI backend with dnsname refuses DNS on those).
-packages=(podman runc podman-compose debootstrap uidmap slirp4netns fuse-overlayfs curl
+# `internal: true` networks (podman's CNI backend with dnsname refuses DNS on those);
+# iptables: netavark sets up NAT and published ports with it (only a Suggests of podman).
+packages=(podman runc podman-compose debootstrap uidmap slirp4netns fuse-overlayfs curl iptables
   netavark aardvark-dns)
 missing=()
 for p in "${packages[@]}"; do
