@@ -31,5 +31,5 @@ if [ ! -f "$stamp" ] || ! cmp -s "$here/package-lock.json" "$stamp" \
   cp "$here/package-lock.json" "$stamp"
 fi
 # Next to its node_modules, so that its imports (ES modules ignore NODE_PATH) resolve there.
-cp "$here/validate.mjs" "$dir/validate.mjs"
+cp "$here/validate.mjs" "$here/rules.mjs" "$dir/"
 exec node "$dir/validate.mjs" "$k8s"
