@@ -1,0 +1,58 @@
+#include "balancer/load_spread.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+namespace mpcache::balancer {
+
+Result<LoadSpreadAuction> LoadSpreadAuction::Create(int num_parties, LoadSpreadOptions options) {
+  if (num_parties < 1) {
+    return InvalidArgument("load-spread auction: num_parties must be at least 1, got " +
+                           std::to_string(num_parties));
+  }
+  if (!(options.max_spread >= 0 && options.max_spread <= 10)) {
+    return InvalidArgument("load-spread auction: max_spread must be between 0 and 10, got " +
+                           std::to_string(options.max_spread));
+  }
+  return LoadSpreadAuction(num_parties, options);
+}
+
+Result<Outcome> LoadSpreadAuction::Award(std::span<const Bid> bids, std::uint64_t unit_id) {
+  // The valid bids first (SecondPrice's rules), then those eligible by load among them.
+  MPCACHE_ASSIGN_OR_RETURN(Outcome all, SecondPrice(bids, num_parties(), unit_id));
+  auto finish = [&](const Bid& b) {
+    return static_cast<double>(load_[static_cast<std::size_t>(b.party)]) +
+           static_cast<double>(b.cost_us);
+  };
+  auto counted = [&](const Bid& b) {
+    return !std::binary_search(all.excluded.begin(), all.excluded.end(), b.party);
+  };
+  double best = std::numeric_limits<double>::infinity();
+  for (const Bid& b : bids) {
+    if (counted(b)) best = std::min(best, finish(b));
+  }
+  const double limit = best * (1 + options_.max_spread);
+  std::vector<Bid> eligible;
+  for (const Bid& b : bids) {
+    if (counted(b) && finish(b) <= limit) eligible.push_back(b);
+  }
+  MPCACHE_ASSIGN_OR_RETURN(Outcome out, SecondPrice(eligible, num_parties(), unit_id));
+  out.excluded = all.excluded;
+  std::int64_t& load = load_[static_cast<std::size_t>(out.winner)];
+  std::int64_t next = 0;
+  if (__builtin_add_overflow(load, out.winning_bid_us, &next)) {
+    return Exhausted("load-spread auction: a load would overflow (start a new one)");
+  }
+  load = next;
+  return out;
+}
+
+double LoadSpreadAuction::spread() const {
+  const auto [lo, hi] = std::minmax_element(load_.begin(), load_.end());
+  if (*hi == 0) return 0;
+  return static_cast<double>(*hi - *lo) / static_cast<double>(*hi);
+}
+
+}  // namespace mpcache::balancer
