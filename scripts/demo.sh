@@ -35,19 +35,11 @@ bin="$build/src/tools"
 ./deploy/gen-certs.sh build/certs >/dev/null
 
 logs=$(mktemp -d "${TMPDIR:-/tmp}/mpcache-demo.XXXXXX")
-pids=()
+. "$root/scripts/daemons.sh"
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM
-  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for _ in $(seq 1 100); do
-    local alive=0
-    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
-    [ "$alive" = 0 ] && break
-    sleep 0.1
-  done
-  for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  daemons_stop
   if [ "${MPCACHE_DEMO_KEEP:-0}" = "1" ] || [ "$rc" != 0 ]; then
     echo "demo.sh: daemon logs in $logs" >&2
   else
@@ -59,26 +51,13 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 start() {  # name, binary, config
-  "$2" --config "$3" 2>"$logs/$1.log" &
-  pids+=($!)
-}
-wait_ready() {  # name
-  for _ in $(seq 1 300); do
-    grep -q "ready" "$logs/$1.log" 2>/dev/null && return 0
-    if ! kill -0 "${pids[-1]}" 2>/dev/null && ! grep -q "ready" "$logs/$1.log"; then break; fi
-    sleep 0.1
-  done
-  echo "demo.sh: $1 did not start:" >&2
-  tail -n 5 "$logs/$1.log" >&2
-  return 1
+  daemon_start demo.sh "$1" "$logs/$1.log" "$2" --config "$3"
 }
 
 echo "demo.sh: starting the dealer and parties 0, 1, 2 on loopback ..." >&2
 start dealer "$bin/dealer/mpcache-dealer" config/dealer.yaml
-wait_ready dealer
 for i in 0 1 2; do
   start "party$i" "$bin/party/mpcache-party" "config/party$i.yaml"
-  wait_ready "party$i"
 done
 
 echo "demo.sh: private generation (malicious security, public weights): \"$prompt\", $steps steps" >&2

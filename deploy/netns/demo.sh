@@ -54,19 +54,11 @@ bin=$(cd "$bin" && pwd)
 
 netns=deploy/netns/netns.sh
 work=$(mktemp -d "${TMPDIR:-/tmp}/mpcache-netns-demo.XXXXXX")
-pids=()
+. "$root/scripts/daemons.sh"
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM
-  local pid
-  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for _ in $(seq 1 50); do
-    local alive=0
-    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
-    [[ $alive = 0 ]] && break
-    sleep 0.1
-  done
-  for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+  daemons_stop
   "$netns" down --prefix "$prefix" || true
   if [[ $rc -ne 0 ]]; then
     echo "demo.sh: logs kept in $work" >&2
@@ -84,7 +76,7 @@ p0=$(addr party0) p1=$(addr party1) p2=$(addr party2) dealer=$(addr dealer)
 ./deploy/gen-certs.sh "$work/certs" >/dev/null 2>&1
 
 # config/*.yaml with the namespaces' addresses, absolute certificate paths, long timeouts.
-rewrite() {  # SRC DST [OWN_ADDRESS]
+rewrite() {  # SRC DST
   sed -e "s/127\.0\.0\.1:7100/$p0:7100/; s/127\.0\.0\.1:7101/$p1:7101/; s/127\.0\.0\.1:7102/$p2:7102/" \
     -e "s/127\.0\.0\.1:7200/$dealer:7200/" \
     -e "s/127\.0\.0\.1:7110/$p0:7110/; s/127\.0\.0\.1:7111/$p1:7111/; s/127\.0\.0\.1:7112/$p2:7112/" \
@@ -95,16 +87,7 @@ rewrite() {  # SRC DST [OWN_ADDRESS]
 for f in party0 party1 party2 dealer client; do rewrite "config/$f.yaml" "$work/$f.yaml"; done
 
 start() {  # HOST BINARY CONFIG
-  ip netns exec "$prefix-$1" "$2" --config "$3" 2>"$work/$1.log" &
-  pids+=($!)
-  for _ in $(seq 1 300); do
-    grep -q "ready" "$work/$1.log" 2>/dev/null && return 0
-    kill -0 "${pids[-1]}" 2>/dev/null || break
-    sleep 0.1
-  done
-  echo "demo.sh: $1 did not start:" >&2
-  tail -n 5 "$work/$1.log" >&2
-  return 1
+  daemon_start netns/demo.sh "$1" "$work/$1.log" ip netns exec "$prefix-$1" "$2" --config "$3"
 }
 echo "demo.sh: dealer at $dealer, parties at $p0 $p1 $p2, client at $(addr client); profile $profile" >&2
 start dealer "$bin/dealer/mpcache-dealer" "$work/dealer.yaml"
