@@ -12,6 +12,20 @@ bool KnownKind(proto::FrameKind kind) {
 
 }  // namespace
 
+std::vector<std::uint8_t> EncodeFrameHead(std::uint64_t session_id, std::uint64_t sequence,
+                                          proto::FrameKind kind, std::uint32_t payload_length) {
+  proto::FrameHeader header;
+  header.set_session_id(session_id);
+  header.set_sequence(sequence);
+  header.set_kind(kind);
+  header.set_payload_length(payload_length);
+  const auto header_size = static_cast<std::uint32_t>(header.ByteSizeLong());
+  std::vector<std::uint8_t> head(4 + header_size);
+  for (int i = 0; i < 4; ++i) head[i] = static_cast<std::uint8_t>(header_size >> (8 * i));
+  header.SerializeWithCachedSizesToArray(head.data() + 4);
+  return head;
+}
+
 Result<std::size_t> CheckHeaderLength(std::span<const std::uint8_t, 4> prefix,
                                       const FrameRules& rules) {
   std::uint32_t len = 0;

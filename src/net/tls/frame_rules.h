@@ -24,6 +24,17 @@ namespace mpcache::net {
 inline constexpr std::uint32_t kWireProtocolVersion = 1;
 inline constexpr std::size_t kMaxFrameHeaderBytes = 1024;
 
+// A received frame: its checked header and its payload.
+struct Frame {
+  proto::FrameHeader header;
+  std::vector<std::uint8_t> payload;
+};
+
+// What goes on the wire before a frame's payload: the u32 little-endian header length and
+// the FrameHeader. The caller keeps payload_length within 2^32-1.
+std::vector<std::uint8_t> EncodeFrameHead(std::uint64_t session_id, std::uint64_t sequence,
+                                          proto::FrameKind kind, std::uint32_t payload_length);
+
 // What a connection expects of the frames it receives.
 struct FrameRules {
   std::uint64_t session_id = 0;

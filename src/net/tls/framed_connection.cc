@@ -31,16 +31,9 @@ void FramedConnection::Send(proto::FrameKind kind, std::vector<std::uint8_t> pay
     }
     return;
   }
-  proto::FrameHeader header;
-  header.set_session_id(session_id_);
-  header.set_sequence(kind == proto::FRAME_ABORT ? 0 : next_send_sequence_++);
-  header.set_kind(kind);
-  header.set_payload_length(static_cast<std::uint32_t>(payload.size()));
-  const auto header_size = static_cast<std::uint32_t>(header.ByteSizeLong());
   OutFrame frame;
-  frame.head.resize(4 + header_size);
-  for (int i = 0; i < 4; ++i) frame.head[i] = static_cast<std::uint8_t>(header_size >> (8 * i));
-  header.SerializeWithCachedSizesToArray(frame.head.data() + 4);
+  frame.head = EncodeFrameHead(session_id_, kind == proto::FRAME_ABORT ? 0 : next_send_sequence_++,
+                               kind, static_cast<std::uint32_t>(payload.size()));
   frame.payload = std::move(payload);
   if (urgent) {
     queue_.insert(queue_.begin() + static_cast<std::ptrdiff_t>(in_flight_), std::move(frame));

@@ -26,11 +26,6 @@
 
 namespace mpcache::net {
 
-struct Frame {
-  proto::FrameHeader header;
-  std::vector<std::uint8_t> payload;
-};
-
 class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
  public:
   // `peer_label` names the peer in errors ("party 1 (mpcache-party-1)").

@@ -9,22 +9,28 @@
 // refused and logged; setup fails with one error if the mesh is not complete by the
 // connect deadline.
 //
-// After setup a background io thread owns the sockets. Send appends to a per-peer buffer
-// that is cut into DATA frames of send_chunk_bytes and queued (never waits for the
-// peer); Flush queues what is left; Recv waits (at most recv_timeout) until the peer's
-// byte stream holds the bytes asked for. Abort() tells every peer; a received abort makes
+// After setup the party's own thread does the I/O (mesh_link.h): Send appends to a
+// per-peer buffer that is cut into DATA frames of send_chunk_bytes, and full frames and
+// Flush encrypt and write straight to the socket, as far as it takes them without waiting
+// (a small writer thread sends the rest when the socket drains, so Send never waits for
+// the peer); Recv reads and decrypts the peers' frames itself, sleeping in poll() on the
+// sockets (at most recv_timeout) until the peer's byte stream holds the bytes asked for.
+// A message thus wakes one thread, the receiver's. While the party's thread is away from
+// Recv for a while, the writer thread reads what arrives, so aborts and lost peers are
+// noticed and large sends never stall. Abort() tells every peer; a received abort makes
 // every Recv fail with kAborted naming the sender. A peer that breaks the frame rules
 // (oversized frame, wrong session, replayed sequence number) is disconnected and Recv
 // from it fails with kProtocol. A party that failed before reaching its setup says so in
 // its hello (TellSetupFailed): its peers' setup ends at once with that reason.
 #pragma once
 
+#include <poll.h>
+
+#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -35,7 +41,8 @@
 #include "common/result.h"
 #include "net/channel.h"
 #include "net/tls/asio.h"
-#include "net/tls/framed_connection.h"
+#include "net/tls/frame_rules.h"
+#include "net/tls/mesh_link.h"
 #include "net/tls/tls_connector.h"
 #include "net/tls/tls_context.h"
 
@@ -108,15 +115,15 @@ class TlsMesh final : public Channel {
   int num_parties() const override { return options_.num_parties; }
   Status Flush() override;
 
-  // Thread-safe (but not concurrently with Close()). Fails every pending and future
-  // Recv/Send on this party with kAborted, even when bytes are already buffered, and
-  // sends an abort frame (reason, blamed party) to every peer, ahead of queued data.
+  // Thread-safe (also while Close() runs). Fails every pending and future Recv/Send on
+  // this party with kAborted, even when bytes are already buffered, and sends an abort
+  // frame (reason, blamed party) to every peer, ahead of queued data.
   void Abort(const std::string& reason, std::optional<PartyId> blamed = std::nullopt);
   // The abort error, if the session was aborted here or by a peer.
   std::optional<Error> aborted() const;
 
   // Flushes, tells every peer (CLOSE frame), waits up to close_timeout for the peers'
-  // CLOSE, then closes the sockets and stops the io thread. Idempotent.
+  // CLOSE, then shuts the connections down and stops the writer thread. Idempotent.
   Status Close();
 
   void set_recv_timeout(std::chrono::milliseconds t) { options_.recv_timeout = t; }
@@ -139,7 +146,10 @@ class TlsMesh final : public Channel {
   explicit TlsMesh(TlsMeshOptions options);
   Status CheckPeer(PartyId peer) const;
   Status SendAllowed(PartyId peer);
-  void PostData(PartyId peer);
+  // Hands the peer's buffered bytes to its link as a DATA frame; true if there were any.
+  bool QueueData(PartyId peer);
+  // Writes what the peer's link takes now; what is left goes to the writer thread.
+  void WriteLink(PartyId peer);
   // Our hello; with `failed`, one that says the session failed (at `by`, or at this party).
   std::vector<std::uint8_t> HelloBytes(const std::string& failed = {},
                                        std::optional<PartyId> by = std::nullopt) const;
@@ -148,46 +158,57 @@ class TlsMesh final : public Channel {
                     proto::Hello* hello = nullptr) const;
   void PeerSetupFailed(const std::shared_ptr<SetupState>& state, PartyId peer,
                        const proto::Hello& hello, const Error& error);
-  std::shared_ptr<FramedConnection> MakeConnection(PartyId peer, std::unique_ptr<TlsStream> s);
+  Result<std::shared_ptr<MeshLink>> MakeLink(PartyId peer, std::unique_ptr<TlsStream> s);
   void OnAccepted(const std::shared_ptr<SetupState>& state, Result<AcceptedTls> accepted);
   void OnConnected(const std::shared_ptr<SetupState>& state, PartyId peer,
                    Result<std::unique_ptr<TlsStream>> stream);
   Status EndTelling(const SetupState& state);
   void Established(const std::shared_ptr<SetupState>& state, PartyId peer,
-                   std::shared_ptr<FramedConnection> conn);
-  void ReadLoop(PartyId peer);
-  void OnFrame(PartyId peer, Result<Frame> frame);
+                   std::shared_ptr<MeshLink> link);
+  Status StartDataPhase();
+
+  // Reading: with read_mu_ held (one reader at a time).
+  // Reads what the peer's link has; true if more may be waiting.
+  bool ReadLink(PartyId peer);
+  MeshLink::Next OnFrame(PartyId peer, Frame frame);
+  // Sleeps until a link is readable, a wake-up or `deadline`, and reads what came.
+  Status WaitAndRead(Clock::time_point deadline);
+
   void PeerFailed(PartyId peer, const Error& error);
   void SetAbort(Error error);
-  void MaybeFinishClose();
-  void FinishClose();
-  void StopIoThread();
+  void Wake(int fd);
+  void WriterLoop();
+  void StopWriter();
 
   TlsMeshOptions options_;
   std::string setup_failed_;                 // TellSetupFailed: the reason our hello carries
   std::unique_ptr<asio::ssl::context> ctx_;  // outlives io_ (declared first)
-  asio::io_context io_;
+  asio::io_context io_;                      // the setup's; not run afterwards
   std::unique_ptr<TlsListener> listener_;
   std::uint16_t listen_port_ = 0;
-  std::vector<std::shared_ptr<FramedConnection>> conns_;  // io thread after setup
-  std::vector<std::vector<std::uint8_t>> pending_;        // caller thread
-  bool connected_ = false;
-  bool closed_ = false;
+  std::vector<std::shared_ptr<MeshLink>> links_;    // set during setup, fixed afterwards
+  std::vector<std::vector<std::uint8_t>> pending_;  // caller thread
+  std::atomic<bool> connected_ = false;
+  bool closed_ = false;  // caller thread
+
+  // One reader at a time: the party's thread in Recv and Close, or the writer thread when
+  // the party's thread has been away from Recv for a while.
+  std::mutex read_mu_;
+  std::vector<bool> close_received_;  // read_mu_
+  std::vector<pollfd> poll_fds_;      // read_mu_: WaitAndRead's
+  std::vector<PartyId> poll_peers_;   // read_mu_
+  std::atomic<std::uint64_t> recv_epoch_ = 0;
 
   mutable std::mutex mu_;
-  std::condition_variable cv_;
   std::vector<Inbound> inbound_;
   std::optional<Error> abort_;
 
-  // io thread only, during Close().
-  bool closing_ = false;
-  std::vector<bool> close_sent_;
-  std::vector<bool> close_received_;
-  std::shared_ptr<std::promise<void>> close_done_;
-  std::unique_ptr<asio::steady_timer> close_timer_;
-
-  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
-  std::thread io_thread_;
+  // eventfds: wake the party's thread from its poll() (an abort, a failed peer), and the
+  // writer thread (output left, stop).
+  int wake_reader_fd_ = -1;
+  int wake_writer_fd_ = -1;
+  std::atomic<bool> writer_stop_ = false;
+  std::thread writer_;
 };
 
 }  // namespace mpcache::net

@@ -1,5 +1,10 @@
 // TlsMesh construction and connection setup: listen, connect, authenticate, hello.
 #include <spdlog/spdlog.h>
+#include <sys/eventfd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <system_error>
 
 #include "net/tls/tls_mesh.h"
 
@@ -17,6 +22,9 @@ struct TlsMesh::SetupState {
   PartyId relay_by = -1;
   Clock::time_point grace_until;
   int hellos_awaited = 0;
+  // Every connection the setup took over; those that are not in the mesh when the setup
+  // ends are closed then (nothing runs the setup's io_context afterwards).
+  std::vector<std::weak_ptr<MeshLink>> links;
   int refused = 0;
   std::string last_refusal;
   Clock::time_point deadline;
@@ -27,10 +35,9 @@ TlsMesh::TlsMesh(TlsMeshOptions options) : options_(std::move(options)) {
   if (options_.peer_names.empty()) {
     for (PartyId i = 0; i < options_.num_parties; ++i) options_.peer_names.push_back(PartyName(i));
   }
-  conns_.resize(n);
+  links_.resize(n);
   pending_.resize(n);
   inbound_.resize(n);
-  close_sent_.assign(n, false);
   close_received_.assign(n, false);
 }
 
@@ -57,6 +64,13 @@ Result<std::unique_ptr<TlsMesh>> TlsMesh::Listen(TlsMeshOptions options) {
                            ") must be in 1..2^32-1");
   }
   std::unique_ptr<TlsMesh> mesh(new TlsMesh(std::move(options)));
+  mesh->wake_reader_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  mesh->wake_writer_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (mesh->wake_reader_fd_ < 0 || mesh->wake_writer_fd_ < 0) {
+    return Internal(
+        "party " + std::to_string(mesh->self()) +
+        ": cannot make the mesh's wake-up descriptors: " + std::system_category().message(errno));
+  }
   MPCACHE_ASSIGN_OR_RETURN(mesh->ctx_, MakeTlsContext(mesh->options_.tls));
   if (mesh->options_.self < mesh->options_.num_parties - 1) {
     const auto& at = mesh->options_.addresses[static_cast<std::size_t>(mesh->options_.self)];
@@ -128,10 +142,9 @@ Status TlsMesh::CheckHello(const Result<Frame>& frame, PartyId expected, proto::
   return CheckHelloPayload(frame->payload, rules, out);
 }
 
-std::shared_ptr<FramedConnection> TlsMesh::MakeConnection(PartyId peer,
-                                                          std::unique_ptr<TlsStream> s) {
-  return std::make_shared<FramedConnection>(std::move(s), options_.session_id,
-                                            options_.max_frame_bytes, PeerLabel(peer));
+Result<std::shared_ptr<MeshLink>> TlsMesh::MakeLink(PartyId peer, std::unique_ptr<TlsStream> s) {
+  return MeshLink::Adopt(std::move(s), options_.session_id, options_.max_frame_bytes,
+                         PeerLabel(peer));
 }
 
 Status TlsMesh::Connect(std::vector<Endpoint> addresses) {
@@ -181,16 +194,20 @@ Status TlsMesh::Connect(std::vector<Endpoint> addresses) {
   }
   state->finished = true;
   if (listener_) listener_->Close();
+  for (const auto& weak : state->links) {
+    auto link = weak.lock();
+    if (link && std::find(links_.begin(), links_.end(), link) == links_.end()) link->Close();
+  }
   const std::string me = "party " + std::to_string(options_.self);
   if (!setup_failed_.empty()) return EndTelling(*state);
   if (state->failure || state->pending > 0) {
-    for (auto& c : conns_) {
+    for (auto& c : links_) {
       if (c) c->Close();
     }
     if (state->failure) return state->failure->WithContext(me + ": mesh setup failed");
     std::string missing;
     for (PartyId j = 0; j < options_.num_parties; ++j) {
-      if (j != options_.self && !conns_[static_cast<std::size_t>(j)]) {
+      if (j != options_.self && !links_[static_cast<std::size_t>(j)]) {
         missing += (missing.empty() ? "" : ", ") + PeerLabel(j);
       }
     }
@@ -202,22 +219,7 @@ Status TlsMesh::Connect(std::vector<Endpoint> addresses) {
     }
     return Timeout(msg);
   }
-  connected_ = true;
-  for (PartyId j = 0; j < options_.num_parties; ++j) {
-    if (j != options_.self) ReadLoop(j);
-  }
-  work_.emplace(io_.get_executor());
-  io_.restart();
-  io_thread_ = std::thread([this] {
-    for (;;) {
-      try {
-        io_.run();
-        return;
-      } catch (const std::exception& e) {
-        if (options_.logger) options_.logger->error("tls mesh io thread: {}", e.what());
-      }
-    }
-  });
+  MPCACHE_RETURN_IF_ERROR(StartDataPhase());
   if (options_.logger) {
     options_.logger->info("party {}: TLS mesh of {} parties up (session {})", options_.self,
                           options_.num_parties, options_.session_id);
@@ -237,38 +239,40 @@ void TlsMesh::OnAccepted(const std::shared_ptr<SetupState>& state, Result<Accept
   for (PartyId j = options_.self + 1; j < options_.num_parties; ++j) {
     if (options_.peer_names[static_cast<std::size_t>(j)] == a->peer_name) peer = j;
   }
-  if (peer < 0 || conns_[static_cast<std::size_t>(peer)]) {
+  if (peer < 0 || links_[static_cast<std::size_t>(peer)]) {
     boost::system::error_code ignored;
     a->stream->lowest_layer().close(ignored);
     return refuse(
         ProtocolError("second connection from " + a->remote + " as " + a->peer_name + "; refused"));
   }
-  auto conn = MakeConnection(peer, std::move(a->stream));
+  auto made = MakeLink(peer, std::move(a->stream));
+  if (!made.ok()) return refuse(made.error());
+  std::shared_ptr<MeshLink> conn = std::move(made).value();
+  state->links.push_back(conn);
   const auto hello_deadline = std::min(state->deadline, Clock::now() + options_.handshake_timeout);
   ++state->hellos_awaited;
   // The handler holds its connection weakly: the connection keeps its read handler, so a
   // strong reference would be a cycle that leaks both when the setup ends before the read does.
-  conn->ReadFrame(
-      [this, state, weak = std::weak_ptr<FramedConnection>(conn), peer,
-       refuse](const Result<Frame>& f) {
+  conn->AsyncReadFrame(
+      [this, state, weak = std::weak_ptr<MeshLink>(conn), peer, refuse](const Result<Frame>& f) {
         --state->hellos_awaited;
         auto conn = weak.lock();
         if (!conn) return;
         if (state->finished) return conn->Close();
         proto::Hello hello;
         Status s = CheckHello(f, peer, &hello);
-        if (s.ok() && conns_[static_cast<std::size_t>(peer)]) {
+        if (s.ok() && links_[static_cast<std::size_t>(peer)]) {
           s = ProtocolError("second connection as " + PeerLabel(peer) + "; refused");
         }
         // A peer of this session that could not start it (its hello says why).
         const bool peer_failed = !s.ok() && s.error().code() == ErrorCode::kAborted;
         if (!setup_failed_.empty() && (s.ok() || peer_failed)) {
           // Telling: our hello answers theirs with our reason, then the connection ends.
-          conns_[static_cast<std::size_t>(peer)] = conn;
+          links_[static_cast<std::size_t>(peer)] = conn;
           conn->Send(proto::FRAME_HELLO, HelloBytes());
           // (A weak reference: a callback that holds its own connection leaks it when the
           // setup ends before the write does.)
-          conn->WhenDrained([state, weak = std::weak_ptr<FramedConnection>(conn)] {
+          conn->AsyncDrain([state, weak = std::weak_ptr<MeshLink>(conn)] {
             if (!state->finished) --state->pending;
             if (auto c = weak.lock()) c->Close();
           });
@@ -279,7 +283,7 @@ void TlsMesh::OnAccepted(const std::shared_ptr<SetupState>& state, Result<Accept
           // ends with their reason.
           PeerSetupFailed(state, peer, hello, s.error());
           conn->Send(proto::FRAME_HELLO, HelloBytes());
-          conn->WhenDrained([weak = std::weak_ptr<FramedConnection>(conn)] {
+          conn->AsyncDrain([weak = std::weak_ptr<MeshLink>(conn)] {
             if (auto c = weak.lock()) c->Close();
           });
           return;
@@ -287,7 +291,7 @@ void TlsMesh::OnAccepted(const std::shared_ptr<SetupState>& state, Result<Accept
         if (s.ok() && state->told) {
           // Told already: a peer still dialling hears the cause from us.
           conn->Send(proto::FRAME_HELLO, HelloBytes(state->relay_reason, state->relay_by));
-          conn->WhenDrained([weak = std::weak_ptr<FramedConnection>(conn)] {
+          conn->AsyncDrain([weak = std::weak_ptr<MeshLink>(conn)] {
             if (auto c = weak.lock()) c->Close();
           });
           return;
@@ -314,10 +318,21 @@ void TlsMesh::OnConnected(const std::shared_ptr<SetupState>& state, PartyId peer
     if (!state->failure) state->failure = stream.error();
     return;
   }
-  auto conn = MakeConnection(peer, std::move(stream).value());
+  auto made = MakeLink(peer, std::move(stream).value());
+  if (!made.ok()) {
+    if (!setup_failed_.empty()) {
+      state->last_refusal = made.error().message();
+      --state->pending;
+    } else if (!state->failure) {
+      state->failure = made.error();
+    }
+    return;
+  }
+  std::shared_ptr<MeshLink> conn = std::move(made).value();
+  state->links.push_back(conn);
   conn->Send(proto::FRAME_HELLO, HelloBytes());
-  conn->ReadFrame(
-      [this, state, weak = std::weak_ptr<FramedConnection>(conn), peer](const Result<Frame>& f) {
+  conn->AsyncReadFrame(
+      [this, state, weak = std::weak_ptr<MeshLink>(conn), peer](const Result<Frame>& f) {
         auto conn = weak.lock();  // (weakly held: see OnAccepted)
         if (!conn) return;
         if (state->finished) return conn->Close();
@@ -325,7 +340,7 @@ void TlsMesh::OnConnected(const std::shared_ptr<SetupState>& state, PartyId peer
           // Telling: the peer heard us when it answers with its hello (a peer of another
           // session, or one that refuses us, hangs up instead).
           if (f.ok()) {
-            conns_[static_cast<std::size_t>(peer)] = conn;
+            links_[static_cast<std::size_t>(peer)] = conn;
           } else {
             state->last_refusal = f.error().message();
           }
@@ -361,7 +376,7 @@ void TlsMesh::PeerSetupFailed(const std::shared_ptr<SetupState>& state, PartyId 
 Status TlsMesh::EndTelling(const SetupState& state) {
   std::string untold;
   for (PartyId j = 0; j < options_.num_parties; ++j) {
-    auto& c = conns_[static_cast<std::size_t>(j)];
+    auto& c = links_[static_cast<std::size_t>(j)];
     if (j != options_.self && !c) untold += (untold.empty() ? "" : ", ") + PeerLabel(j);
     if (c) c->Close();
   }
@@ -376,9 +391,8 @@ Status TlsMesh::EndTelling(const SetupState& state) {
 }
 
 void TlsMesh::Established(const std::shared_ptr<SetupState>& state, PartyId peer,
-                          std::shared_ptr<FramedConnection> conn) {
-  conn->set_write_error_handler([this, peer](const Error& e) { PeerFailed(peer, e); });
-  conns_[static_cast<std::size_t>(peer)] = std::move(conn);
+                          std::shared_ptr<MeshLink> link) {
+  links_[static_cast<std::size_t>(peer)] = std::move(link);
   --state->pending;
   if (options_.logger) {
     options_.logger->debug("party {}: connected to {}", options_.self, PeerLabel(peer));

@@ -5,6 +5,7 @@
 #include <future>
 
 #include "dealer.pb.h"
+#include "net/tls/framed_connection.h"
 #include "net/tls/mesh_config.h"
 #include "tls_test_util.h"
 

@@ -5,6 +5,7 @@
 
 #include <future>
 
+#include "net/tls/framed_connection.h"
 #include "tls_test_util.h"
 
 namespace mpcache::net {
