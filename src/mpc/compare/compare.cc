@@ -46,21 +46,20 @@ namespace {
 
 using cmp_detail::Node;
 
-// Binary value v of every tuple as a bit vector (malicious: from the rows).
+// x ^= binary value v of every tuple (malicious: read from the rows in place).
 template <typename P>
-BitShares<P> ValueOf(const LtzTuples<P>& t, const ltz::LtzLayout& layout, int v) {
+void XorValueInPlace(BitShares<P>& x, const LtzTuples<P>& t, const ltz::LtzLayout& layout, int v) {
   if constexpr (P::kMalicious) {
-    const std::size_t n = t.size(), w = static_cast<std::size_t>(v);
+    const auto w = static_cast<std::size_t>(v);
     const std::size_t mw = layout.MacWord(v);
-    BitShares<P> out(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      out.v[i] = t.rows.rows[i][w] & 1;
-      out.m[i] = t.rows.rows[i][mw];
+    for (std::size_t i = 0; i < x.n; ++i) {
+      const std::uint64_t* row = t.rows.rows[i];
+      x.v[i] ^= row[w] & 1;
+      x.m[i] ^= row[mw];
     }
-    return out;
   } else {
     (void)layout;
-    return t.bin[static_cast<std::size_t>(v)];
+    XorInPlace(x, t.bin[static_cast<std::size_t>(v)]);
   }
 }
 
@@ -223,11 +222,11 @@ Result<Shares<P>> LessThanZero(BinaryContext<P>& ctx, const Shares<P>& x, int bi
       int var = 0;
       for (int j = 0; j < s.k; ++j) {
         Node<P>& node = nodes[static_cast<std::size_t>(s.first + j)];
-        masked.push_back(Xor(std::move(node.lt),
-                             ValueOf(t, layout, layout.SuperMono(static_cast<int>(q), var++))));
+        XorValueInPlace(node.lt, t, layout, layout.SuperMono(static_cast<int>(q), var++));
+        masked.push_back(std::move(node.lt));
         if (s.bottom && j == 0) continue;
-        masked.push_back(Xor(std::move(node.eq),
-                             ValueOf(t, layout, layout.SuperMono(static_cast<int>(q), var++))));
+        XorValueInPlace(node.eq, t, layout, layout.SuperMono(static_cast<int>(q), var++));
+        masked.push_back(std::move(node.eq));
       }
     }
     MPCACHE_ASSIGN_OR_RETURN(std::vector<PublicBits> opened, ctx.OpenMany(std::move(masked)));
@@ -259,7 +258,7 @@ Result<Shares<P>> LessThanZero(BinaryContext<P>& ctx, const Shares<P>& x, int bi
     }
   }
   for (int v = 0; v < root.vars; ++v) {
-    XorInPlace(root_vars[static_cast<std::size_t>(v)], ValueOf(t, layout, layout.root_masks + v));
+    XorValueInPlace(root_vars[static_cast<std::size_t>(v)], t, layout, layout.root_masks + v);
   }
   MPCACHE_ASSIGN_OR_RETURN(std::vector<PublicBits> e, ctx.OpenMany(std::move(root_vars)));
   const std::size_t per = root.monos.size() + 1;
