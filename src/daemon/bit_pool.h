@@ -45,6 +45,19 @@ template <typename P, typename F>
 void ForFields(mpc::BitShares<P>& a, mpc::BitShares<P>& b, F f) {
   f(a, b);
 }
+template <typename P, typename F>
+void ForFields(mpc::LtzTuples<P>& a, mpc::LtzTuples<P>& b, F f) {
+  a.groups = b.groups;
+  f(a.r, b.r);
+  if constexpr (P::kMalicious) {
+    f(a.rows, b.rows);
+  } else {
+    if (a.bin.size() < b.bin.size()) a.bin.resize(b.bin.size());
+    for (std::size_t j = 0; j < b.bin.size(); ++j) f(a.bin[j], b.bin[j]);
+    if (a.mono.size() < b.mono.size()) a.mono.resize(b.mono.size());
+    for (std::size_t j = 0; j < b.mono.size(); ++j) f(a.mono[j], b.mono[j]);
+  }
+}
 
 // Items of a piece of material.
 template <typename P>
@@ -65,6 +78,10 @@ std::size_t ItemCount(const mpc::RootTuples<P>& x) {
 }
 template <typename P>
 std::size_t ItemCount(const mpc::BitShares<P>& x) {
+  return x.size();
+}
+template <typename P>
+std::size_t ItemCount(const mpc::LtzTuples<P>& x) {
   return x.size();
 }
 

@@ -1,8 +1,10 @@
 #include "daemon/remote_preprocessing.h"
 
 #include <algorithm>
+#include <array>
 #include <string>
 #include <tuple>
+#include <type_traits>
 
 #include "common/checked.h"
 #include "daemon/bit_pool.h"
@@ -151,6 +153,12 @@ class RemotePreprocessing<P>::Bits final : public mpc::BitPreprocessing<P> {
   Result<mpc::BitShares<P>> GetBitRandoms(std::size_t n) override {
     return Get<mpc::BitShares<P>>(BitItem::kBitRandom, n);
   }
+  Result<mpc::LtzTuples<P>> GetLtzTuples(std::size_t n, int groups) override {
+    if (groups < mpc::ltz::kMinGroups || groups > mpc::ltz::kMaxGroups) {
+      return InvalidArgument("comparison tuples for " + std::to_string(groups) + " group nodes");
+    }
+    return Get<mpc::LtzTuples<P>>(preproc::LtzItem(groups), n);
+  }
 
   // Files one answer of the dealer into the item's reserve.
   // The answer is a seed-compressed batch (preproc/bit_batch.h) of the n items asked for,
@@ -162,6 +170,7 @@ class RemotePreprocessing<P>::Bits final : public mpc::BitPreprocessing<P> {
                            preproc::BitItemName(item) + " items, got " +
                            std::to_string(batch.count) + " " + preproc::BitItemName(batch.item));
     }
+    if (preproc::IsLtzItem(item)) return Add<mpc::LtzTuples<P>>(batch);
     switch (item) {
       case BitItem::kBitTriple:
         return Add<mpc::BitTriples<P>>(batch);
@@ -179,24 +188,32 @@ class RemotePreprocessing<P>::Bits final : public mpc::BitPreprocessing<P> {
 
   // Items fetched per dealer request (about 1-4 MB each in malicious mode).
   static std::uint64_t Chunk(BitItem item) {
-    static constexpr std::uint64_t kChunk[preproc::kNumBitItems] = {32768, 512, 8192, 32768, 2048};
+    if (preproc::IsLtzItem(item)) return 512;  // 0.3-3.6 MB (malicious)
+    static constexpr std::uint64_t kChunk[preproc::kLtzItemBase] = {32768, 512, 8192, 32768, 2048};
     return kChunk[static_cast<int>(item)];
   }
 
  private:
+  // The reserve of `item` (comparison tuples: one per group count).
   template <typename T>
-  BitReserve<P, T>& Reserve() {
-    return std::get<BitReserve<P, T>>(reserves_);
+  BitReserve<P, T>& Reserve(BitItem item) {
+    if constexpr (std::is_same_v<T, mpc::LtzTuples<P>>) {
+      return ltz_reserves_[static_cast<std::size_t>(static_cast<int>(item) -
+                                                    preproc::kLtzItemBase)];
+    } else {
+      (void)item;
+      return std::get<BitReserve<P, T>>(reserves_);
+    }
   }
   template <typename T>
   Status Add(const preproc::BitBatch& batch) {
     MPCACHE_ASSIGN_OR_RETURN(T x, expander_.template Expand<T>(batch));
-    Reserve<T>().Add(std::move(x));
+    Reserve<T>(batch.item).Add(std::move(x));
     return Status::Ok();
   }
   template <typename T>
   Result<T> Get(BitItem item, std::size_t n) {
-    BitReserve<P, T>& reserve = Reserve<T>();
+    BitReserve<P, T>& reserve = Reserve<T>(item);
     const QueueKey key{1, static_cast<std::uint64_t>(item), 0, 0, 0};
     const std::uint64_t ahead = RoundUp64(owner_.Ahead(key, n, Chunk(item)));
     while (reserve.left() < n) {
@@ -221,6 +238,8 @@ class RemotePreprocessing<P>::Bits final : public mpc::BitPreprocessing<P> {
              BitReserve<P, mpc::DaBits<P>>, BitReserve<P, mpc::RootTuples<P>>,
              BitReserve<P, mpc::BitShares<P>>>
       reserves_;
+  std::array<BitReserve<P, mpc::LtzTuples<P>>, preproc::kNumBitItems - preproc::kLtzItemBase>
+      ltz_reserves_;
   RemotePreprocessing& owner_;
   mpc::PartyId party_;
   std::uint64_t key_;

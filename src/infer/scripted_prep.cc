@@ -39,6 +39,8 @@ Result<typename ScriptedPrep<P>::Item> ScriptedPrep<P>::Fetch(const PrepRequest&
       return wrap(bits_.GetRootTuples(r.n));
     case PrepCall::kBitRandoms:
       return wrap(bits_.GetBitRandoms(r.n));
+    case PrepCall::kLtzTuples:
+      return wrap(bits_.GetLtzTuples(r.n, static_cast<int>(r.param)));
   }
   return Internal("unknown preprocessing call");
 }
@@ -133,6 +135,11 @@ Result<mpc::RootTuples<P>> ScriptedPrep<P>::GetRootTuples(std::size_t n) {
 template <typename P>
 Result<mpc::BitShares<P>> ScriptedPrep<P>::GetBitRandoms(std::size_t n) {
   return Serve<mpc::BitShares<P>>({PrepCall::kBitRandoms, n});
+}
+
+template <typename P>
+Result<mpc::LtzTuples<P>> ScriptedPrep<P>::GetLtzTuples(std::size_t n, int groups) {
+  return Serve<mpc::LtzTuples<P>>({PrepCall::kLtzTuples, n, 0, 0, groups});
 }
 
 template class ScriptedPrep<mpc::SemiHonest>;

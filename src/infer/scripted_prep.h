@@ -29,13 +29,14 @@ enum class PrepCall : std::uint8_t {
   kEdaBits,
   kDaBits,
   kRootTuples,
-  kBitRandoms
+  kBitRandoms,
+  kLtzTuples
 };
 
 struct PrepRequest {
   PrepCall call = PrepCall::kTriples;
   std::size_t n = 0, rows = 0, cols = 0;
-  std::int64_t param = 0;  // frac bits, owner, mask id
+  std::int64_t param = 0;  // frac bits, owner, mask id, comparison groups
   mpc::MaskSide side = mpc::MaskSide::kRight;
   mpc::AttentionShape attention{};  // kAttention
   bool operator==(const PrepRequest&) const = default;
@@ -76,12 +77,14 @@ class ScriptedPrep final : public mpc::Preprocessing<P>, public mpc::BitPreproce
   Result<mpc::DaBits<P>> GetDaBits(std::size_t n) override;
   Result<mpc::RootTuples<P>> GetRootTuples(std::size_t n) override;
   Result<mpc::BitShares<P>> GetBitRandoms(std::size_t n) override;
+  Result<mpc::LtzTuples<P>> GetLtzTuples(std::size_t n, int groups) override;
 
  private:
-  using Item = std::variant<mpc::Triples<P>, mpc::SquarePairs<P>, mpc::TruncPairs<P>,
-                            mpc::Shares<P>, mpc::InputMasks<P>, mpc::MatrixMask<P>,
-                            mpc::MatrixTriple<P>, mpc::AttentionTriple<P>, mpc::BitTriples<P>,
-                            mpc::EdaBits<P>, mpc::DaBits<P>, mpc::RootTuples<P>, mpc::BitShares<P>>;
+  using Item =
+      std::variant<mpc::Triples<P>, mpc::SquarePairs<P>, mpc::TruncPairs<P>, mpc::Shares<P>,
+                   mpc::InputMasks<P>, mpc::MatrixMask<P>, mpc::MatrixTriple<P>,
+                   mpc::AttentionTriple<P>, mpc::BitTriples<P>, mpc::EdaBits<P>, mpc::DaBits<P>,
+                   mpc::RootTuples<P>, mpc::BitShares<P>, mpc::LtzTuples<P>>;
   Result<Item> Fetch(const PrepRequest& r);
   template <typename T>
   Result<T> Serve(const PrepRequest& r);

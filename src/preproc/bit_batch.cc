@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <string>
 
 namespace mpcache::preproc {
@@ -77,6 +78,14 @@ constexpr Security SecurityOf() {
 }  // namespace
 
 const char* BitItemName(BitItem item) {
+  if (IsLtzItem(item)) {
+    static constexpr const char* kLtzNames[] = {
+        "ltz-tuple-2",  "ltz-tuple-3",  "ltz-tuple-4",  "ltz-tuple-5",  "ltz-tuple-6",
+        "ltz-tuple-7",  "ltz-tuple-8",  "ltz-tuple-9",  "ltz-tuple-10", "ltz-tuple-11",
+        "ltz-tuple-12", "ltz-tuple-13", "ltz-tuple-14", "ltz-tuple-15", "ltz-tuple-16"};
+    static_assert(std::size(kLtzNames) == kNumBitItems - kLtzItemBase);
+    return kLtzNames[static_cast<int>(item) - kLtzItemBase];
+  }
   switch (item) {
     case BitItem::kBitTriple:
       return "bit-triple";
@@ -93,19 +102,31 @@ const char* BitItemName(BitItem item) {
 }
 
 std::size_t BitUnitWords(Security security, BitItem item) {
+  if (IsLtzItem(item)) {
+    const mpc::ltz::LtzLayout& l = mpc::ltz::LtzLayoutFor(LtzItemGroups(item));
+    return Mal(security) ? l.RowWords() : l.SemiUnitWords();
+  }
   return Mal(security) ? kMalWords[static_cast<int>(item)] : kSemiWords[static_cast<int>(item)];
 }
 
 std::size_t BitUnitItems(Security security, BitItem item) {
+  if (IsLtzItem(item)) return Mal(security) ? 1 : 64;
   return Mal(security) ? 1 : kSemiItems[static_cast<int>(item)];
 }
 
 std::size_t BitDeterminedWords(Security security, BitItem item) {
+  if (IsLtzItem(item)) {
+    return BitUnitWords(security, item) -
+           static_cast<std::size_t>(mpc::ltz::LtzLayoutFor(LtzItemGroups(item)).free_values);
+  }
   const int it = static_cast<int>(item);
   return BitUnitWords(security, item) - (Mal(security) ? kMalFree[it] : kSemiFree[it]);
 }
 
 bool IsBitDetermined(Security security, BitItem item, std::size_t w) {
+  if (IsLtzItem(item)) {  // the free binary values come first (ltz_layout.h)
+    return w >= static_cast<std::size_t>(mpc::ltz::LtzLayoutFor(LtzItemGroups(item)).free_values);
+  }
   const int it = static_cast<int>(item);
   if (Mal(security) && item == BitItem::kBitTriple) return w != 0 && w != 2;
   return w >= (Mal(security) ? kMalFree[it] : kSemiFree[it]);
@@ -390,6 +411,15 @@ template <typename P>
 Result<mpc::BitShares<P>> BitExpander<P>::BitRandoms(const BitBatch& b) {
   MPCACHE_ASSIGN_OR_RETURN(BitUnits w, Units(b, BitItem::kBitRandom));
   return UnpackBitRandoms<P>(std::move(w), static_cast<std::size_t>(b.count));
+}
+template <typename P>
+Result<mpc::LtzTuples<P>> BitExpander<P>::LtzTuples(const BitBatch& b) {
+  if (!IsLtzItem(b.item)) {
+    return ProtocolError(std::string("expected a comparison-tuple batch, got a ") +
+                         BitItemName(b.item) + " batch");
+  }
+  MPCACHE_ASSIGN_OR_RETURN(BitUnits w, Units(b, b.item));
+  return UnpackLtzTuples<P>(std::move(w), static_cast<std::size_t>(b.count), LtzItemGroups(b.item));
 }
 
 #define MPCACHE_BIT_BATCH(P)                                              \

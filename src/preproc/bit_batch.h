@@ -21,6 +21,7 @@
 #include "common/prg.h"
 #include "common/result.h"
 #include "mpc/compare/bit_preprocessing.h"
+#include "mpc/compare/ltz_layout.h"
 #include "preproc/batch.h"
 
 namespace mpcache::preproc {
@@ -32,7 +33,20 @@ enum class BitItem : std::uint8_t {
   kBitRandom = 3,
   kRootTuple = 4
 };
-inline constexpr int kNumBitItems = 5;
+// Comparison tuples (mpc/compare/ltz_layout.h): one item per group count G, numbered from
+// kLtzItemBase (G = 2) to kLtzItemBase + 14 (G = 16); LtzItem(G) names it.
+inline constexpr int kLtzItemBase = 5;
+inline constexpr int kNumBitItems =
+    kLtzItemBase + mpc::ltz::kMaxGroups - mpc::ltz::kMinGroups + 1;  // 20
+constexpr BitItem LtzItem(int groups) {
+  return static_cast<BitItem>(kLtzItemBase + groups - mpc::ltz::kMinGroups);
+}
+constexpr bool IsLtzItem(BitItem item) {
+  return static_cast<int>(item) >= kLtzItemBase && static_cast<int>(item) < kNumBitItems;
+}
+constexpr int LtzItemGroups(BitItem item) {
+  return static_cast<int>(item) - kLtzItemBase + mpc::ltz::kMinGroups;
+}
 const char* BitItemName(BitItem item);
 
 // Items in one batch at most (a malicious edaBit unit is 3.7 KB: 2^24 of them is 63 GB).
@@ -82,6 +96,9 @@ template <typename P>
 mpc::RootTuples<P> UnpackRootTuples(BitUnits w, std::size_t n);
 template <typename P>
 mpc::BitShares<P> UnpackBitRandoms(BitUnits w, std::size_t n);
+// Comparison tuples of `groups` group nodes (ltz_batch.cc).
+template <typename P>
+mpc::LtzTuples<P> UnpackLtzTuples(BitUnits w, std::size_t n, int groups);
 
 // A party's side: expands the batches addressed to it (its bit seed from the dealer's
 // Setup) into items. Refuses batches for another party, item or security mode, with a
@@ -97,7 +114,9 @@ class BitExpander {
   Result<mpc::DaBits<P>> DaBits(const BitBatch& b);
   Result<mpc::RootTuples<P>> RootTuples(const BitBatch& b);
   Result<mpc::BitShares<P>> BitRandoms(const BitBatch& b);
-  // The same, chosen by the item type T (mpc::BitTriples<P>, ..., mpc::BitShares<P>).
+  // Comparison tuples (any of the LtzItem(G) items: G follows from b.item).
+  Result<mpc::LtzTuples<P>> LtzTuples(const BitBatch& b);
+  // The same, chosen by the item type T (mpc::BitTriples<P>, ..., mpc::LtzTuples<P>).
   template <typename T>
   Result<T> Expand(const BitBatch& b);
 
@@ -122,6 +141,8 @@ Result<T> BitExpander<P>::Expand(const BitBatch& b) {
     return DaBits(b);
   } else if constexpr (std::is_same_v<T, mpc::RootTuples<P>>) {
     return RootTuples(b);
+  } else if constexpr (std::is_same_v<T, mpc::LtzTuples<P>>) {
+    return LtzTuples(b);
   } else {
     static_assert(std::is_same_v<T, mpc::BitShares<P>>, "not a comparison item type");
     return BitRandoms(b);

@@ -178,6 +178,10 @@ void InProcessBitDealer<P>::FillChunkLocked(BitItem item, std::uint64_t seq, std
     Prg stream(BitChunkSeed(seeds_[p], item, seq, chunk));
     stream.Fill(part[p], total * sizeof(std::uint64_t));
   }
+  if (IsLtzItem(item)) {
+    FillLtzLocked(item, units, part);
+    return;
+  }
   // XOR of binary word w of unit u over the parties before the last one, and over all
   // parties (binary values and their GF(2^64) MACs are XOR-shared in both modes).
   auto others = [&](std::size_t u, std::size_t w) {
@@ -390,6 +394,20 @@ Result<mpc::BitShares<P>> BitStore<P>::GetBitRandoms(std::size_t n) {
   MPCACHE_ASSIGN_OR_RETURN(auto w, dealer_.Take(party_, BitItem::kBitRandom, units));
   consumed_[3] += units;
   return UnpackBitRandoms<P>(std::move(w), n);
+}
+
+template <typename P>
+Result<mpc::LtzTuples<P>> BitStore<P>::GetLtzTuples(std::size_t n, int groups) {
+  if (groups < mpc::ltz::kMinGroups || groups > mpc::ltz::kMaxGroups) {
+    return InvalidArgument("comparison tuples for " + std::to_string(groups) + " group nodes (" +
+                           std::to_string(mpc::ltz::kMinGroups) + ".." +
+                           std::to_string(mpc::ltz::kMaxGroups) + ")");
+  }
+  const BitItem item = LtzItem(groups);
+  const std::size_t units = BitUnitsFor(InProcessBitDealer<P>::kSecurity, item, n);
+  MPCACHE_ASSIGN_OR_RETURN(auto w, dealer_.Take(party_, item, units));
+  consumed_[static_cast<std::size_t>(item)] += units * InProcessBitDealer<P>::UnitItems(item);
+  return UnpackLtzTuples<P>(std::move(w), n, groups);
 }
 
 template class BitStore<mpc::SemiHonest>;

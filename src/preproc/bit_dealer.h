@@ -53,6 +53,7 @@ class BitStore final : public mpc::BitPreprocessing<P> {
   Result<mpc::DaBits<P>> GetDaBits(std::size_t n) override;
   Result<mpc::RootTuples<P>> GetRootTuples(std::size_t n) override;
   Result<mpc::BitShares<P>> GetBitRandoms(std::size_t n) override;
+  Result<mpc::LtzTuples<P>> GetLtzTuples(std::size_t n, int groups) override;
   // Items handed out so far (semi-honest triples/randoms: in units of 64).
   std::uint64_t consumed(BitItem t) const { return consumed_[static_cast<int>(t)]; }
 
@@ -104,6 +105,9 @@ class InProcessBitDealer {
   void FillChunkLocked(BitItem item, std::uint64_t seq, std::uint64_t chunk, std::size_t units,
                        const std::vector<std::uint64_t*>& part);
   void CountLocked(BitItem item, std::size_t units, double seconds);
+  // FillChunkLocked's part for comparison tuples (ltz_dealer.cc): the last party's
+  // determined words of `units` units whose streams are in part[p].
+  void FillLtzLocked(BitItem item, std::size_t units, const std::vector<std::uint64_t*>& part);
 
   struct Pool {
     std::deque<std::vector<std::uint64_t>> chunks;  // BitChunkUnits() units each at most

@@ -11,6 +11,10 @@
 //               shares of u, v, w, vw, uw, uv, uvw (the comparison's last AND fused with
 //               the conversion to arithmetic: compare.h)
 //   BitRandoms  uniform lifts in the binary domain (the binary MAC check's mask)
+//   LtzTuples   everything one LessThanZero value of a width with G group nodes needs, in
+//               one item (ltz_layout.h): [r] with its low bits, the group products, the
+//               combination round's masks and mask products, the fused root's masks and
+//               their arithmetic monomials
 // The trusted dealer guarantees that the two halves of an edaBit / daBit are consistent
 // (the parties do not check it: see docs/comparison.md). In Spdz2k mode every part carries
 // its MAC (arithmetic parts under alpha, binary parts under the binary key beta).
@@ -68,6 +72,21 @@ struct RootTuples : MoveOnly {
   std::array<Shares<P>, 7> mono;  // indexed by Mono
 };
 
+// Comparison tuples for LessThanZero of a width with `groups` group nodes (one per value;
+// words in ltz::LtzLayoutFor(groups)).
+template <typename P>
+struct LtzTuples : MoveOnly {
+  int groups = 0;
+  Shares<P> r;
+  // Malicious: item-major rows (ltz_layout.h's row words; bin and mono stay empty).
+  EdaRows rows;
+  // Semi-honest: the binary values bitsliced (bin[v] holds value v of every item) and the
+  // root's arithmetic monomials.
+  std::vector<BitShares<P>> bin;
+  std::vector<Shares<P>> mono;
+  std::size_t size() const { return r.size(); }
+};
+
 template <typename P>
 class BitPreprocessing {
  public:
@@ -82,6 +101,8 @@ class BitPreprocessing {
   virtual Result<DaBits<P>> GetDaBits(std::size_t n) = 0;
   virtual Result<RootTuples<P>> GetRootTuples(std::size_t n) = 0;
   virtual Result<BitShares<P>> GetBitRandoms(std::size_t n) = 0;
+  // n comparison tuples for widths with `groups` group nodes (ltz::kMinGroups..kMaxGroups).
+  virtual Result<LtzTuples<P>> GetLtzTuples(std::size_t n, int groups) = 0;
 };
 
 }  // namespace mpcache::mpc

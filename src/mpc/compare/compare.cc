@@ -5,17 +5,20 @@
 #include <bit>
 #include <string>
 
+#include "mpc/compare/group_nodes.h"
+#include "mpc/compare/ltz_layout.h"
+
 namespace mpcache::mpc {
 
 LtzShape LtzShapeFor(int bits) {
   LtzShape s;
-  s.groups = (bits - 1 + edabit::kGroupBits - 1) / edabit::kGroupBits;
-  // Adjacent nodes pair up; the lowest node (holding bit 0) has no eq, so the pair holding
-  // it takes one gate, every other pair two; an odd node out waits for the next level.
-  for (int nodes = s.groups; nodes > 2; nodes = (nodes + 1) / 2) {
-    s.gates.push_back(2 * (nodes / 2) - 1);
-  }
-  s.rounds = 1 + static_cast<int>(s.gates.size()) + 1;
+  if (bits < kMinCompareBits || bits > 64) return s;
+  const ltz::LtzLayout& layout = ltz::LtzLayoutFor(ltz::GroupsFor(bits));
+  s.groups = layout.groups;
+  for (const ltz::SuperNode& q : layout.supers) s.supers.push_back(q.k);
+  s.combine_bits = layout.combine_bits;
+  s.root_bits = layout.root.vars;
+  s.rounds = layout.rounds;
   return s;
 }
 
@@ -24,11 +27,11 @@ int LtzRounds(int bits) {
 }
 
 std::uint64_t LtzBytesPerPeer(std::uint64_t n, int bits, std::uint64_t open_bytes) {
-  std::uint64_t bytes = open_bytes * n + (3 * n + 7) / 8;  // c, then the fused root's bits
-  for (const int g : LtzShapeFor(bits).gates) {
-    bytes += (2 * static_cast<std::uint64_t>(g) * n + 7) / 8;
-  }
-  return bytes;
+  const LtzShape s = LtzShapeFor(bits);
+  const auto packed = [n](int per_value) {
+    return (static_cast<std::uint64_t>(per_value) * n + 7) / 8;
+  };
+  return open_bytes * n + packed(s.combine_bits) + packed(s.root_bits);
 }
 
 Status CheckCompareBits(int bits) {
@@ -41,324 +44,126 @@ Status CheckCompareBits(int bits) {
 
 namespace {
 
-// A node of the comparison tree over a range of bit positions.
+using cmp_detail::Node;
+
+// x ^= binary value v of every tuple (malicious: read from the rows in place).
 template <typename P>
-struct Node {
-  BitShares<P> lt, eq;
-  bool has_eq = false;
-};
-
-// A GF(2) polynomial in the r bits of one group, with public per-element coefficients:
-// coef[S] is the bit vector of the coefficient of the monomial prod_{t in S} r_{base+t}.
-struct Poly {
-  std::array<PublicBits, 16> coef;
-  std::array<bool, 16> nz{};
-};
-
-Poly Constant(const PublicBits& c, unsigned mask) {
-  Poly p;
-  p.coef[mask] = c;
-  p.nz[mask] = true;
-  return p;
-}
-
-void XorInto(Poly& a, const Poly& b) {
-  for (unsigned s = 0; s < 16; ++s) {
-    if (!b.nz[s]) continue;
-    if (!a.nz[s]) {
-      a.coef[s] = b.coef[s];
-      a.nz[s] = true;
-      continue;
+void XorValueInPlace(BitShares<P>& x, const LtzTuples<P>& t, const ltz::LtzLayout& layout, int v) {
+  if constexpr (P::kMalicious) {
+    const auto w = static_cast<std::size_t>(v);
+    const std::size_t mw = layout.MacWord(v);
+    for (std::size_t i = 0; i < x.n; ++i) {
+      const std::uint64_t* row = t.rows.rows[i];
+      x.v[i] ^= row[w] & 1;
+      x.m[i] ^= row[mw];
     }
-    for (std::size_t w = 0; w < a.coef[s].w.size(); ++w) a.coef[s].w[w] ^= b.coef[s].w[w];
+  } else {
+    (void)layout;
+    XorInPlace(x, t.bin[static_cast<std::size_t>(v)]);
   }
 }
 
-// Product of polynomials over boolean variables: m_S m_T = m_{S | T}.
-Poly Times(const Poly& a, const Poly& b, std::size_t n) {
-  Poly out;
-  for (unsigned s = 0; s < 16; ++s) {
-    if (!a.nz[s]) continue;
-    for (unsigned t = 0; t < 16; ++t) {
-      if (!b.nz[t]) continue;
-      PublicBits& o = out.coef[s | t];
-      if (!out.nz[s | t]) {
-        o = PublicBits(n);
-        out.nz[s | t] = true;
+// Round 1's local part: the G group nodes (and r's bit `top`) from the tuples.
+template <typename P>
+std::vector<Node<P>> TupleGroupNodes(const BitKey& key, const LtzTuples<P>& t,
+                                     const ltz::LtzLayout& layout,
+                                     const std::vector<std::uint64_t>& c, int top,
+                                     BitShares<P>& r_top) {
+  const int groups = layout.groups;
+  if constexpr (P::kMalicious) {
+    cmp_detail::RowMap map;
+    map.word.resize(static_cast<std::size_t>(groups));
+    for (int g = 0; g < groups; ++g) {
+      const int size = cmp_detail::GroupSizeAt(g, top);
+      for (unsigned s = 1; s < (1u << size); ++s) {
+        map.word[static_cast<std::size_t>(g)][s] = static_cast<std::size_t>(layout.GroupMono(g, s));
       }
-      for (std::size_t w = 0; w < o.w.size(); ++w) o.w[w] ^= a.coef[s].w[w] & b.coef[t].w[w];
     }
+    map.mac_offset = static_cast<std::size_t>(layout.num_binary);
+    map.r_top = static_cast<std::size_t>(top);
+    return cmp_detail::GroupNodesFromRows<P>(key, t.rows, c, top, map, r_top);
+  } else {
+    const std::size_t n = t.size();
+    const std::vector<PublicBits> cb = cmp_detail::BitslicedC(c);
+    std::vector<Node<P>> nodes;
+    nodes.reserve(static_cast<std::size_t>(groups));
+    for (int g = 0; g < groups; ++g) {
+      auto mono = [&](unsigned s) -> const BitShares<P>& {
+        return t.bin[static_cast<std::size_t>(layout.GroupMono(g, s))];
+      };
+      nodes.push_back(cmp_detail::GroupNodeBitsliced<P>(key, mono, cb, g, top, n));
+    }
+    r_top = t.bin[static_cast<std::size_t>(top)];
+    return nodes;
   }
-  return out;
 }
 
-// sum_S coef_S [m_S] with [m_{}] = 1, [m_{t}] = [r_{base+t}], larger S from the products
-// (semi-honest: bitsliced over the elements; the malicious path is GroupNodesFromRows).
+// Bit of element i of an opened vector.
+inline unsigned BitAt(const PublicBits& b, std::size_t i) {
+  return static_cast<unsigned>((b.w[i / 64] >> (i % 64)) & 1);
+}
+
+// Super-node q's (lt, eq) after the combination round: `opened` holds its masked group
+// bits from index `first` on, in its variables' order (lt_j, then eq_j unless absent).
 template <typename P>
-BitShares<P> Evaluate(const BitKey& key, const Poly& p, const EdaBits<P>& eda, int g,
-                      std::size_t n) {
-  BitShares<P> acc(n);
-  const int base = edabit::GroupBase(g);
-  for (unsigned s = 1; s < 16; ++s) {
-    if (!p.nz[s]) continue;
-    const int idx = edabit::MaskIndex(s);
-    const BitShares<P>& m = idx < 0 ? eda.bits[static_cast<std::size_t>(base) +
-                                               static_cast<std::size_t>(std::countr_zero(s))]
-                                    : eda.prods[static_cast<std::size_t>(edabit::GroupOffset(g)) +
-                                                static_cast<std::size_t>(idx)];
-    const auto& c = p.coef[s].w;
-    for (std::size_t w = 0; w < acc.v.size(); ++w) acc.v[w] ^= m.v[w] & c[w];
+Node<P> CombineSuper(const BitKey& key, const LtzTuples<P>& t, const ltz::LtzLayout& layout, int q,
+                     const std::vector<PublicBits>& opened, std::size_t first) {
+  const ltz::SuperNode& s = layout.supers[static_cast<std::size_t>(q)];
+  const std::size_t n = t.size();
+  // Opened bit positions in the pattern (bit 2j: lt_j, 2j + 1: eq_j).
+  std::vector<int> pos;
+  for (int j = 0; j < s.k; ++j) {
+    pos.push_back(2 * j);
+    if (!(s.bottom && j == 0)) pos.push_back(2 * j + 1);
   }
-  if (p.nz[0]) XorPublicInPlace(key, acc, p.coef[0]);
-  return acc;
-}
-
-// The (lt, eq) of group g of the low `low` positions (low = bits - 1), from its edaBit
-// products (local). A group cut by `low` uses the products of its first bits only.
-template <typename P>
-Node<P> GroupNode(const BitKey& key, const EdaBits<P>& eda, const std::vector<PublicBits>& cb,
-                  int g, int low, std::size_t n) {
-  PublicBits ones(n);
-  for (auto& w : ones.w) w = ~std::uint64_t{0};
-  const int base = edabit::GroupBase(g);
-  const int size = std::min(edabit::GroupSize(g), low - base);
-  Poly lt, eq;
-  for (int t = 0; t < size; ++t) {
-    PublicBits nc = cb[static_cast<std::size_t>(base) + static_cast<std::size_t>(t)];
-    for (auto& w : nc.w) w = ~w;
-    const unsigned bit = 1u << t;
-    Poly lt_t = Constant(nc, bit);  // r_t & ~c_t
-    Poly eq_t = Constant(nc, 0);    // r_t ^ ~c_t
-    XorInto(eq_t, Constant(ones, bit));
-    if (t == 0) {
-      lt = std::move(lt_t);
-      eq = std::move(eq_t);
-      continue;
-    }
-    // (lt, eq) <- (lt_t ^ eq_t lt, eq_t eq): position t is above the range so far.
-    Poly next_lt = Times(eq_t, lt, n);
-    XorInto(next_lt, lt_t);
-    if (g > 0) eq = Times(eq_t, eq, n);
-    lt = std::move(next_lt);
+  std::vector<std::size_t> value(s.monos.size());
+  for (std::size_t i = 0; i < s.monos.size(); ++i) {
+    value[i] = static_cast<std::size_t>(layout.SuperMono(q, static_cast<int>(i)));
   }
-  Node<P> node;
-  node.lt = Evaluate(key, lt, eda, g, n);
-  if (g > 0) {
-    node.eq = Evaluate(key, eq, eda, g, n);
-    node.has_eq = true;
-  }
-  return node;
-}
-
-// The group polynomials as sets of monomials (bit S of a PolySet: the monomial
-// prod_{t in S} r_{base+t} is present; S = 0 is the constant 1), for a group of `size`
-// positions whose public c bits are `c` (bit t = position base + t). The same recurrence as
-// GroupNode's, for the malicious path, which evaluates them item by item.
-using PolySet = std::uint32_t;
-
-constexpr PolySet PolyTimes(PolySet a, PolySet b) {
-  PolySet out = 0;
-  for (unsigned s = 0; s < 16; ++s) {
-    if (((a >> s) & 1) == 0) continue;
-    for (unsigned t = 0; t < 16; ++t) {
-      if (((b >> t) & 1) != 0) out ^= PolySet{1} << (s | t);
-    }
-  }
-  return out;
-}
-
-struct GroupPolys {
-  PolySet lt = 0, eq = 0;
-};
-
-constexpr GroupPolys GroupPolysFor(int size, unsigned c) {
-  GroupPolys p;
-  for (int t = 0; t < size; ++t) {
-    const bool ct = ((c >> t) & 1) != 0;
-    const PolySet rt = PolySet{1} << (1u << t);
-    const PolySet lt_t = ct ? 0 : rt;                 // r_t & ~c_t
-    const PolySet eq_t = rt ^ (ct ? 0 : PolySet{1});  // r_t ^ ~c_t
-    if (t == 0) {
-      p = {lt_t, eq_t};
-      continue;
-    }
-    p.lt = lt_t ^ PolyTimes(eq_t, p.lt);  // position t is above the range so far
-    p.eq = PolyTimes(eq_t, p.eq);
-  }
-  return p;
-}
-
-struct GroupTable {
-  GroupPolys at[5][16]{};  // [size][c]
-};
-constexpr GroupTable MakeGroupTable() {
-  GroupTable t;
-  for (int size = 1; size <= 4; ++size) {
-    for (unsigned c = 0; c < (1u << size); ++c) t.at[size][c] = GroupPolysFor(size, c);
-  }
-  return t;
-}
-inline constexpr GroupTable kGroupTable = MakeGroupTable();
-
-// Malicious: the group nodes item by item from the edaBits' rows (value words hold the
-// share in bit 0; MAC words are GF(2^64) shares): lt = XOR of the monomials' words that the
-// group's polynomial for this item's c bits contains, and the constant term (1) adds the
-// public 1 (party 0's value, every party's beta).
-// Also fills r_top (bit `low` of r, the comparison's top bit) in the same pass over the
-// rows. (Software prefetching of the next rows' ~30 cache lines was tried: slower.)
-template <typename P>
-std::vector<Node<P>> GroupNodesFromRows(const BitKey& key, const EdaRows& rows,
-                                        const std::vector<std::uint64_t>& c, int low,
-                                        BitShares<P>& r_top) {
-  const std::size_t n = c.size();
-  const int groups = (low + edabit::kGroupBits - 1) / edabit::kGroupBits;
-  std::vector<Node<P>> nodes(static_cast<std::size_t>(groups));
-  // Row word of each monomial S of each group (S with one bit: r's bit; more: a product).
-  std::vector<std::array<std::size_t, 16>> word(static_cast<std::size_t>(groups));
-  std::vector<int> size(static_cast<std::size_t>(groups));
-  for (int g = 0; g < groups; ++g) {
-    const int base = edabit::GroupBase(g);
-    size[static_cast<std::size_t>(g)] = std::min(edabit::GroupSize(g), low - base);
-    for (unsigned s = 1; s < 16; ++s) {
-      const int idx = edabit::MaskIndex(s);
-      word[static_cast<std::size_t>(g)][s] =
-          idx < 0 ? edabit::BitWord(base + std::countr_zero(s))
-                  : edabit::ProductWord(edabit::GroupOffset(g) + idx);
-    }
-    Node<P>& node = nodes[static_cast<std::size_t>(g)];
-    node.lt = BitShares<P>(n);
-    if (g > 0) {
-      node.eq = BitShares<P>(n);
-      node.has_eq = true;
-    }
+  Node<P> out;
+  out.lt = BitShares<P>(n);
+  if (!s.bottom) {
+    out.eq = BitShares<P>(n);
+    out.has_eq = true;
   }
   const bool p0 = key.party == 0;
-  const std::uint64_t beta = key.beta;
-  r_top = BitShares<P>(n);
   for (std::size_t i = 0; i < n; ++i) {
-    const std::uint64_t* row = rows.rows[i];
-    r_top.v[i] = row[edabit::BitWord(low)] & 1;
-    r_top.m[i] = row[edabit::MacOf(edabit::BitWord(low))];
-    for (int g = 0; g < groups; ++g) {
-      const auto gi = static_cast<std::size_t>(g);
-      const unsigned cg =
-          static_cast<unsigned>(c[i] >> edabit::GroupBase(g)) & ((1u << size[gi]) - 1);
-      const GroupPolys& poly = kGroupTable.at[size[gi]][cg];
-      auto eval = [&](PolySet set, BitShares<P>& out) {
+    unsigned p = 0;
+    for (std::size_t v = 0; v < pos.size(); ++v) p |= BitAt(opened[first + v], i) << pos[v];
+    // XOR of the monomials in `set` (+ the public 1 when `one`): this item's share.
+    auto eval = [&](std::uint64_t set, bool one, BitShares<P>& dst) {
+      if constexpr (P::kMalicious) {
+        const std::uint64_t* row = t.rows.rows[i];
+        const std::size_t mo = static_cast<std::size_t>(layout.num_binary);
         std::uint64_t v = 0, m = 0;
-        for (PolySet rest = set & ~PolySet{1}; rest != 0; rest &= rest - 1) {
-          const std::size_t w = word[gi][static_cast<unsigned>(std::countr_zero(rest))];
+        for (; set != 0; set &= set - 1) {
+          const std::size_t w = value[static_cast<std::size_t>(std::countr_zero(set))];
           v ^= row[w];
-          m ^= row[edabit::MacOf(w)];
+          m ^= row[w + mo];
         }
-        if ((set & 1) != 0) {
+        if (one) {
           if (p0) v ^= 1;
-          m ^= beta;
+          m ^= key.beta;
         }
-        out.v[i] = v & 1;
-        out.m[i] = m;
-      };
-      eval(poly.lt, nodes[gi].lt);
-      if (g > 0) eval(poly.eq, nodes[gi].eq);
-    }
-  }
-  return nodes;
-}
-
-// Open c = x + r (its low `bits` bits matter) and build the group nodes of the low
-// bits - 1 positions (round 1, then local work).
-template <typename P>
-struct Prepared {
-  BitShares<P> r_top;            // bit bits - 1 of r
-  std::vector<std::uint64_t> c;  // the opened c (mod 2^bits)
-  std::vector<Node<P>> level;
-  bool CTop(std::size_t i, int bits) const { return ((c[i] >> (bits - 1)) & 1) != 0; }
-};
-
-template <typename P>
-Result<Prepared<P>> Prepare(BinaryContext<P>& ctx, const Shares<P>& x, int bits) {
-  MPCACHE_RETURN_IF_ERROR(CheckCompareBits(bits));
-  const std::size_t n = x.size();
-  Prepared<P> out;
-  MPCACHE_ASSIGN_OR_RETURN(EdaBits<P> eda, ctx.prep().GetEdaBits(n));
-  Shares<P> masked = Add(x, eda.r);
-  MPCACHE_ASSIGN_OR_RETURN(out.c,
-                           ctx.arith().OpenOwned(std::move(masked), OpenMode::kAllToAll, 0, bits));
-  const int top = bits - 1;
-  if constexpr (P::kMalicious) {
-    if (eda.rows.size() != n) return Internal("edaBits without rows in malicious mode");
-    out.level = GroupNodesFromRows<P>(ctx.key(), eda.rows, out.c, top, out.r_top);
-  } else {
-    std::vector<PublicBits> cb(64, PublicBits(n));  // bit j of c, bitsliced
-    std::array<std::uint64_t, 64> block{};
-    for (std::size_t b = 0; b < WordsFor(n); ++b) {
-      const std::size_t len = std::min<std::size_t>(64, n - 64 * b);
-      std::copy(out.c.begin() + static_cast<std::ptrdiff_t>(64 * b),
-                out.c.begin() + static_cast<std::ptrdiff_t>(64 * b + len), block.begin());
-      std::fill(block.begin() + static_cast<std::ptrdiff_t>(len), block.end(), 0);
-      Transpose64(block.data());
-      for (std::size_t j = 0; j < 64; ++j) cb[j].w[b] = block[j];
-    }
-    const int groups = LtzShapeFor(bits).groups;
-    out.level.reserve(static_cast<std::size_t>(groups));
-    for (int g = 0; g < groups; ++g) {
-      out.level.push_back(GroupNode(ctx.key(), eda, cb, g, top, n));
-    }
-    out.r_top = std::move(eda.bits[static_cast<std::size_t>(top)]);
-  }
-  return out;
-}
-
-// c's top bit as public bits.
-template <typename P>
-PublicBits TopBits(const Prepared<P>& pre, int bits) {
-  PublicBits out(pre.c.size());
-  for (std::size_t i = 0; i < pre.c.size(); ++i) out.Set(i, pre.CTop(i, bits));
-  return out;
-}
-
-// Combine adjacent nodes, one AND batch per level, until `target` nodes are left.
-template <typename P>
-Status Reduce(BinaryContext<P>& ctx, std::vector<Node<P>>& level, std::size_t target) {
-  while (level.size() > target) {
-    BitAndBatch<P> batch(ctx);
-    const std::size_t pairs = level.size() / 2;
-    std::vector<std::size_t> h_lt(pairs), h_eq(pairs, 0);
-    for (std::size_t k = 0; k < pairs; ++k) {
-      const Node<P>& lo = level[2 * k];
-      const Node<P>& hi = level[2 * k + 1];
-      h_lt[k] = batch.Prepare(hi.eq, lo.lt);
-      if (lo.has_eq) h_eq[k] = batch.Prepare(hi.eq, lo.eq);
-    }
-    MPCACHE_RETURN_IF_ERROR(batch.Exchange());
-    std::vector<Node<P>> next;
-    next.reserve(pairs + 1);
-    for (std::size_t k = 0; k < pairs; ++k) {
-      Node<P> node;
-      node.lt = Xor(std::move(level[2 * k + 1].lt), batch.Take(h_lt[k]));
-      if (level[2 * k].has_eq) {
-        node.eq = batch.Take(h_eq[k]);
-        node.has_eq = true;
+        dst.v[i] = v & 1;
+        dst.m[i] = m;
+      } else {
+        std::uint64_t v = 0;
+        for (; set != 0; set &= set - 1) {
+          v ^= t.bin[value[static_cast<std::size_t>(std::countr_zero(set))]].v[i / 64];
+        }
+        v = (v >> (i % 64)) & 1;
+        if (one && p0) v ^= 1;
+        dst.v[i / 64] |= v << (i % 64);
       }
-      next.push_back(std::move(node));
-    }
-    if (level.size() % 2 == 1) next.push_back(std::move(level.back()));
-    level = std::move(next);
+    };
+    eval(s.lt[p], s.lt_one[p] != 0, out.lt);
+    if (!s.bottom) eval(s.eq[p], s.eq_one[p] != 0, out.eq);
   }
-  return Status::Ok();
+  return out;
 }
 
 }  // namespace
-
-template <typename P>
-Result<BitShares<P>> MsbBits(BinaryContext<P>& ctx, const Shares<P>& x, int bits) {
-  MPCACHE_ASSIGN_OR_RETURN(Prepared<P> pre, Prepare(ctx, x, bits));
-  MPCACHE_RETURN_IF_ERROR(Reduce(ctx, pre.level, 1));
-  BitShares<P> msb = std::move(pre.level[0].lt);
-  XorInPlace(msb, pre.r_top);
-  XorPublicInPlace(ctx.key(), msb, TopBits(pre, bits));
-  return msb;
-}
 
 template <typename P>
 Result<Shares<P>> BitToArith(BinaryContext<P>& ctx, BitShares<P> b) {
@@ -383,46 +188,104 @@ Result<Shares<P>> LessThanZero(BinaryContext<P>& ctx, const Shares<P>& x, int bi
   const std::size_t n = x.size();
   MPCACHE_RETURN_IF_ERROR(CheckCompareBits(bits));
   if (n == 0) return Shares<P>();
-  MPCACHE_ASSIGN_OR_RETURN(Prepared<P> pre, Prepare(ctx, x, bits));
-  MPCACHE_RETURN_IF_ERROR(Reduce(ctx, pre.level, 2));
-  // Fused root + conversion: MSB = c_top ^ u ^ v w with u = lt_H ^ r_top, v = eq_H,
-  // w = lt_L (top = bits - 1).
-  MPCACHE_ASSIGN_OR_RETURN(RootTuples<P> t, ctx.prep().GetRootTuples(n));
-  BitShares<P> u = Xor(std::move(pre.level[1].lt), pre.r_top);
-  std::vector<BitShares<P>> masked;
-  masked.push_back(Xor(std::move(u), t.u));
-  masked.push_back(Xor(std::move(pre.level[1].eq), t.v));
-  masked.push_back(Xor(std::move(pre.level[0].lt), t.w));
-  MPCACHE_ASSIGN_OR_RETURN(std::vector<PublicBits> e, ctx.OpenMany(std::move(masked)));
-  // Each bit is e + (1 - 2e) rho, affine in its mask rho; expand u + (1 - 2u) v w over the
-  // dealer's arithmetic monomials of the masks, then apply c_top (t -> 1 - t).
-  using R = RootTuples<P>;
+  const int groups = ltz::GroupsFor(bits);
+  const ltz::LtzLayout& layout = ltz::LtzLayoutFor(groups);
+  MPCACHE_ASSIGN_OR_RETURN(LtzTuples<P> t, ctx.prep().GetLtzTuples(n, groups));
+  const bool rows_ok = P::kMalicious
+                           ? t.rows.size() == n
+                           : t.bin.size() == static_cast<std::size_t>(layout.num_binary) &&
+                                 t.mono.size() == layout.root.monos.size();
+  if (t.size() != n || t.groups != groups || !rows_ok) {
+    return Internal("comparison tuples of the wrong shape from the bit preprocessing (" +
+                    std::to_string(t.size()) + " for " + std::to_string(groups) + " groups)");
+  }
+  // Round 1: c = x + r, then the group nodes (local).
+  Shares<P> masked_x = Add(x, t.r);
+  MPCACHE_ASSIGN_OR_RETURN(
+      std::vector<std::uint64_t> c,
+      ctx.arith().OpenOwned(std::move(masked_x), OpenMode::kAllToAll, 0, bits));
+  const int top = bits - 1;
+  BitShares<P> r_top;
+  std::vector<Node<P>> nodes = TupleGroupNodes(ctx.key(), t, layout, c, top, r_top);
+  const auto m = layout.supers.size();
+  std::vector<Node<P>> supers(m);
+  // Round 2 (when some super-node holds two or more groups): every group node of those
+  // super-nodes masked by the tuple's fresh bits, opened together; then each super-node's
+  // (lt, eq) from the mask monomials (local).
+  if (layout.combine) {
+    std::vector<BitShares<P>> masked;
+    std::vector<std::size_t> first(m, 0);
+    for (std::size_t q = 0; q < m; ++q) {
+      const ltz::SuperNode& s = layout.supers[q];
+      first[q] = masked.size();
+      if (s.k < 2) continue;
+      int var = 0;
+      for (int j = 0; j < s.k; ++j) {
+        Node<P>& node = nodes[static_cast<std::size_t>(s.first + j)];
+        XorValueInPlace(node.lt, t, layout, layout.SuperMono(static_cast<int>(q), var++));
+        masked.push_back(std::move(node.lt));
+        if (s.bottom && j == 0) continue;
+        XorValueInPlace(node.eq, t, layout, layout.SuperMono(static_cast<int>(q), var++));
+        masked.push_back(std::move(node.eq));
+      }
+    }
+    MPCACHE_ASSIGN_OR_RETURN(std::vector<PublicBits> opened, ctx.OpenMany(std::move(masked)));
+    for (std::size_t q = 0; q < m; ++q) {
+      if (layout.supers[q].k < 2) continue;
+      supers[q] = CombineSuper(ctx.key(), t, layout, static_cast<int>(q), opened, first[q]);
+    }
+  }
+  for (std::size_t q = 0; q < m; ++q) {
+    if (layout.supers[q].k == 1) {
+      supers[q] = std::move(nodes[static_cast<std::size_t>(layout.supers[q].first)]);
+    }
+  }
+  // Round 3: the fused root. Variables u = lt_top ^ r_top, eq_top, then lt_q, eq_q (q > 0)
+  // downwards, each masked by a fresh tuple bit; [x < 0] = c_top ^ u ^ R expands into the
+  // tuple's arithmetic monomials of those masks.
+  const ltz::RootMonos& root = layout.root;
+  std::vector<BitShares<P>> root_vars(static_cast<std::size_t>(root.vars));
+  const int top_q = static_cast<int>(m) - 1;
+  root_vars[static_cast<std::size_t>(root.VarLt(top_q))] = Xor(std::move(supers[m - 1].lt), r_top);
+  for (int q = top_q; q >= 0; --q) {
+    if (q != top_q) {
+      root_vars[static_cast<std::size_t>(root.VarLt(q))] =
+          std::move(supers[static_cast<std::size_t>(q)].lt);
+    }
+    if (q > 0) {
+      root_vars[static_cast<std::size_t>(root.VarEq(q))] =
+          std::move(supers[static_cast<std::size_t>(q)].eq);
+    }
+  }
+  for (int v = 0; v < root.vars; ++v) {
+    XorValueInPlace(root_vars[static_cast<std::size_t>(v)], t, layout, layout.root_masks + v);
+  }
+  MPCACHE_ASSIGN_OR_RETURN(std::vector<PublicBits> e, ctx.OpenMany(std::move(root_vars)));
+  const std::size_t per = root.monos.size() + 1;
   Shares<P> out(n);
   std::vector<std::uint64_t> constant(n);
   for (std::size_t i = 0; i < n; ++i) {
-    const std::uint64_t au = e[0].Get(i) ? 1 : 0, av = e[1].Get(i) ? 1 : 0,
-                        aw = e[2].Get(i) ? 1 : 0;
-    const std::uint64_t bu = 1 - 2 * au, bv = 1 - 2 * av, bw = 1 - 2 * aw;
-    const std::uint64_t k0 = av * aw, kv = bv * aw, kw = av * bw, kvw = bv * bw;
-    const std::uint64_t gamma = 1 - 2 * au, delta = 0 - 2 * bu;
-    std::array<std::uint64_t, 7> coef{};
-    coef[R::kU] = bu + delta * k0;
-    coef[R::kV] = gamma * kv;
-    coef[R::kW] = gamma * kw;
-    coef[R::kVW] = gamma * kvw;
-    coef[R::kUV] = delta * kv;
-    coef[R::kUW] = delta * kw;
-    coef[R::kUVW] = delta * kvw;
-    std::uint64_t k = au + gamma * k0;
-    if (pre.CTop(i, bits)) {
-      for (auto& cf : coef) cf = 0 - cf;
-      k = 1 - k;
+    unsigned p = 0;
+    for (int v = 0; v < root.vars; ++v) p |= BitAt(e[static_cast<std::size_t>(v)], i) << v;
+    const std::uint64_t* coef = root.coef.data() + p * per;
+    // c_top = 1: the result is 1 - (u ^ R).
+    const bool flip = ((c[i] >> top) & 1) != 0;
+    typename P::Word acc_v = 0;
+    u128 acc_m = 0;
+    for (std::size_t k = 0; k + 1 < per; ++k) {
+      const std::uint64_t cf = flip ? 0 - coef[k] : coef[k];
+      if constexpr (P::kMalicious) {
+        const std::uint64_t* row = t.rows.rows[i];
+        const std::size_t w = layout.MonoWord(static_cast<int>(k));
+        acc_v += (u128{row[w + 1]} << 64 | row[w]) * cf;
+        acc_m += (u128{row[w + 3]} << 64 | row[w + 2]) * cf;
+      } else {
+        acc_v += t.mono[k].v[i] * cf;
+      }
     }
-    constant[i] = k;
-    for (std::size_t m = 0; m < 7; ++m) {
-      out.v[i] += t.mono[m].v[i] * coef[m];
-      if constexpr (P::kMalicious) out.m[i] += t.mono[m].m[i] * coef[m];
-    }
+    out.v[i] = acc_v;
+    if constexpr (P::kMalicious) out.m[i] = acc_m;
+    constant[i] = flip ? 1 - coef[per - 1] : coef[per - 1];
   }
   AddPublicInPlace(ctx.arith().key(), out, constant);
   return out;
@@ -441,7 +304,6 @@ Result<Shares<P>> LessThan(BinaryContext<P>& ctx, const Shares<P>& x, const Shar
 // P names a type in explicit instantiations: it cannot be parenthesised.
 // NOLINTBEGIN(bugprone-macro-parentheses)
 #define MPCACHE_INSTANTIATE_COMPARE(P)                                                          \
-  template Result<BitShares<P>> MsbBits<P>(BinaryContext<P>&, const Shares<P>&, int);           \
   template Result<Shares<P>> BitToArith<P>(BinaryContext<P>&, BitShares<P>);                    \
   template Result<Shares<P>> LessThanZero<P>(BinaryContext<P>&, const Shares<P>&, int);         \
   template Result<Shares<P>> LessThan<P>(BinaryContext<P>&, const Shares<P>&, const Shares<P>&, \

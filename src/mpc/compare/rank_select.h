@@ -1,6 +1,6 @@
 // Top-k in a constant number of rounds (independent of k and of the row length), for the
 // cluster selection of MPCache (issue 12), where RowTopK's k argmax tournaments in a row
-// (k * ArgMaxRounds(cols): 1 728 rounds for 128 clusters keeping half) are too deep.
+// (k * ArgMaxRounds(cols): 1 216 rounds for 128 clusters keeping half) are too deep.
 //
 // RowTopKByRank, per row of cols values:
 //   1. every pair a < b compared at once: lt_ab = [x_a < x_b] (LessThan, `bits`-bit values:
@@ -11,7 +11,7 @@
 //      j < k: 2 k cols comparisons of RankBits(cols) bits, one batch;
 //   4. values[j] = sum_i S[j][i] x_i: k cols products, 1 round.
 // Rounds: LtzRounds(bits) + LtzRounds(RankBits(cols)) + 1, whatever k (RankTopKRounds;
-// for 64-bit values and 128 columns 5 + 2 + 1 = 8 against RowTopK's 64 x 27 = 1 728 when
+// for 64-bit values and 128 columns 3 + 2 + 1 = 6 against RowTopK's 64 x 19 = 1 216 when
 // keeping half; tests assert both). Exact for
 // |x_a - x_b| < 2^(bits - 1). Cheaper in bytes than RowTopK when cols is small and k large
 // (the crossover: docs/comparison.md); same result (TopKResult: values in decreasing order,

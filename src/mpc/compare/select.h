@@ -3,8 +3,8 @@
 //
 // RowMax: fixed_math's RowMax on SecureBackend (the plaintext twin runs the same template):
 //   a 4-ary tournament, ceil(log4 cols) levels, each one comparison batch of all pairs in
-//   every group of 4 (LtzRounds(bits): 5 rounds for 64-bit values, 4 for 32-bit) + two
-//   product batches (one if the level has width 2): 7 rounds per level for 64 bits.
+//   every group of 4 (LtzRounds(bits): 3 rounds, 2 for bits <= 17) + two product batches
+//   (one if the level has width 2): 5 rounds per level.
 // RowArgMax: a tournament of groups of 4 consecutive candidates (the last group of a row may
 //   be smaller), so every candidate stands for a contiguous range of columns and ties go to
 //   the lower index (the first maximum wins, like a plaintext scan). Per level: one
@@ -12,11 +12,11 @@
 //   [x_i beats x_j] (>= towards later members, > towards earlier ones: exactly one winner),
 //   and its payload (value, one-hot restricted to its range) is multiplied by w_i as
 //   (b0 b1)(b2 payload): two product batches (one when the level has width 2). The winner's
-//   value is the group's sum of w_i x_i. 7 rounds per level (ArgMaxRounds), about 2 cols
+//   value is the group's sum of w_i x_i. 5 rounds per level (ArgMaxRounds), about 2 cols
 //   products per row per level (ArgMaxBytesPerPeer).
 // RowTopK: k rounds of RowArgMax; after each, the winner is pushed down by 2^(bits-2)
 //   (local: x -= 2^(bits-2) onehot), so the next round picks the best of the rest and ties
-//   keep going to the lower index. Cost k times RowArgMax: k * 7 * ceil(log4 cols) rounds. Chosen
+//   keep going to the lower index. Cost k times RowArgMax: k * 5 * ceil(log4 cols) rounds. Chosen
 //   over a sorting network (O(log^2 cols) comparison rounds but cols log^2 cols comparisons per
 //   row) for the small k of attention-block selection; docs/comparison.md has the numbers.
 // Every comparison is of `bits`-bit values (compare.h; 64 = exact for the whole ring):

@@ -127,6 +127,10 @@ class RecordingBits final : public mpc::BitPreprocessing<P> {
     Note(BitItem::kBitRandom, P::kMalicious ? n : 64 * mpc::WordsFor(n));
     return inner_.GetBitRandoms(n);
   }
+  Result<mpc::LtzTuples<P>> GetLtzTuples(std::size_t n, int groups) override {
+    Note(preproc::LtzItem(groups), P::kMalicious ? n : 64 * mpc::WordsFor(n));
+    return inner_.GetLtzTuples(n, groups);
+  }
   bool recording = false;
 
  private:

@@ -144,23 +144,44 @@ TYPED_TEST(CompareTest, ComparisonWidthOutOfRangeIsAnError) {
   ExpectAllOk(res);
 }
 
-TEST(CompareShape, NarrowWidthsTakeFewerGatesAndRounds) {
+TEST(CompareShape, EveryWidthTakesAtMostThreeRounds) {
+  // Group nodes, super-nodes (bottom to top), bits per value opened in the combination
+  // round and by the fused root.
   EXPECT_EQ(LtzShapeFor(64).groups, 16);
-  EXPECT_EQ(LtzShapeFor(64).gates, (std::vector<int>{15, 7, 3}));
+  EXPECT_EQ(LtzShapeFor(64).supers, (std::vector<int>{4, 4, 4, 4}));
+  EXPECT_EQ(LtzShapeFor(64).combine_bits, 31);
+  EXPECT_EQ(LtzShapeFor(64).root_bits, 7);
   EXPECT_EQ(LtzRounds(64), kLtzRounds);
-  EXPECT_EQ(LtzShapeFor(32).gates, (std::vector<int>{7, 3}));
-  EXPECT_EQ(LtzRounds(32), 4);
-  EXPECT_EQ(LtzShapeFor(40).gates, (std::vector<int>{9, 3, 1}));
-  EXPECT_EQ(LtzShapeFor(8).gates, std::vector<int>{});
-  EXPECT_EQ(LtzRounds(8), 2);
+  EXPECT_EQ(kLtzRounds, 3);
+  EXPECT_EQ(LtzShapeFor(40).supers, (std::vector<int>{4, 3, 3}));
+  EXPECT_EQ(LtzShapeFor(40).combine_bits, 19);
+  EXPECT_EQ(LtzShapeFor(40).root_bits, 5);
+  EXPECT_EQ(LtzShapeFor(32).supers, (std::vector<int>{4, 4}));
+  EXPECT_EQ(LtzShapeFor(32).combine_bits, 15);
+  EXPECT_EQ(LtzShapeFor(32).root_bits, 3);
+  // Up to 4 group nodes (l <= 17) the root takes them all: no combination round.
+  EXPECT_EQ(LtzShapeFor(8).supers, (std::vector<int>{1, 1}));
+  EXPECT_EQ(LtzShapeFor(8).combine_bits, 0);
+  EXPECT_EQ(LtzShapeFor(13).supers, (std::vector<int>{1, 1, 1}));
+  EXPECT_EQ(LtzShapeFor(17).root_bits, 7);
+  for (int bits = kMinCompareBits; bits <= 64; ++bits) {
+    EXPECT_EQ(LtzRounds(bits), bits <= 17 ? 2 : 3) << bits;
+    const LtzShape s = LtzShapeFor(bits);
+    int groups = 0;
+    for (int k : s.supers) groups += k;
+    EXPECT_EQ(groups, s.groups) << bits;
+    EXPECT_EQ(s.groups, (bits - 1 + 3) / 4) << bits;
+  }
+  EXPECT_EQ(LtzRounds(7), 0);  // out of range: no shape
   // Malicious narrow openings carry the value's bits + 48 (checked modulo that width).
   EXPECT_EQ(OpenBytes<Spdz2k>(32), 10u);
   EXPECT_EQ(OpenBytes<Spdz2k>(40), 11u);
   EXPECT_EQ(OpenBytes<Spdz2k>(64), 16u);
   EXPECT_EQ(OpenBytes<SemiHonest>(32), 4u);
   EXPECT_EQ(OpenBytes<SemiHonest>(40), 5u);
-  // 100K comparisons of 32-bit values, malicious: ~2.6 MB per party.
-  EXPECT_EQ(2 * LtzBytesPerPeer(100000, 32, OpenBytes<Spdz2k>(32)), 2575000u);
+  // 100K comparisons of 32-bit values, malicious: ~2.45 MB per party (10 + 15/8 + 3/8 B to
+  // each peer; 2.575 MB with the AND levels).
+  EXPECT_EQ(2 * LtzBytesPerPeer(100000, 32, OpenBytes<Spdz2k>(32)), 2450000u);
 }
 
 TYPED_TEST(CompareTest, LessThanOnFixedPointRange) {

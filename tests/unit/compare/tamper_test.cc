@@ -1,21 +1,26 @@
 // Malicious mode: one flipped bit in one party's comparison material (bit triple, edaBit
-// bits, products or arithmetic half, daBit either half, root tuple either half, their MACs)
-// or in an opened bit on the wire makes the next CheckAllMacs() fail at every party, and
-// nothing is opened after. (A consistent lie — the same to both peers — is attack_test.cc.)
+// bits, products or arithmetic half, daBit either half, root tuple either half, and every
+// part of a comparison tuple: r's bits, the group products, the combination round's masks
+// and mask products, the root's masks and arithmetic monomials, [r]; their MACs) or in an
+// opened bit on the wire makes the next CheckAllMacs() fail at every party, and nothing is
+// opened after. (A consistent lie — the same to both peers — is attack_test.cc.)
 //
 // Positions: a binary value share is a word whose bit 0 is the share, so value flips are at
 // bit 0 (a flip above changes no value: no attack). MAC shares (GF(2^64)): any of bits
 // 0..63 (a flip escapes with probability 2^-64). Arithmetic halves (Z_2^128 lifts): value
 // bits 0..63, MAC bits 0..63 (as in mpc/tamper).
-// The edaBit's binary bits and group products enter the comparison with coefficients that
-// depend on the opened c, so for some inputs a flip of one of them changes nothing anyone
-// computes: then the check passes and the result is right (harmless, correctly not an
-// error). What must never happen is a wrong result that passes.
+// The edaBit's (and the tuple's) binary bits and group products enter the comparison with
+// coefficients that depend on the opened c, the combination round's mask products and the
+// root's arithmetic monomials with coefficients that depend on the opened masked bits, so
+// for some inputs a flip of one of them changes nothing anyone computes: then the check
+// passes and the result is right (harmless, correctly not an error). What must never happen
+// is a wrong result that passes.
 #include <gtest/gtest.h>
 
 #include "cmp_harness.h"
 #include "common/prg.h"
 #include "mpc/compare/compare.h"
+#include "mpc/compare/ltz_layout.h"
 
 namespace mpcache::mpc {
 namespace {
@@ -37,7 +42,15 @@ enum class Field {
   kDaBin,
   kDaArith,
   kRootBin,
-  kRootArith
+  kRootArith,
+  // Comparison tuples (LessThanZero).
+  kLtzBit,        // r's bits
+  kLtzGroupProd,  // the group products
+  kLtzMask,       // the combination round's masks
+  kLtzMaskProd,   // their products
+  kLtzRootMask,   // the root's masks
+  kLtzRootMono,   // the root's arithmetic monomials
+  kLtzR           // [r]
 };
 
 class TamperBitPrep final : public BitPreprocessing<P> {
@@ -77,6 +90,59 @@ class TamperBitPrep final : public BitPreprocessing<P> {
     return t;
   }
   Result<BitShares<P>> GetBitRandoms(std::size_t n) override { return inner_.GetBitRandoms(n); }
+  Result<LtzTuples<P>> GetLtzTuples(std::size_t n, int groups) override {
+    MPCACHE_ASSIGN_OR_RETURN(LtzTuples<P> t, inner_.GetLtzTuples(n, groups));
+    if (done_) return t;
+    const ltz::LtzLayout& l = ltz::LtzLayoutFor(groups);
+    // A binary value of the category (value word: bit 0; or its MAC word).
+    auto flip_value = [&](int first, int count) {
+      if (count <= 0) return;
+      const int v = first + static_cast<int>(bitpos_ % static_cast<std::size_t>(count));
+      const std::size_t i = index_ % t.rows.size();
+      t.rows.rows[i][mac_ ? l.MacWord(v) : static_cast<std::size_t>(v)] ^= std::uint64_t{1} << bit_;
+      done_ = true;
+    };
+    // An arithmetic word pair (value lo/hi, or its MAC at + 2).
+    auto flip_arith = [&](std::size_t word) {
+      const std::size_t i = index_ % t.rows.size();
+      const std::size_t w = word + (mac_ ? 2 : 0) + (bit_ >= 64 ? 1 : 0);
+      t.rows.rows[i][w] ^= std::uint64_t{1} << (bit_ % 64);
+      if (word == l.RWord()) {  // [r] is also unpacked into t.r
+        (mac_ ? t.r.m[i] : t.r.v[i]) ^= u128{1} << bit_;
+      }
+      done_ = true;
+    };
+    int mask_prods = 0;
+    for (const ltz::SuperNode& q : l.supers) {
+      mask_prods += static_cast<int>(q.monos.size()) - q.vars;
+    }
+    switch (f_) {
+      case Field::kLtzBit:
+        flip_value(0, l.r_bits);
+        break;
+      case Field::kLtzGroupProd:
+        flip_value(l.eda_products, l.num_binary - l.eda_products - mask_prods);
+        break;
+      case Field::kLtzMask:
+        flip_value(l.super_fresh, l.combine_bits);
+        break;
+      case Field::kLtzMaskProd:
+        flip_value(l.num_binary - mask_prods, mask_prods);
+        break;
+      case Field::kLtzRootMask:
+        flip_value(l.root_masks, l.root.vars);
+        break;
+      case Field::kLtzRootMono:
+        flip_arith(l.MonoWord(static_cast<int>(bitpos_ % l.root.monos.size())));
+        break;
+      case Field::kLtzR:
+        flip_arith(l.RWord());
+        break;
+      default:
+        break;
+    }
+    return t;
+  }
 
  private:
   void Flip(BitShares<P>& s) {
@@ -141,19 +207,28 @@ Vec Inputs() {
 
 enum class Outcome { kDetected, kHarmless, kAcceptedWrong };
 
-// One comparison by LessThanZero and one by MsbBits + BitToArith, then a reveal of both.
-// kDetected: every party's check failed and nothing was opened
+// What LessThanZero(Inputs(), bits) must give: bit bits - 1 of each input.
+Vec Want(int bits) {
+  Vec out;
+  for (std::uint64_t x : Inputs()) out.push_back((x >> (bits - 1)) & 1);
+  return out;
+}
+
+// One comparison by LessThanZero (`bits` wide) and one by MsbBits + BitToArith (64 bits),
+// then a reveal of both. kDetected: every party's check failed and nothing was opened
 // after; kHarmless: every check passed and the result is right (the flipped share had a
 // zero coefficient for these inputs); kAcceptedWrong: a wrong result passed (a bug).
 Outcome Attack(CmpHarness<P>& h, std::vector<BitPreprocessing<P>*> bprep,
-               std::vector<net::Channel*> channel = {}, TamperChannel* arm = nullptr) {
-  const Vec want = {0, 1, 0, 1, 0, 0, 0, 1, 0, 1, 0, 0};
+               std::vector<net::Channel*> channel = {}, TamperChannel* arm = nullptr,
+               int bits = 64) {
+  Vec want = Want(bits);
+  for (std::uint64_t v : Want(64)) want.push_back(v);
   auto res = h.Run(
       [&](BinaryContext<P>& ctx) -> Result<int> {
         MPCACHE_ASSIGN_OR_RETURN(Shares<P> xs, ShareVec(ctx.arith(), Inputs()));
         MPCACHE_RETURN_IF_ERROR(ctx.arith().CheckMacs());  // inputs are fine
         if (arm != nullptr && ctx.self() == arm->self()) arm->Arm();
-        MPCACHE_ASSIGN_OR_RETURN(Shares<P> lt, LessThanZero(ctx, xs));
+        MPCACHE_ASSIGN_OR_RETURN(Shares<P> lt, LessThanZero(ctx, xs, bits));
         MPCACHE_ASSIGN_OR_RETURN(BitShares<P> msb, MsbBits(ctx, xs));
         MPCACHE_ASSIGN_OR_RETURN(Shares<P> lt2, BitToArith(ctx, std::move(msb)));
         lt.Append(lt2);
@@ -219,32 +294,44 @@ TEST(CompareTamper, BinaryFailureInCombinedCheckStopsBothDomains) {
 
 TEST(CompareTamper, FlippedComparisonMaterialIsDetected) {
   Prg prg(TestSeed(41));
-  const Field fields[] = {Field::kTripleA, Field::kTripleB,  Field::kTripleC, Field::kEdaBit,
-                          Field::kEdaProd, Field::kEdaR,     Field::kDaBin,   Field::kDaArith,
-                          Field::kRootBin, Field::kRootArith};
+  // (RootTuples are no longer used by any comparison: LessThanZero takes comparison
+  // tuples, MsbBits edaBits, bit triples and, converted, daBits.)
+  const Field fields[] = {Field::kTripleA,      Field::kTripleB,     Field::kTripleC,
+                          Field::kEdaBit,       Field::kEdaProd,     Field::kEdaR,
+                          Field::kDaBin,        Field::kDaArith,     Field::kLtzBit,
+                          Field::kLtzGroupProd, Field::kLtzMask,     Field::kLtzMaskProd,
+                          Field::kLtzRootMask,  Field::kLtzRootMono, Field::kLtzR};
   for (Field f : fields) {
-    // The edaBit's binary bits and products, and the root tuple's arithmetic monomials,
-    // enter the comparison with coefficients that depend on opened values: for some inputs
-    // a flip changes nothing (harmless). Every other item always matters.
-    const bool may_vanish = f == Field::kEdaBit || f == Field::kEdaProd || f == Field::kRootArith;
+    // The edaBit's and the tuple's binary bits and products, the combination round's mask
+    // products and the root's arithmetic monomials enter the comparison with coefficients
+    // that depend on opened values: for some inputs a flip changes nothing (harmless).
+    // Every other item always matters: the masks and the triples' parts are in an opened
+    // value with coefficient 1, [r] in the opened c.
+    const bool may_vanish = f == Field::kEdaBit || f == Field::kEdaProd || f == Field::kLtzBit ||
+                            f == Field::kLtzGroupProd || f == Field::kLtzMaskProd ||
+                            f == Field::kLtzRootMono;
     int detected = 0;
     for (int t = 0; t < kTrials; ++t) {
       const bool mac = t % 2 == 1;
-      const bool arith = f == Field::kEdaR || f == Field::kDaArith || f == Field::kRootArith;
+      const bool arith = f == Field::kEdaR || f == Field::kDaArith || f == Field::kLtzRootMono ||
+                         f == Field::kLtzR;
       const int bit = mac || arith ? static_cast<int>(prg.Uniform(64)) : 0;
       const std::size_t index = prg.Uniform(1000);
       // Bits and products that a 64-bit comparison uses.
-      const std::size_t bitpos =
-          f == Field::kEdaProd ? prg.Uniform(edabit::kProducts) : prg.Uniform(64);
+      const std::size_t bitpos = f == Field::kEdaProd  ? prg.Uniform(edabit::kProducts)
+                                 : f == Field::kEdaBit ? prg.Uniform(64)
+                                                       : prg.Uniform(1000);
       const auto party = static_cast<std::size_t>(prg.Uniform(3));
+      // LessThanZero's width: 64 (4 super-nodes of 4 groups) or 40 (4, 3, 3).
+      const int bits = (t / 2) % 2 == 0 ? 64 : 40;
       CmpHarness<P> h(50 + static_cast<std::uint64_t>(t));
       TamperBitPrep tp(h.bits->store(static_cast<PartyId>(party)), f, mac, index, bitpos, bit);
       std::vector<BitPreprocessing<P>*> bp(3, nullptr);
       bp[party] = &tp;
       SCOPED_TRACE("field " + std::to_string(static_cast<int>(f)) + " mac " + std::to_string(mac) +
                    " bit " + std::to_string(bit) + " pos " + std::to_string(bitpos) + " party " +
-                   std::to_string(party));
-      const Outcome o = Attack(h, bp);
+                   std::to_string(party) + " width " + std::to_string(bits));
+      const Outcome o = Attack(h, bp, {}, nullptr, bits);
       EXPECT_NE(o, Outcome::kAcceptedWrong);
       if (!may_vanish) {
         EXPECT_EQ(o, Outcome::kDetected);
@@ -260,9 +347,10 @@ TEST(CompareTamper, FlippedOpenedBitOnTheWireIsDetected) {
   for (int t = 0; t < kTrials; ++t) {
     CmpHarness<P> h(60 + static_cast<std::uint64_t>(t));
     const auto party = static_cast<std::size_t>(prg.Uniform(3));
-    // Sends after arming (LessThanZero): 2 x arithmetic open of c, then 2 per AND level (3
-    // levels), then 2 for the fused root's opening: pick one binary message (index 2..9),
-    // any of its first 6 bits (n = 6 values: the smallest message has 18 bits).
+    // Sends after arming: LessThanZero's 2 x arithmetic open of c (sends 0, 1), 2 for the
+    // combination round (2, 3: 6 x 31 bits) and 2 for the fused root (4, 5: 6 x 7 bits);
+    // then MsbBits' c (6, 7) and its first AND level (8, 9): pick one of sends 2..9, any of
+    // its first 6 bits (n = 6 values: the smallest message has 42 bits).
     const int target = 2 + static_cast<int>(prg.Uniform(8));
     const std::size_t byte = 0;
     const int bit = static_cast<int>(prg.Uniform(6));

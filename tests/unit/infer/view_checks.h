@@ -3,10 +3,12 @@
 // CheckExact ("family 1"): runs of the SAME prompt that differ only in the dealer masks of
 //   the items that never change a secret (Beaver triples and squares, matrix masks and
 //   triples, client masks, bit triples, root tuples, daBits: the harness "burns" k batches
-//   of each before run k), while truncation pairs and edaBits — whose masks decide the
-//   truncations' rounding and the comparison trees' inner bits — stay the same. Then every
-//   secret is identical in every run (asserted: each opening masked by a truncation pair
-//   or an edaBit opens the same value in every run, the control), so for every other opened
+//   of each before run k; the comparison tuples' masks: moved by a public shift in run k,
+//   view_ltz.h), while truncation pairs, edaBits and the comparison tuples' r — whose masks
+//   decide the truncations' rounding and the comparison trees' inner bits — stay the same.
+//   Then every secret is identical in every run (asserted: each opening masked by a
+//   truncation pair, an edaBit or a tuple's r opens the same value in every run, the
+//   control), so for every other opened
 //   element d = opened(run k) - opened(run 0) = mask(run k) - mask(run 0) exactly:
 //     unmasked element   -> d = 0 in every run;
 //     mask reused (i, j) -> d_i = d_j (or -d_j) in every run.
@@ -141,8 +143,9 @@ inline std::uint64_t Low(u128 v, int w) {
 inline int Bits(const Opening& o) {
   return static_cast<int>(std::min<std::size_t>(64, 8 * o.width));
 }
+// (A comparison tuple's r stays fixed in the exact family; only its masks move.)
 inline bool MaskedByFixedItems(const Opening& o) {
-  return (o.sources & (Bit(Item::kTrunc) | Bit(Item::kEdaBit))) != 0;
+  return (o.sources & (Bit(Item::kTrunc) | Bit(Item::kEdaBit) | Bit(Item::kLtzTuple))) != 0;
 }
 inline std::string Where(const RunRecord& r, std::size_t o, std::size_t e) {
   return r.openings[o].Name() + " element " + std::to_string(e);

@@ -96,8 +96,12 @@ struct PartyLog {
     pending_sources |= Bit(t);
     pending.push_back({t, n, frac_bits});
     if (!pending_label.empty()) pending_label += "+";
-    pending_label += std::string(ItemName(t)) + "(" + std::to_string(n) +
-                     (frac_bits ? ", f " + std::to_string(frac_bits) : std::string()) + ")";
+    // (For comparison tuples the third field is the group count.)
+    pending_label +=
+        std::string(ItemName(t)) + "(" + std::to_string(n) +
+        (frac_bits ? (t == Item::kLtzTuple ? ", g " : ", f ") + std::to_string(frac_bits)
+                   : std::string()) +
+        ")";
   }
   void Open(Kind kind, std::uint64_t index, std::size_t n, std::span<const std::uint8_t> b) {
     opens.push_back(
@@ -113,9 +117,10 @@ struct PartyLog {
 template <typename P>
 class TestPrep final : public mpc::Preprocessing<P>, public mpc::BitPreprocessing<P> {
  public:
+  // ltz_burn: run k of the exact family moves the comparison tuples' masks (view_ltz.h).
   TestPrep(mpc::Preprocessing<P>& arith, mpc::BitPreprocessing<P>& bits,
-           const std::vector<Mutation>& muts, PartyLog& log)
-      : arith_(arith), bits_(bits), mut_(muts), log_(log) {}
+           const std::vector<Mutation>& muts, PartyLog& log, int ltz_burn = 0)
+      : arith_(arith), bits_(bits), mut_(muts), log_(log), ltz_burn_(ltz_burn) {}
   mpc::PartyId party() const override { return arith_.party(); }
   u128 mac_key_share() const override { return arith_.mac_key_share(); }
   std::uint64_t bit_mac_key_share() const override { return bits_.bit_mac_key_share(); }
@@ -173,6 +178,20 @@ class TestPrep final : public mpc::Preprocessing<P>, public mpc::BitPreprocessin
   Result<mpc::BitShares<P>> GetBitRandoms(std::size_t n) override {
     return Pass(Item::kBitRandom, n, bits_.GetBitRandoms(n));
   }
+  Result<mpc::LtzTuples<P>> GetLtzTuples(std::size_t n, int groups) override {
+    auto r = bits_.GetLtzTuples(n, groups);
+    const int call = ltz_calls_++;
+    if (r.ok() && ltz_burn_ > 0) {
+      const LtzKeys keys{static_cast<int>(arith_.party()), bits_.bit_mac_key_share(),
+                         arith_.mac_key_share()};
+      const mpc::ltz::LtzLayout& l = mpc::ltz::LtzLayoutFor(groups);
+      for (std::size_t e = 0; e < r->size(); ++e) {
+        LtzElem<P> x{*r, l, e};
+        LtzShift(x, LtzDelta(ltz_burn_, call, e), keys);
+      }
+    }
+    return Pass(Item::kLtzTuple, n, std::move(r), groups);
+  }
 
  private:
   template <typename T>
@@ -188,6 +207,8 @@ class TestPrep final : public mpc::Preprocessing<P>, public mpc::BitPreprocessin
   mpc::BitPreprocessing<P>& bits_;
   Mutator<P> mut_;
   PartyLog& log_;
+  int ltz_burn_ = 0;
+  int ltz_calls_ = 0;
 };
 
 // Sees every opening's outgoing bytes (this party's shares); records, changes nothing.
@@ -329,6 +350,8 @@ Status Burn(preproc::InProcessDealer<P>& d, preproc::InProcessBitDealer<P>& b, i
       if (items & Bit(Item::kRootTuple)) {
         MPCACHE_RETURN_IF_ERROR(t.GetRootTuples(units(BI::kRootTuple)));
       }
+      // Comparison tuples are not burnt (that would change their r too): TestPrep moves
+      // their masks instead (view_ltz.h).
     }
     if (items & Bit(Item::kClientMask)) MPCACHE_RETURN_IF_ERROR(d.NextClientMasks());
   }
@@ -416,7 +439,8 @@ Result<RunRecord> RunRecorded(const std::shared_ptr<const RingModel>& model,
     const int self = inner.self();
     PartyLog& log = logs[static_cast<std::size_t>(self)];
     RecordingChannel ch(inner, log, cfg.record_messages);
-    TestPrep<P> prep(dealer->store(self), bit_dealer->store(self), cfg.mutations, log);
+    TestPrep<P> prep(dealer->store(self), bit_dealer->store(self), cfg.mutations, log,
+                     (cfg.burn_items & Bit(Item::kLtzTuple)) != 0 ? cfg.burn : 0);
     RecordingAdversary adversary(log);
     MPCACHE_ASSIGN_OR_RETURN(auto ctx,
                              mpc::Context<P>::Create(ch, prep, DeriveSeed(lseed, 100 + self)));

@@ -18,6 +18,7 @@
 #include "mpc/compare/bit_preprocessing.h"
 #include "mpc/compare/edabit_layout.h"
 #include "mpc/preprocessing.h"
+#include "unit/infer/view_ltz.h"
 
 namespace mpcache::infer::viewtest {
 
@@ -39,13 +40,15 @@ enum class Item : std::uint8_t {
   kDaBit,
   kRootTuple,
   kBitRandom,
+  kLtzTuple,
   kCount
 };
 inline const char* ItemName(Item t) {
   static constexpr const char* kNames[] = {
-      "triples",     "squares",      "trunc",       "bits",          "randoms",
-      "input-masks", "client-masks", "matrix-mask", "matrix-triple", "attention-triple",
-      "bit-triples", "edabits",      "dabits",      "root-tuples",   "bit-randoms"};
+      "triples",       "squares",          "trunc",        "bits",
+      "randoms",       "input-masks",      "client-masks", "matrix-mask",
+      "matrix-triple", "attention-triple", "bit-triples",  "edabits",
+      "dabits",        "root-tuples",      "bit-randoms",  "ltz-tuples"};
   return kNames[static_cast<int>(t)];
 }
 inline constexpr std::uint32_t Bit(Item t) {
@@ -65,6 +68,9 @@ struct Mutation {
   bool all = false;
   int src_call = 0;
   std::size_t src_elem = 0;
+  // Comparison tuples only (view_ltz.h): kLtzR, kLtzMasks, or a mask's binary value index
+  // (zeroed with every monomial that contains it).
+  int part = kLtzMasks;
 };
 
 // ---- element-wise edits of dealer items -------------------------------------------------
@@ -260,11 +266,38 @@ class Mutator {
       }
     }
   }
+  // Comparison tuples: parts of elements (view_ltz.h).
+  void Apply(Item item, mpc::LtzTuples<P>& t) {
+    const int call = calls_[static_cast<int>(item)]++;
+    const mpc::ltz::LtzLayout& l = mpc::ltz::LtzLayoutFor(t.groups);
+    for (std::size_t k = 0; k < muts_.size(); ++k) {
+      const Mutation& m = muts_[k];
+      if (m.item != item) continue;
+      if (m.op == Mutation::Op::kReuse && m.src_call == call) {
+        ltz_saved_[k] = LtzSave(LtzElem<P>{t, l, m.src_elem}, m.part);
+      }
+      if (m.call != call) continue;
+      const std::size_t lo = m.all ? 0 : m.elem, hi = m.all ? t.size() : m.elem + 1;
+      for (std::size_t e = lo; e < hi; ++e) {
+        LtzElem<P> x{t, l, e};
+        if (m.op == Mutation::Op::kZero) {
+          if (m.part >= 0) {
+            LtzZeroMask(x, m.part);
+          } else {
+            LtzRestore(x, m.part, nullptr);
+          }
+        } else if (auto it = ltz_saved_.find(k); it != ltz_saved_.end()) {
+          LtzRestore(x, m.part, &it->second);
+        }
+      }
+    }
+  }
 
  private:
   const std::vector<Mutation>& muts_;
   std::array<int, static_cast<int>(Item::kCount)> calls_{};
   std::map<std::size_t, Saved<P>> saved_;
+  std::map<std::size_t, LtzSaved> ltz_saved_;
 };
 
 // The client's clear mask batches, with the client-mask mutations applied as at the parties.

@@ -15,8 +15,8 @@
 //    that one opening leaks: masks zeroed (an 8-value Beaver opening and an 8-value
 //    truncation opening carrying raw values, the released token opened in the clear, a
 //    client input entry, an opened bit, a comparison's masked value) or handed out twice
-//    (Beaver triple, truncation pair, edaBit, client input mask, bit triple). Every
-//    mutation must be flagged at the opening it touched, and nothing else may be.
+//    (Beaver triple, truncation pair, a comparison tuple's r or masks, client input mask).
+//    Every mutation must be flagged at the opening it touched, and nothing else may be.
 //
 // The unit build runs the synthetic model with 2 positions (prompt of 2: a prefill
 // position, then the classifier, argmax and release); MPCACHE_VIEW_FULL (label heavy) runs
@@ -56,7 +56,8 @@ const std::vector<int> kPromptB{1, 33};
 constexpr std::uint32_t kFreeMasks =
     Bit(Item::kTriple) | Bit(Item::kSquare) | Bit(Item::kBit) | Bit(Item::kRandom) |
     Bit(Item::kClientMask) | Bit(Item::kMatrixMask) | Bit(Item::kMatrixTriple) |
-    Bit(Item::kAttention) | Bit(Item::kBitTriple) | Bit(Item::kDaBit) | Bit(Item::kRootTuple);
+    Bit(Item::kAttention) | Bit(Item::kBitTriple) | Bit(Item::kDaBit) | Bit(Item::kRootTuple) |
+    Bit(Item::kLtzTuple);  // (tuples: their masks move, their r stays: view_ltz.h)
 
 std::shared_ptr<const RingModel> SmallModel() {
   static const std::shared_ptr<const RingModel> model = []() -> std::shared_ptr<const RingModel> {
@@ -260,21 +261,27 @@ void ExpectExactCheckCatchesLeaks() {
   const int t4 = FindCall(r, Item::kTriple, 4, CountCalls(r, Item::kTriple, 4) - 1);
   const int t1a = FindCall(r, Item::kTriple, 1, 0);  // two single products
   const int t1b = FindCall(r, Item::kTriple, 1, 3);
-  const int bt_a = FindCall(r, Item::kBitTriple, 0, 2);
-  const int bt_b = FindCall(r, Item::kBitTriple, 0, 5);
-  const int root = FindCall(r, Item::kRootTuple, 0, 1);
+  // Comparison tuples of 40-bit comparisons (10 groups: super-nodes of 4, 3, 3): opened c
+  // (arithmetic), then the combination round (binary), then the root (binary).
+  const mpc::ltz::LtzLayout& l10 = mpc::ltz::LtzLayoutFor(10);
+  const int lt_a = FindCall(r, Item::kLtzTuple, 0, 1, 10);
+  const int lt_b = FindCall(r, Item::kLtzTuple, 0, 4, 10);
+  const int lt_c = FindCall(r, Item::kLtzTuple, 0, 2, 10);
   const int release = FindCall(r, Item::kClientMask, 1);  // the released token's mask
+  // A mask of the top super-node's second group (its lt), and the root's u mask.
+  const int top_mask = l10.super_base.back() + 2;
+  const int u_mask = l10.root_masks + l10.root.VarLt(l10.root.m - 1);
   const std::vector<Mutation> muts = {
       {Op::kZero, Item::kTriple, t4, 0, /*all=*/true},
       {Op::kReuse, Item::kTriple, t1b, 0, false, t1a, 0},
       {Op::kZero, Item::kClientMask, 1, 9},                // prompt token 1's input, entry 9
       {Op::kReuse, Item::kClientMask, 1, 3, false, 0, 3},  // entry 3 of token 1 := token 0's
       {Op::kZero, Item::kClientMask, release, 0},          // the token opened in the clear
-      {Op::kZero, Item::kBitTriple, bt_a, 7},
-      {Op::kReuse, Item::kBitTriple, bt_b, 2, false, bt_a, 11},
-      {Op::kZero, Item::kRootTuple, root, 0},
+      {Op::kZero, Item::kLtzTuple, lt_a, 0, false, 0, 0, top_mask},
+      {Op::kReuse, Item::kLtzTuple, lt_b, 0, false, lt_a, 1, kLtzMasks},
+      {Op::kZero, Item::kLtzTuple, lt_c, 0, false, 0, 0, u_mask},
   };
-  ASSERT_TRUE(t4 >= 0 && t1a >= 0 && t1b >= 0 && bt_a >= 0 && bt_b >= 0 && root >= 0 &&
+  ASSERT_TRUE(t4 >= 0 && t1a >= 0 && t1b >= 0 && lt_a >= 0 && lt_b >= 0 && lt_c >= 0 &&
               release >= 0);
   const std::size_t o_t4 = OpeningOf(r, Item::kTriple, t4),
                     o_t1a = OpeningOf(r, Item::kTriple, t1a),
@@ -282,11 +289,20 @@ void ExpectExactCheckCatchesLeaks() {
                     o_in0 = OpeningOf(r, Item::kClientMask, 0),
                     o_in1 = OpeningOf(r, Item::kClientMask, 1),
                     o_rel = OpeningOf(r, Item::kClientMask, release),
-                    o_bta = OpeningOf(r, Item::kBitTriple, bt_a),
-                    o_btb = OpeningOf(r, Item::kBitTriple, bt_b),
-                    o_root = OpeningOf(r, Item::kRootTuple, root);
-  for (std::size_t o : {o_t4, o_t1a, o_t1b, o_in0, o_in1, o_rel, o_bta, o_btb, o_root}) {
+                    o_lta = OpeningOf(r, Item::kLtzTuple, lt_a),
+                    o_ltb = OpeningOf(r, Item::kLtzTuple, lt_b),
+                    o_ltc = OpeningOf(r, Item::kLtzTuple, lt_c);
+  for (std::size_t o : {o_t4, o_t1a, o_t1b, o_in0, o_in1, o_rel, o_lta, o_ltb, o_ltc}) {
     ASSERT_NE(o, kNone);
+  }
+  ASSERT_GE(r.openings[o_lta].n, 2u);  // element 1 is the reused masks' source
+  // The openings the tuples' masks touch: the combination round (c's opening + 1) and the
+  // root (+ 2), both binary, n bits per opened variable.
+  const std::size_t comb_a = o_lta + 1, comb_b = o_ltb + 1, root_a = o_lta + 2, root_b = o_ltb + 2,
+                    root_c = o_ltc + 2;
+  for (std::size_t o : {comb_a, comb_b, root_a, root_b, root_c}) {
+    ASSERT_LT(o, r.openings.size());
+    ASSERT_EQ(r.openings[o].kind, Kind::kBinary);
   }
   const auto runs = ExactRuns<P>(SmallModel(), kPromptA, kExactRuns, kSteps, muts);
   ASSERT_EQ(runs.size(), static_cast<std::size_t>(kExactRuns));
@@ -303,11 +319,15 @@ void ExpectExactCheckCatchesLeaks() {
   EXPECT_TRUE(rep.Has(o_in1, 9)) << "unmasked client input not flagged";
   EXPECT_TRUE(HasPair(rep, o_in0, o_in1)) << "reused client mask not flagged";
   EXPECT_TRUE(rep.Has(o_rel, 0)) << "token opened in the clear not flagged";
-  EXPECT_TRUE(rep.Has(o_bta, 7) || rep.Has(o_bta, 7 + r.openings[o_bta].n / 2))
-      << "raw bit not flagged";
-  EXPECT_TRUE(HasPair(rep, o_bta, o_btb)) << "reused bit triple not flagged";
-  EXPECT_TRUE(rep.Has(o_root, 0)) << "raw root bit not flagged";
-  ExpectOnly(rep, {o_t4, o_t1a, o_t1b, o_in0, o_in1, o_rel, o_bta, o_btb, o_root});
+  // The zeroed mask: its group's masked lt of element 0 (vector top_mask - first mask).
+  const std::size_t na = r.openings[o_lta].n;
+  EXPECT_TRUE(rep.Has(comb_a, static_cast<std::size_t>(top_mask - l10.super_fresh) * na))
+      << "raw combination-round bit not flagged";
+  EXPECT_TRUE(HasPair(rep, comb_a, comb_b)) << "reused combination-round masks not flagged";
+  EXPECT_TRUE(HasPair(rep, root_a, root_b)) << "reused root masks not flagged";
+  EXPECT_TRUE(rep.Has(root_c, 0)) << "raw root bit (u) not flagged";
+  ExpectOnly(rep,
+             {o_t4, o_t1a, o_t1b, o_in0, o_in1, o_rel, comb_a, comb_b, root_a, root_b, root_c});
 }
 
 // Truncation and comparison masks, and the client link: CheckNoisy and CompareViews must
@@ -323,14 +343,15 @@ void ExpectNoisyChecksCatchLeaks() {
   const int f1 = CommonTruncFrac(r);
   const int tr1a = FindCall(r, Item::kTrunc, 1, 0, f1);
   const int tr1b = FindCall(r, Item::kTrunc, 1, 2, f1);
-  const int eda_a = FindCall(r, Item::kEdaBit, 0, 1);
-  const int eda_b = FindCall(r, Item::kEdaBit, 0, 4);
+  // Comparison tuples' r (their edaBit part): zeroed (c = x opened) and reused.
+  const int eda_a = FindCall(r, Item::kLtzTuple, 0, 1);
+  const int eda_b = FindCall(r, Item::kLtzTuple, 0, 4);
   const int release = FindCall(r, Item::kClientMask, 1);
   const std::vector<Mutation> muts = {
       {Op::kZero, Item::kTrunc, tr8, 0, /*all=*/true},
       {Op::kReuse, Item::kTrunc, tr1b, 0, false, tr1a, 0},
-      {Op::kZero, Item::kEdaBit, eda_a, 2},
-      {Op::kReuse, Item::kEdaBit, eda_b, 1, false, eda_a, 0},
+      {Op::kZero, Item::kLtzTuple, eda_a, 2, false, 0, 0, kLtzR},
+      {Op::kReuse, Item::kLtzTuple, eda_b, 1, false, eda_a, 0, kLtzR},
       {Op::kZero, Item::kClientMask, release, 0},  // the token opened in the clear
       {Op::kZero, Item::kClientMask, 1, 5},        // prompt A's token entry sent raw
   };
@@ -338,8 +359,8 @@ void ExpectNoisyChecksCatchLeaks() {
   const std::size_t o_tr8 = OpeningOf(r, Item::kTrunc, tr8),
                     o_tr1a = OpeningOf(r, Item::kTrunc, tr1a),
                     o_tr1b = OpeningOf(r, Item::kTrunc, tr1b),
-                    o_ea = OpeningOf(r, Item::kEdaBit, eda_a),
-                    o_eb = OpeningOf(r, Item::kEdaBit, eda_b),
+                    o_ea = OpeningOf(r, Item::kLtzTuple, eda_a),
+                    o_eb = OpeningOf(r, Item::kLtzTuple, eda_b),
                     o_rel = OpeningOf(r, Item::kClientMask, release),
                     o_in1 = OpeningOf(r, Item::kClientMask, 1);
   for (std::size_t o : {o_tr8, o_tr1a, o_tr1b, o_ea, o_eb, o_rel, o_in1}) ASSERT_NE(o, kNone);
@@ -355,7 +376,7 @@ void ExpectNoisyChecksCatchLeaks() {
     EXPECT_TRUE(noisy.Has(o_tr8, e)) << "raw truncation value " << e << " not flagged";
   EXPECT_TRUE(HasPair(noisy, o_tr1a, o_tr1b)) << "reused truncation pair not flagged";
   EXPECT_TRUE(noisy.Has(o_ea, 2)) << "unmasked comparison opening not flagged";
-  EXPECT_TRUE(HasPair(noisy, o_ea, o_eb)) << "reused edaBit not flagged";
+  EXPECT_TRUE(HasPair(noisy, o_ea, o_eb)) << "reused comparison r not flagged";
   EXPECT_TRUE(noisy.Has(o_rel, 0)) << "token opened in the clear not flagged";
   EXPECT_TRUE(noisy.Has(o_in1, 5)) << "unmasked client input not flagged";
   ExpectOnly(noisy, touched);

@@ -1,0 +1,66 @@
+// Comparison tuples (mpc/compare/ltz_layout.h): dealer units -> items, for BitStore and
+// BitExpander. Malicious units are the items' rows, kept in place (as edaBits'); semi-honest
+// units hold 64 items, bitsliced.
+#include <memory>
+
+#include "preproc/bit_batch.h"
+
+namespace mpcache::preproc {
+
+template <typename P>
+mpc::LtzTuples<P> UnpackLtzTuples(BitUnits w, std::size_t n, int groups) {
+  const mpc::ltz::LtzLayout& layout = mpc::ltz::LtzLayoutFor(groups);
+  mpc::LtzTuples<P> t;
+  t.groups = groups;
+  t.r = mpc::Shares<P>(n);
+  const auto join = [](std::uint64_t lo, std::uint64_t hi) { return (mpc::u128{hi} << 64) | lo; };
+  if constexpr (P::kMalicious) {
+    const std::size_t uw = layout.RowWords();
+    t.rows.rows.reserve(n);
+    bool first = true;
+    while (!w.chunks.empty() && t.rows.size() < n) {
+      auto chunk = std::make_shared<std::vector<std::uint64_t>>(std::move(w.chunks.front()));
+      w.chunks.pop_front();
+      const std::size_t off0 = first ? w.first_offset : 0;
+      first = false;
+      for (std::size_t off = off0; off + uw <= chunk->size() && t.rows.size() < n; off += uw) {
+        std::uint64_t* x = chunk->data() + off;
+        const std::size_t i = t.rows.size();
+        t.r.v[i] = join(x[layout.RWord()], x[layout.RWord() + 1]);
+        t.r.m[i] = join(x[layout.RMacWord()], x[layout.RMacWord() + 1]);
+        t.rows.rows.push_back(x);
+      }
+      t.rows.owners.push_back(std::move(chunk));
+    }
+  } else {
+    const std::size_t uw = layout.SemiUnitWords();
+    const std::size_t values = static_cast<std::size_t>(layout.num_binary);
+    t.bin.assign(values, mpc::BitShares<P>(n));
+    t.mono.assign(layout.root.monos.size(), mpc::Shares<P>(n));
+    std::size_t u = 0;
+    bool first = true;
+    while (!w.chunks.empty()) {
+      const std::vector<std::uint64_t> c = std::move(w.chunks.front());
+      w.chunks.pop_front();
+      for (std::size_t off = first ? w.first_offset : 0; off + uw <= c.size(); off += uw, ++u) {
+        const std::uint64_t* x = c.data() + off;
+        if (u >= mpc::WordsFor(n)) break;
+        for (std::size_t v = 0; v < values; ++v) t.bin[v].v[u] = x[v];
+        for (std::size_t i = 0; i < 64 && 64 * u + i < n; ++i) {
+          t.r.v[64 * u + i] = x[layout.SemiRWord() + i];
+          for (std::size_t k = 0; k < t.mono.size(); ++k) {
+            t.mono[k].v[64 * u + i] = x[layout.SemiMonoWord(static_cast<int>(k)) + i];
+          }
+        }
+      }
+      first = false;
+    }
+  }
+  return t;
+}
+
+template mpc::LtzTuples<mpc::SemiHonest> UnpackLtzTuples<mpc::SemiHonest>(BitUnits, std::size_t,
+                                                                          int);
+template mpc::LtzTuples<mpc::Spdz2k> UnpackLtzTuples<mpc::Spdz2k>(BitUnits, std::size_t, int);
+
+}  // namespace mpcache::preproc
