@@ -163,6 +163,27 @@ TEST(CompactWeights, GenerationEqualsTheTwinF16Malicious) {
   ExpectTwinTokens<mpc::Spdz2k>("24x1x3x3x40x37x16", model::GgmlType::kF16, false, {1, 2}, 7);
 }
 
+// A big model's prefill would pile up every opening until the first decoded token (~1 GB
+// per position and party for 32 layers of 7B): past SessionOptions::prefill_check_bytes the
+// MACs are checked after the position. At 1 byte every prefill position is checked (3
+// rounds each), and nothing else changes.
+TEST(CompactWeights, PrefillChecksBoundTheOpeningLog) {
+  auto cm = CompactSynth("64x2x4x2x96x40x16", model::GgmlType::kQ8_0, true);
+  ASSERT_NE(cm, nullptr);
+  auto ring = EncodeCompactModel(cm, kRecommendedFracBits);
+  ASSERT_TRUE(ring.ok());
+  const std::vector<int> prompt = {1, 5, 9, 3};
+  InProcessOptions o;
+  auto base = RunInProcess<mpc::Spdz2k>(*ring, prompt, 1, 6, o);
+  ASSERT_TRUE(base.ok()) << base.error().ToString();
+  o.session.prefill_check_bytes = 1;
+  auto checked = RunInProcess<mpc::Spdz2k>(*ring, prompt, 1, 6, o);
+  ASSERT_TRUE(checked.ok()) << checked.error().ToString();
+  EXPECT_EQ(checked->tokens, base->tokens);
+  const auto rounds = [](const InProcessResult& r) { return r.phases[0].at("mac_check").rounds; };
+  EXPECT_EQ(rounds(*checked), rounds(*base) + 3 * (prompt.size() - 1));
+}
+
 TEST(CompactWeights, PrivateWeightsRefuseACompactModel) {
   auto cm = CompactSynth("64x1x4x2x96x40x16", model::GgmlType::kQ8_0, true);
   ASSERT_NE(cm, nullptr);
