@@ -486,6 +486,8 @@ Result<PartyConfig> ParsePartyConfig(std::string_view yaml, const std::string& f
     MPCACHE_ASSIGN_OR_RETURN(c.model.tokenizer, m.Path("tokenizer", false, fix));
     MPCACHE_ASSIGN_OR_RETURN(auto fb, m.Int("frac_bits", 18, 8, 30));
     c.model.frac_bits = static_cast<int>(fb);
+    MPCACHE_ASSIGN_OR_RETURN(auto th, m.Int("threads", 1, 1, 256));
+    c.model.threads = static_cast<int>(th);
     MPCACHE_RETURN_IF_ERROR(m.Finish());
   }
   MPCACHE_ASSIGN_OR_RETURN(c.mpcache, ReadMpcache(top, c.debug));

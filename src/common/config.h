@@ -55,6 +55,7 @@ struct ModelPaths {
   std::string checkpoint;  // llama2.c .bin or .gguf (public weights) / share file (private)
   std::string tokenizer;   // llama2.c tokenizer.bin (optional for parties)
   int frac_bits = kDefaultFracBits;  // fixed-point fractional bits over Z_2^64
+  int threads = 1;                   // worker threads per party for the local weight products
 };
 
 // SPEC §6 knobs.

@@ -79,8 +79,19 @@ Status PartyService::Impl::LoadModel() {
     log->info("model: {} ({})", cfg.model.checkpoint, identity.ToString());
     return Status::Ok();
   }
-  MPCACHE_ASSIGN_OR_RETURN(model::ModelWeights w, model::LoadCheckpoint(cfg.model.checkpoint));
-  MPCACHE_ASSIGN_OR_RETURN(model, infer::EncodeModel(w, cfg.model.frac_bits));
+  // A GGUF of Q8_0/F16 matrices stays compact (one read-only map shared with the other
+  // processes through the page cache); other checkpoints are encoded wide.
+  int last_percent = -1;
+  MPCACHE_ASSIGN_OR_RETURN(
+      model, infer::LoadRingModel(cfg.model.checkpoint, cfg.model.frac_bits,
+                                  [&](std::uint64_t done, std::uint64_t total) {
+                                    const int pct = static_cast<int>(100.0 * done / total);
+                                    if (pct / 25 != last_percent / 25) {
+                                      log->info("model: checked {}% of {} ({} MB)", pct,
+                                                cfg.model.checkpoint, total >> 20);
+                                      last_percent = pct;
+                                    }
+                                  }));
   identity.model_hash = infer::ModelHash(*model);
   log->info("model: {} ({})", cfg.model.checkpoint, identity.ToString());
   return Status::Ok();

@@ -188,8 +188,10 @@ Result<client_proto::Done> Run(const PartyRuntime& rt, SyncLink& client,
 
   // 5. Contexts, weights, generation (as infer/in_process.cc, one party).
   MPCACHE_ASSIGN_OR_RETURN(Seed local, OsSeed());
-  MPCACHE_ASSIGN_OR_RETURN(auto ctx,
-                           mpc::Context<P>::Create(*mesh, prep->store(), DeriveSeed(local, 1)));
+  mpc::ContextOptions copts;
+  copts.threads = cfg.model.threads;
+  MPCACHE_ASSIGN_OR_RETURN(
+      auto ctx, mpc::Context<P>::Create(*mesh, prep->store(), DeriveSeed(local, 1), copts));
   MPCACHE_ASSIGN_OR_RETURN(auto bctx,
                            mpc::BinaryContext<P>::Create(*ctx, prep->bits(), DeriveSeed(local, 2)));
   infer::SecureWeights<P> weights;

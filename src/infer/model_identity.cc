@@ -42,7 +42,12 @@ std::array<std::uint8_t, 32> ModelHash(const RingModel& model) {
   EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
   const auto put = [&](const void* p, std::size_t n) { EVP_DigestUpdate(ctx.get(), p, n); };
   static constexpr char kDomain[] = "mpcache ring model v1";
-  put(kDomain, sizeof(kDomain));
+  static constexpr char kCompactDomain[] = "mpcache compact model v1";
+  if (model.is_compact()) {
+    put(kCompactDomain, sizeof(kCompactDomain));
+  } else {
+    put(kDomain, sizeof(kDomain));
+  }
   const model::ModelConfig& c = model.config;
   for (std::int32_t v :
        {static_cast<std::int32_t>(model.frac_bits), c.dim, c.hidden_dim, c.n_layers, c.n_heads,
@@ -51,6 +56,12 @@ std::array<std::uint8_t, 32> ModelHash(const RingModel& model) {
   }
   put(&c.rope_theta, sizeof(c.rope_theta));
   put(&c.norm_eps, sizeof(c.norm_eps));
+  if (model.is_compact()) {
+    // The mapped file's bytes (hashed when it was opened) stand for every tensor.
+    put(model.compact->file_sha256.data(), model.compact->file_sha256.size());
+    const auto layers = static_cast<std::uint64_t>(model.layers.size());
+    put(&layers, sizeof(layers));
+  }
   model.ForEachTensor([&](const std::string& name, const RingVec& t) {
     const std::uint64_t n = t.size();
     put(name.data(), name.size() + 1);

@@ -1,6 +1,7 @@
 #include "infer/ring_model.h"
 
 #include "common/fixed_point.h"
+#include "model/checkpoint.h"
 
 namespace mpcache::infer {
 namespace {
@@ -42,12 +43,13 @@ void RingModel::ForEachTensor(
 Result<std::size_t> RingModel::ExpectedSize(const std::string& name) const {
   const std::size_t d = config.dim, hd = config.hidden_dim, kv = config.kv_dim(),
                     V = config.vocab_size;
-  if (name == "embedding" || name == "wcls") return V * d;
+  if (name == "embedding" || name == "wcls") return compact ? 0 : V * d;
   if (name == "rms_final") return d;
   const auto dot = name.find('.');
   if (name.rfind("layer", 0) == 0 && dot != std::string::npos) {
     const std::string t = name.substr(dot + 1);
     if (t == "rms_att" || t == "rms_ffn") return d;
+    if (compact && (t == "wqkv" || t == "wo" || t == "w13" || t == "w2")) return 0;
     if (t == "wqkv") return (d + 2 * kv) * d;
     if (t == "wo") return d * d;
     if (t == "w13") return 2 * hd * d;
@@ -76,12 +78,19 @@ Status RingModel::CheckShapes() const {
   return status;
 }
 
-Result<std::shared_ptr<const RingModel>> EncodeModel(const model::ModelWeights& weights,
-                                                     int frac_bits) {
-  MPCACHE_RETURN_IF_ERROR(weights.CheckShapes());
+namespace {
+Status CheckFracBits(int frac_bits) {
   if (frac_bits < 1 || frac_bits > 30) {
     return InvalidArgument("frac_bits must be in 1..30, got " + std::to_string(frac_bits));
   }
+  return Status::Ok();
+}
+}  // namespace
+
+Result<std::shared_ptr<const RingModel>> EncodeModel(const model::ModelWeights& weights,
+                                                     int frac_bits) {
+  MPCACHE_RETURN_IF_ERROR(weights.CheckShapes());
+  MPCACHE_RETURN_IF_ERROR(CheckFracBits(frac_bits));
   const FixedPoint fp{frac_bits};
   auto m = std::make_shared<RingModel>();
   m->config = weights.config;
@@ -104,6 +113,44 @@ Result<std::shared_ptr<const RingModel>> EncodeModel(const model::ModelWeights& 
   if (!weights.config.shared_classifier) m->wcls = Encode(fp, weights.wcls);
   MPCACHE_RETURN_IF_ERROR(m->CheckShapes());
   return std::shared_ptr<const RingModel>(std::move(m));
+}
+
+Result<std::shared_ptr<const RingModel>> EncodeCompactModel(
+    std::shared_ptr<const model::CompactModel> compact, int frac_bits) {
+  if (!compact) return InvalidArgument("no compact model");
+  if (!compact->checked) {
+    return InvalidArgument(compact->path() + " was opened without its values checked");
+  }
+  MPCACHE_RETURN_IF_ERROR(CheckFracBits(frac_bits));
+  const FixedPoint fp{frac_bits};
+  auto m = std::make_shared<RingModel>();
+  m->config = compact->config;
+  m->frac_bits = frac_bits;
+  for (const model::CompactLayer& cl : compact->layers) {
+    RingLayer rl;
+    rl.rms_att = Encode(fp, cl.rms_att);
+    rl.rms_ffn = Encode(fp, cl.rms_ffn);
+    m->layers.push_back(std::move(rl));
+  }
+  m->rms_final = Encode(fp, compact->rms_final);
+  m->compact = std::move(compact);
+  MPCACHE_RETURN_IF_ERROR(m->CheckShapes());
+  return std::shared_ptr<const RingModel>(std::move(m));
+}
+
+Result<std::shared_ptr<const RingModel>> LoadRingModel(
+    const std::string& path, int frac_bits,
+    const std::function<void(std::uint64_t, std::uint64_t)>& progress) {
+  MPCACHE_ASSIGN_OR_RETURN(bool compact, model::CompactModel::IsCompactCheckpoint(path));
+  if (compact) {
+    model::CompactOpenOptions o;
+    o.progress = progress;
+    MPCACHE_ASSIGN_OR_RETURN(std::shared_ptr<const model::CompactModel> m,
+                             model::CompactModel::Open(path, o));
+    return EncodeCompactModel(std::move(m), frac_bits);
+  }
+  MPCACHE_ASSIGN_OR_RETURN(model::ModelWeights w, model::LoadCheckpoint(path));
+  return EncodeModel(w, frac_bits);
 }
 
 }  // namespace mpcache::infer

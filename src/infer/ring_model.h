@@ -3,6 +3,12 @@
 // w1/w3 into one (2 hidden) x dim matrix, so one product (one opening in private mode)
 // serves each group. The same type holds either the clear encodings (public weights, read
 // by every party) or one party's additive share of them (private weights, share files).
+//
+// Compact public weights: a RingModel may instead point at a CompactModel (GGUF Q8_0/F16 in
+// one read-only memory map, model/compact_model.h). Then only the gains are encoded here and
+// every matrix is empty: the products read the mapped integers directly (value x 2^24, one
+// truncation by 24 bits; infer/secure_weights.h), so a 7B model costs its 7 GB file once in
+// the page cache instead of 8 bytes per weight per process.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +19,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "model/compact_model.h"
 #include "model/weights.h"
 
 namespace mpcache::infer {
@@ -35,6 +42,10 @@ struct RingModel {
   std::vector<RingLayer> layers;
   RingVec rms_final;  // (dim)
   RingVec wcls;       // (vocab, dim); empty when the classifier is shared
+  // Compact public weights: the matrices above are empty and live here (shared, mapped).
+  std::shared_ptr<const model::CompactModel> compact;
+
+  bool is_compact() const { return compact != nullptr; }
 
   std::span<const std::uint64_t> classifier() const {
     return config.shared_classifier ? std::span<const std::uint64_t>(embedding) : wcls;
@@ -50,5 +61,15 @@ struct RingModel {
 // Encodes float weights at `frac_bits` (round to nearest).
 Result<std::shared_ptr<const RingModel>> EncodeModel(const model::ModelWeights& weights,
                                                      int frac_bits);
+// Public weights kept compact: the gains encoded at `frac_bits`, the matrices in `compact`.
+Result<std::shared_ptr<const RingModel>> EncodeCompactModel(
+    std::shared_ptr<const model::CompactModel> compact, int frac_bits);
+
+// The public model of a checkpoint file: a GGUF whose matrices are all Q8_0/F16 stays
+// compact (memory-mapped, EncodeCompactModel); any other checkpoint is loaded as float32
+// and encoded (EncodeModel). `progress` (optional) sees the compact file being checked.
+Result<std::shared_ptr<const RingModel>> LoadRingModel(
+    const std::string& path, int frac_bits,
+    const std::function<void(std::uint64_t, std::uint64_t)>& progress = {});
 
 }  // namespace mpcache::infer

@@ -66,33 +66,59 @@ Result<std::vector<Shares<P>>> SecureLlama<P>::Linears(
     if (w.is_private()) {
       handle[i] = batch.PrepareLeft(w.fixed, *xs[i], 1);
     } else {
-      raw[i] = mpc::MatMulPublicLeft<P>(arith(), w.pub, w.rows, w.cols, *xs[i], 1);
+      raw[i] = PublicProduct<P>(arith(), w, *xs[i]);
     }
   }
   MPCACHE_RETURN_IF_ERROR(batch.Exchange());
-  Vec all;
   for (std::size_t i = 0; i < ws.size(); ++i) {
     if (ws[i]->is_private()) raw[i] = batch.Take(handle[i]);
-    all.Append(raw[i]);
   }
-  // One truncation batch for every output (sums of products at 2f bits).
-  Vec truncated = be_.Trunc(all, options_.math.frac_bits);
-  MPCACHE_RETURN_IF_ERROR(Check());
+  // One truncation batch for every output of the same shift (sums of products at 2f bits,
+  // or f + 24 with compact weights): one batch in practice.
   std::vector<Vec> out(ws.size());
-  std::size_t off = 0;
-  for (std::size_t i = 0; i < ws.size(); ++i) {
-    out[i] = truncated.Slice(off, ws[i]->rows);
-    off += ws[i]->rows;
+  std::vector<bool> done(ws.size(), false);
+  for (std::size_t first = 0; first < ws.size(); ++first) {
+    if (done[first]) continue;
+    const int shift = LinearShift(*ws[first], options_.math.frac_bits);
+    Vec all;
+    std::vector<std::size_t> group;
+    for (std::size_t i = first; i < ws.size(); ++i) {
+      if (!done[i] && LinearShift(*ws[i], options_.math.frac_bits) == shift) {
+        all.Append(raw[i]);
+        group.push_back(i);
+        done[i] = true;
+      }
+    }
+    Vec truncated = be_.Trunc(all, shift);
+    MPCACHE_RETURN_IF_ERROR(Check());
+    std::size_t off = 0;
+    for (std::size_t i : group) {
+      out[i] = truncated.Slice(off, ws[i]->rows);
+      off += ws[i]->rows;
+    }
   }
   return out;
 }
 
-// x = one_hot . embedding: the selected row, exact (one-hot entries are 0/1 integers).
+// x = one_hot . embedding: the selected row, exact (one-hot entries are 0/1 integers); with
+// compact weights at 24 fractional bits, then truncated to f.
 template <typename P>
 Result<Shares<P>> SecureLlama<P>::Embed(const Vec& one_hot) {
   const SecureLinear<P>& e = w_.embedding;
   if (one_hot.size() != e.rows) return InvalidArgument("one-hot must have vocab entries");
-  if (!e.is_private()) return mpc::MatMulPublicRight<P>(arith(), one_hot, 1, e.rows, e.pub, e.cols);
+  if (!e.is_private()) {
+    Vec row = PublicLookup<P>(arith(), e, one_hot);
+    // Compact weights: the row's exact integers carry 24 fractional bits; to f.
+    const int f = options_.math.frac_bits;
+    if (e.is_compact() && f < model::kCompactScaleBits) {
+      row = be_.Trunc(row, model::kCompactScaleBits - f);
+      MPCACHE_RETURN_IF_ERROR(Check());
+    } else if (e.is_compact() && f > model::kCompactScaleBits) {
+      const std::uint64_t up = std::uint64_t{1} << (f - model::kCompactScaleBits);
+      mpc::MulPublicInPlace<P>(row, std::span<const std::uint64_t>(&up, 1));
+    }
+    return row;
+  }
   mpc::FixedProductBatch<P> batch(arith());
   batch.PrepareRight(one_hot, 1, e.fixed);
   MPCACHE_RETURN_IF_ERROR(batch.Exchange());

@@ -43,6 +43,12 @@ struct SessionOptions {
   // Private sampling (common/fixed_sampling.h): greedy by default; otherwise the client
   // enters T x Gumbel noise and the next token is the argmax of SamplingScores.
   SamplingParams sampling;
+  // The prefill checks the MACs after a position once the openings logged since the last
+  // check hold this many bytes (32 per arithmetic value, 9 per bit; the count is the same
+  // at every party), so memory stays bounded by about one position's log (32 layers of the
+  // 7B shape log ~1 GB per position and party). Small models never reach the default:
+  // their prefill is checked with the first decoded token.
+  std::size_t prefill_check_bytes = std::size_t{256} << 20;
 
   Status Validate() const;
 };

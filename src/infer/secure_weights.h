@@ -2,7 +2,11 @@
 //
 // weights: public — every party reads the same clear RingModel (shared read-only between
 //   in-process parties); linear layers are local products (values and MAC shares alike)
-//   and the RMSNorm gains are public constants turned into trivial sharings.
+//   and the RMSNorm gains are public constants turned into trivial sharings. With a compact
+//   model (RingModel::compact) the products read the mapped Q8_0/F16 integers (value x
+//   2^24) directly, values and MAC shares in one vectorised pass over the weights, split
+//   over ContextOptions::threads (model/compact_kernels.h); their outputs carry f + 24
+//   fractional bits and are truncated by 24 (LinearShift), the embedding row by 24 - f.
 // weights: private — each party holds an additive share of the RingModel (its share file).
 //   Loading (PrivateWeights): every party inputs its share through dealer input masks
 //   (mpc::Input, 1 round per party), so [W] = [w_0] + [w_1] + [w_2] is MAC-authenticated
@@ -25,9 +29,29 @@ template <typename P>
 struct SecureLinear {
   std::size_t rows = 0, cols = 0;
   std::span<const std::uint64_t> pub;  // public weights (clear encodings)
-  mpc::FixedOperand<P> fixed;          // private weights, masked once
-  bool is_private() const { return pub.empty(); }
+  // Public compact weights: these matrices stacked by rows (e.g. wq, wk, wv), in the map.
+  std::vector<model::CompactMatrix> compact;
+  mpc::FixedOperand<P> fixed;  // private weights, masked once
+  bool is_compact() const { return !compact.empty(); }
+  bool is_private() const { return pub.empty() && compact.empty(); }
 };
+
+// The bits a product W x with these weights carries beyond the activation's f: f for the
+// wide encodings, 24 (model::kCompactScaleBits) for compact weights.
+template <typename P>
+int LinearShift(const SecureLinear<P>& w, int frac_bits) {
+  return w.is_compact() ? model::kCompactScaleBits : frac_bits;
+}
+
+// W x with public weights (wide or compact), local: rows values, not yet truncated.
+template <typename P>
+mpc::Shares<P> PublicProduct(const mpc::Context<P>& ctx, const SecureLinear<P>& w,
+                             const mpc::Shares<P>& x);
+// one_hot . E with public weights, local: cols values, at f bits (wide) or 24 bits
+// (compact; the caller brings them to f).
+template <typename P>
+mpc::Shares<P> PublicLookup(const mpc::Context<P>& ctx, const SecureLinear<P>& e,
+                            const mpc::Shares<P>& one_hot);
 
 template <typename P>
 struct SecureLayer {

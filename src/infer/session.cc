@@ -133,6 +133,12 @@ Result<SessionReport> GenerationSession<P>::Generate(ClientLink& client, int pro
     }
     if (pos + 1 < prompt_len) {
       if (after_position) MPCACHE_RETURN_IF_ERROR(after_position(pos, *engine_));
+      mpc::BinaryContext<P>& bctx = engine_->context();
+      if (32 * bctx.arith().pending_openings() + 9 * bctx.pending_openings() >=
+          engine_->options().prefill_check_bytes) {
+        net::PhaseScope phase(stats, "mac_check");
+        MPCACHE_RETURN_IF_ERROR(mpc::CheckAllMacs<P>(bctx));
+      }
       MPCACHE_RETURN_IF_ERROR(client.Progress(pos));
       if (pos + 1 < steps) {
         MPCACHE_ASSIGN_OR_RETURN(one_hot, prompt_row(pos + 1));

@@ -20,6 +20,12 @@ std::uint64_t TotalBytes(const RingModel& m) {
 
 Result<std::vector<RingModel>> SplitModel(const RingModel& model, int parties, const Seed& seed) {
   if (parties < 2) return InvalidArgument("sharing needs at least 2 parties");
+  if (model.is_compact()) {
+    return InvalidArgument(
+        "private weights are split from the wide ring encoding; this model is compact "
+        "(memory-mapped public weights): load the checkpoint with model::LoadCheckpoint and "
+        "EncodeModel to share it");
+  }
   MPCACHE_RETURN_IF_ERROR(model.CheckShapes());
   // Every share starts as a copy of the model (shapes, config); shares 0..n-2 are then
   // overwritten with PRG output and subtracted from the last one.

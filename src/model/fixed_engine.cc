@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "model/compact_kernels.h"
 #include "model/float_engine.h"
 #include "model/float_ops.h"
 
@@ -60,21 +61,59 @@ Result<FixedEngine> FixedEngine::Create(const ModelWeights& weights, FixedEngine
                          EncodeAll(fp, lw.wv), EncodeAll(fp, lw.wo), EncodeAll(fp, lw.rms_ffn),
                          EncodeAll(fp, lw.w1), EncodeAll(fp, lw.w2), EncodeAll(fp, lw.w3)});
   }
-  MPCACHE_ASSIGN_OR_RETURN(KvLayout layout,
-                           KvLayout::Create(c.n_layers, e.max_seq_len_, options.kv_block_tokens));
-  e.kv_.emplace(std::move(layout), static_cast<std::size_t>(c.kv_dim()));
-  e.reps_.resize(static_cast<std::size_t>(c.n_layers));
-  e.attended_.resize(static_cast<std::size_t>(c.n_layers));
-  e.picked_.resize(static_cast<std::size_t>(c.n_layers));
-  e.means_.resize(static_cast<std::size_t>(c.n_layers));
-  e.impact_.resize(static_cast<std::size_t>(c.n_layers));
+  MPCACHE_RETURN_IF_ERROR(e.Allocate());
   return e;
 }
 
+Result<FixedEngine> FixedEngine::Create(std::shared_ptr<const CompactModel> model,
+                                        FixedEngineOptions options) {
+  if (!model) return InvalidArgument("no model");
+  if (!model->checked) {
+    return InvalidArgument(model->path() + " was opened without its values checked");
+  }
+  MPCACHE_RETURN_IF_ERROR(options.math.Validate());
+  if (options.max_seq_len < 0) return InvalidArgument("max_seq_len must be >= 0");
+  if (options.threads < 1 || options.threads > 256) {
+    return InvalidArgument("threads must be in 1..256, got " + std::to_string(options.threads));
+  }
+  if (options.mpcache) MPCACHE_RETURN_IF_ERROR(options.mpcache->Validate());
+  const ModelConfig& c = model->config;
+  FixedEngine e(c, options);
+  e.max_seq_len_ = options.max_seq_len == 0 ? c.seq_len : options.max_seq_len;
+  const FixedPoint& fp = e.fp_;
+  e.rms_final_ = EncodeAll(fp, model->rms_final);
+  for (const CompactLayer& lw : model->layers) {
+    EncodedLayer el;
+    el.rms_att = EncodeAll(fp, lw.rms_att);
+    el.rms_ffn = EncodeAll(fp, lw.rms_ffn);
+    e.layers_.push_back(std::move(el));
+  }
+  e.compact_ = std::move(model);
+  MPCACHE_RETURN_IF_ERROR(e.Allocate());
+  return e;
+}
+
+Status FixedEngine::Allocate() {
+  const ModelConfig& c = config_;
+  MPCACHE_ASSIGN_OR_RETURN(KvLayout layout,
+                           KvLayout::Create(c.n_layers, max_seq_len_, options_.kv_block_tokens));
+  kv_.emplace(std::move(layout), static_cast<std::size_t>(c.kv_dim()));
+  reps_.resize(static_cast<std::size_t>(c.n_layers));
+  attended_.resize(static_cast<std::size_t>(c.n_layers));
+  picked_.resize(static_cast<std::size_t>(c.n_layers));
+  means_.resize(static_cast<std::size_t>(c.n_layers));
+  impact_.resize(static_cast<std::size_t>(c.n_layers));
+  return Status::Ok();
+}
+
 // out[i] = Trunc_f(sum_j w[i, j] x[j]): one truncation per output, as the secure matmul.
-FixedEngine::Vec FixedEngine::MatVec(const Vec& w, const Vec& x, std::size_t rows,
-                                     std::size_t cols) {
+FixedEngine::Vec FixedEngine::MatVec(const Vec& w, const Vec& x, std::size_t rows, std::size_t cols,
+                                     const CompactMatrix* compact) {
   Vec sums(rows);
+  if (compact != nullptr) {
+    CompactMatVec(*compact, x.data(), sums.data(), KernelOptions{options_.threads});
+    return math_.backend().Trunc(sums, kCompactScaleBits);
+  }
   for (std::size_t i = 0; i < rows; ++i) {
     const Ring64* wr = w.data() + i * cols;
     Ring64 acc = 0;
@@ -122,7 +161,26 @@ Result<std::span<const double>> FixedEngine::Forward(int token, int pos) {
   const int f = fp_.frac_bits;
   const std::size_t d = c.dim, hd = c.hidden_dim, kv = c.kv_dim(), hs = c.head_size(),
                     nh = c.n_heads, kv_mul = c.kv_group();
-  Vec x(embedding_.begin() + token * d, embedding_.begin() + (token + 1) * d);
+  const auto ct = [this](std::size_t l, CompactMatrix CompactLayer::*m) -> const CompactMatrix* {
+    return compact_ ? &(compact_->layers[l].*m) : nullptr;
+  };
+  Vec x;
+  if (compact_) {
+    // The exact integers of the row (value x 2^24), brought to f bits as the secure lookup
+    // does: one truncation by 24 - f (or a shift up when f > 24).
+    const CompactMatrix& emb = compact_->embedding;
+    x.resize(d);
+    for (std::size_t j = 0; j < d; ++j) {
+      x[j] = static_cast<Ring64>(emb.At(static_cast<std::size_t>(token), j));
+    }
+    if (f < kCompactScaleBits) {
+      x = be.Trunc(x, kCompactScaleBits - f);
+    } else if (f > kCompactScaleBits) {
+      for (Ring64& v : x) v <<= f - kCompactScaleBits;
+    }
+  } else {
+    x.assign(embedding_.begin() + token * d, embedding_.begin() + (token + 1) * d);
+  }
 
   std::vector<float> cos_f(hs / 2), sin_f(hs / 2);
   RopeTables(pos, c.head_size(), c.rope_theta, cos_f.data(), sin_f.data());
@@ -142,9 +200,9 @@ Result<std::span<const double>> FixedEngine::Forward(int token, int pos) {
     const EncodedLayer& lw = layers_[l];
     const std::string prefix = "layer" + std::to_string(l) + ".";
     Vec xb = Norm(x, lw.rms_att);
-    Vec q = rope(MatVec(lw.wq, xb, d, d));
-    Vec k = rope(MatVec(lw.wk, xb, kv, d));
-    Vec v = MatVec(lw.wv, xb, kv, d);
+    Vec q = rope(MatVec(lw.wq, xb, d, d, ct(l, &CompactLayer::wq)));
+    Vec k = rope(MatVec(lw.wk, xb, kv, d, ct(l, &CompactLayer::wk)));
+    Vec v = MatVec(lw.wv, xb, kv, d, ct(l, &CompactLayer::wv));
     const int layer = static_cast<int>(l);
     MPCACHE_RETURN_IF_ERROR(kv_->Append(layer, k, v));
     // The attended positions: all of them (full cache) or the policy's selection.
@@ -243,18 +301,18 @@ Result<std::span<const double>> FixedEngine::Forward(int token, int pos) {
       }
     }
     Vec att = be.Trunc(att_raw, f);
-    Vec attn_out = MatVec(lw.wo, att, d, d);
+    Vec attn_out = MatVec(lw.wo, att, d, d, ct(l, &CompactLayer::wo));
     Record(prefix + "attn_out", attn_out);
     x = be.Add(x, attn_out);
 
     xb = Norm(x, lw.rms_ffn);
-    Vec h1 = MatVec(lw.w1, xb, hd, d);
-    Vec h3 = MatVec(lw.w3, xb, hd, d);
+    Vec h1 = MatVec(lw.w1, xb, hd, d, ct(l, &CompactLayer::w1));
+    Vec h3 = MatVec(lw.w3, xb, hd, d, ct(l, &CompactLayer::w3));
     if (options_.collect_ranges) {
       for (Ring64 g : h1) ranges_.ffn_gate.Add(fp_.Decode(g));
     }
     Vec gated = be.MulTrunc(math_.Silu(h1), h3, f);
-    Vec ffn_out = MatVec(lw.w2, gated, d, hd);
+    Vec ffn_out = MatVec(lw.w2, gated, d, hd, ct(l, &CompactLayer::w2));
     Record(prefix + "ffn_out", ffn_out);
     x = be.Add(x, ffn_out);
     Record(prefix + "out", x);
@@ -264,7 +322,8 @@ Result<std::span<const double>> FixedEngine::Forward(int token, int pos) {
   }
   Vec xf = Norm(x, rms_final_);
   Record("final_norm", xf);
-  logits_ring_ = MatVec(c.shared_classifier ? embedding_ : wcls_, xf, c.vocab_size, d);
+  logits_ring_ = MatVec(c.shared_classifier ? embedding_ : wcls_, xf, c.vocab_size, d,
+                        compact_ ? &compact_->classifier() : nullptr);
   Record("logits", logits_ring_);
   logits_.resize(logits_ring_.size());
   for (std::size_t i = 0; i < logits_.size(); ++i) {

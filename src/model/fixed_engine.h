@@ -24,6 +24,7 @@
 
 #include "common/fixed_math.h"
 #include "common/result.h"
+#include "model/compact_model.h"
 #include "model/kv_layout.h"
 #include "model/mpcache_policy.h"
 #include "model/weights.h"
@@ -42,6 +43,8 @@ struct FixedEngineOptions {
   int kv_block_tokens = KvLayout::kDefaultBlockTokens;  // KV rows per block (kv_layout.h)
   // MPCache's dynamic selection (model/mpcache_policy.h); none = the full cache.
   std::optional<MpcachePolicy> mpcache;
+  // Worker threads for the compact matrices' products (model/compact_kernels.h).
+  int threads = 1;
 };
 
 // Min/max of a quantity over all positions seen.
@@ -66,6 +69,12 @@ class FixedEngine {
  public:
   // Encodes the weights (they need not outlive the engine) and allocates the KV cache.
   static Result<FixedEngine> Create(const ModelWeights& weights, FixedEngineOptions options = {});
+  // The compact weights' twin (model/compact_model.h): products straight from the mapped
+  // Q8_0/F16 integers (W x at f + 24 bits, one truncation by 24 per output), the embedding
+  // row truncated by 24 - f bits — exactly what the secure engine computes on shares with a
+  // compact model. The gains are encoded at f bits as usual.
+  static Result<FixedEngine> Create(std::shared_ptr<const CompactModel> model,
+                                    FixedEngineOptions options = {});
 
   // Runs `token` at `pos` (positions fed in order 0, 1, ...: pos must be the KV memory's
   // position()); returns the decoded logits, valid until the next call.
@@ -99,7 +108,10 @@ class FixedEngine {
  private:
   FixedEngine(const ModelConfig& config, FixedEngineOptions options);
   using Vec = std::vector<Ring64>;
-  Vec MatVec(const Vec& w, const Vec& x, std::size_t rows, std::size_t cols);
+  // Trunc_f(W x) of the wide encodings `w`, or Trunc_24(W x) of `compact` when given.
+  Vec MatVec(const Vec& w, const Vec& x, std::size_t rows, std::size_t cols,
+             const CompactMatrix* compact = nullptr);
+  Status Allocate();
   Vec Norm(const Vec& x, const Vec& g);
   void Record(const std::string& name, const Vec& v);
   void RecordMeanSquare(const Vec& x);
@@ -120,7 +132,8 @@ class FixedEngine {
   FixedMath math_;
   int max_seq_len_ = 0;
   Vec embedding_, rms_final_, wcls_;  // wcls_ empty when shared
-  std::vector<EncodedLayer> layers_;
+  std::vector<EncodedLayer> layers_;  // matrices empty with a compact model
+  std::shared_ptr<const CompactModel> compact_;
   std::optional<PlainKvCache<Ring64>> kv_;
   std::vector<std::vector<Vec>> reps_;     // [layer][cluster] representatives (MPCache)
   std::optional<EvictionShape> eviction_;  // set by BeginPrompt when the policy evicts

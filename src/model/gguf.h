@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,15 @@ Result<GgufFile> ReadGgufHeader(FileReader& reader);
 Result<std::vector<float>> ReadGgufTensor(FileReader& reader, const GgufFile& file,
                                           const GgufTensorInfo& tensor);
 
+// The llama.* hyper-parameters of a parsed GGUF, checked (architecture, sizes, rotary).
+Result<ModelConfig> GgufModelConfig(const GgufFile& file, const std::string& path);
+// The embedded tokenizer.ggml.* vocabulary in llama2.c's convention; nullopt (and *problem
+// says why) when the file has none that is usable.
+Result<std::optional<Vocabulary>> GgufVocabulary(const GgufFile& file, const std::string& path,
+                                                 std::string* problem);
+// "[4096, 32000]".
+std::string GgufShape(const std::vector<std::uint64_t>& dims);
+
 // Loads a GGUF file whose magic has been checked; `reader` is positioned at 0.
 Result<Checkpoint> LoadGgufCheckpoint(FileReader& reader);
 Result<Checkpoint> LoadGguf(const std::string& path);
@@ -91,6 +101,26 @@ Result<Checkpoint> LoadGguf(const std::string& path);
 // to SentencePiece pieces). For tests, conversions and interop.
 Status WriteGguf(const ModelWeights& weights, const Vocabulary* vocab, const std::string& path,
                  GgmlType matrix_type = GgmlType::kF32);
+
+// The pieces of the writer, for writers that stream (model/synth.h):
+inline constexpr std::uint64_t kGgufWriteAlign = 32;
+struct GgufTensorPlan {
+  std::string name;
+  std::vector<std::uint64_t> dims;  // ne[0] first (the row length)
+  GgmlType type = GgmlType::kF32;
+  std::uint64_t bytes() const;  // unpadded
+};
+// A llama model's tensors in the writer's order: token_embd, output_norm, [output], then per
+// layer attn_norm, attn_q, attn_k, attn_v, attn_output, ffn_norm, ffn_gate, ffn_down, ffn_up
+// (matrices of `matrix_type`, norms F32).
+std::vector<GgufTensorPlan> LlamaGgufTensors(const ModelConfig& config, GgmlType matrix_type);
+// Everything before the first tensor's data (header, metadata, tensor infos, padding); each
+// tensor's data then follows, padded to kGgufWriteAlign.
+Result<std::vector<std::uint8_t>> GgufPreamble(const ModelConfig& config, const Vocabulary* vocab,
+                                               const std::vector<GgufTensorPlan>& tensors);
+// Appends x encoded as `type` (Q8_0: x.size() a multiple of 32, llama.cpp's reference
+// quantisation: d = amax / 127 as f16, q = round(x / d)).
+void AppendGgufEncoded(std::span<const float> x, GgmlType type, std::vector<std::uint8_t>& out);
 
 // IEEE half / bfloat16 -> float.
 float HalfToFloat(std::uint16_t h);

@@ -99,20 +99,14 @@ Result<std::optional<Vocabulary>> ReadVocabulary(const GgufFile& f, const std::s
 
 }  // namespace
 
-Result<Checkpoint> LoadGgufCheckpoint(FileReader& reader) {
-  const std::string path = reader.path();
-  MPCACHE_ASSIGN_OR_RETURN(GgufFile file, ReadGgufHeader(reader));
-  Checkpoint ckpt;
-  ckpt.format = CheckpointFormat::kGguf;
-  ckpt.version = static_cast<int>(file.version);
-  ckpt.file_size = reader.size();
+Result<ModelConfig> GgufModelConfig(const GgufFile& file, const std::string& path) {
   if (const GgufValue* arch = file.Find("general.architecture"); arch && arch->s != "llama") {
     return Unsupported(path + ": GGUF architecture '" + arch->s +
                        "' is not supported (only 'llama')");
   }
   const GgufTensorInfo* embd = file.FindTensor("token_embd.weight");
   if (embd == nullptr) return CorruptData(path + ": GGUF has no tensor 'token_embd.weight'");
-  ModelConfig& c = ckpt.weights.config;
+  ModelConfig c;
   MPCACHE_ASSIGN_OR_RETURN(std::int64_t dim, GetInt(file, path, "llama.embedding_length"));
   MPCACHE_ASSIGN_OR_RETURN(std::int64_t hidden, GetInt(file, path, "llama.feed_forward_length"));
   MPCACHE_ASSIGN_OR_RETURN(std::int64_t layers, GetInt(file, path, "llama.block_count"));
@@ -139,6 +133,29 @@ Result<Checkpoint> LoadGgufCheckpoint(FileReader& reader) {
                        std::to_string(rd->i) + " != head size " + Num(c.head_size()) +
                        ") are not supported");
   }
+  return c;
+}
+
+Result<std::optional<Vocabulary>> GgufVocabulary(const GgufFile& file, const std::string& path,
+                                                 std::string* problem) {
+  return ReadVocabulary(file, path, problem);
+}
+
+std::string GgufShape(const std::vector<std::uint64_t>& dims) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + Num(dims[i]);
+  return s + "]";
+}
+
+Result<Checkpoint> LoadGgufCheckpoint(FileReader& reader) {
+  const std::string path = reader.path();
+  MPCACHE_ASSIGN_OR_RETURN(GgufFile file, ReadGgufHeader(reader));
+  Checkpoint ckpt;
+  ckpt.format = CheckpointFormat::kGguf;
+  ckpt.version = static_cast<int>(file.version);
+  ckpt.file_size = reader.size();
+  MPCACHE_ASSIGN_OR_RETURN(ckpt.weights.config, GgufModelConfig(file, path));
+  ModelConfig& c = ckpt.weights.config;
 
   const std::uint64_t d = c.dim, h = c.hidden_dim, kv = c.kv_dim(), v = c.vocab_size;
   std::string types;
@@ -147,13 +164,8 @@ Result<Checkpoint> LoadGgufCheckpoint(FileReader& reader) {
     const GgufTensorInfo* t = file.FindTensor(name);
     if (t == nullptr) return CorruptData(path + ": GGUF has no tensor '" + name + "'");
     if (t->dims != dims) {
-      auto show = [](const std::vector<std::uint64_t>& ds) {
-        std::string s = "[";
-        for (std::size_t i = 0; i < ds.size(); ++i) s += (i ? ", " : "") + Num(ds[i]);
-        return s + "]";
-      };
-      return CorruptData(path + ": tensor '" + name + "' has shape " + show(t->dims) +
-                         ", the model's hyper-parameters need " + show(dims));
+      return CorruptData(path + ": tensor '" + name + "' has shape " + GgufShape(t->dims) +
+                         ", the model's hyper-parameters need " + GgufShape(dims));
     }
     MPCACHE_ASSIGN_OR_RETURN(*out, ReadGgufTensor(reader, file, *t));
     if (dims.size() == 2) {
@@ -192,7 +204,7 @@ Result<Checkpoint> LoadGgufCheckpoint(FileReader& reader) {
     }
   }
   ckpt.weight_type = types;
-  MPCACHE_ASSIGN_OR_RETURN(ckpt.vocabulary, ReadVocabulary(file, path, &ckpt.vocabulary_problem));
+  MPCACHE_ASSIGN_OR_RETURN(ckpt.vocabulary, GgufVocabulary(file, path, &ckpt.vocabulary_problem));
   return ckpt;
 }
 

@@ -75,56 +75,87 @@ class GgufBuilder {
   std::uint64_t n_kv_ = 0;
 };
 
-struct PendingTensor {
-  std::string name;
-  std::vector<std::uint64_t> dims;
-  const std::vector<float>* data;
-  GgmlType type;
-};
+}  // namespace
 
-std::vector<std::uint8_t> Encode(const std::vector<float>& x, GgmlType type) {
-  std::vector<std::uint8_t> out;
+void AppendGgufEncoded(std::span<const float> x, GgmlType type, std::vector<std::uint8_t>& out) {
+  const std::size_t at = out.size();
   if (type == GgmlType::kF32) {
-    out.resize(x.size() * 4);
-    std::memcpy(out.data(), x.data(), out.size());
+    out.resize(at + x.size() * 4);
+    std::memcpy(out.data() + at, x.data(), x.size() * 4);
   } else if (type == GgmlType::kF16) {
-    out.resize(x.size() * 2);
+    out.resize(at + x.size() * 2);
     for (std::size_t i = 0; i < x.size(); ++i) {
       const std::uint16_t h = FloatToHalf(x[i]);
-      std::memcpy(out.data() + 2 * i, &h, 2);
+      std::memcpy(out.data() + at + 2 * i, &h, 2);
     }
-  } else {  // Q8_0
-    out.resize(x.size() / 32 * 34);
+  } else {  // Q8_0: llama.cpp's quantize_row_q8_0_ref (d = amax / 127, q = round(x / d))
+    out.resize(at + x.size() / 32 * 34);
+    std::uint8_t* o = out.data() + at;
     for (std::size_t b = 0; b < x.size() / 32; ++b) {
       float amax = 0.0f;
       for (std::size_t k = 0; k < 32; ++k) amax = std::max(amax, std::fabs(x[b * 32 + k]));
       const float d = amax / 127.0f;
       const float id = d != 0.0f ? 1.0f / d : 0.0f;
       const std::uint16_t dh = FloatToHalf(d);
-      std::memcpy(out.data() + b * 34, &dh, 2);
+      std::memcpy(o + b * 34, &dh, 2);
       for (std::size_t k = 0; k < 32; ++k) {
         const float q = std::clamp(std::round(x[b * 32 + k] * id), -127.0f, 127.0f);
-        out[b * 34 + 2 + k] = static_cast<std::uint8_t>(static_cast<std::int8_t>(q));
+        o[b * 34 + 2 + k] = static_cast<std::uint8_t>(static_cast<std::int8_t>(q));
       }
     }
   }
-  return out;
 }
 
-}  // namespace
+std::uint64_t GgufTensorPlan::bytes() const {
+  std::uint64_t n = 1;
+  for (std::uint64_t d : dims) n *= d;
+  switch (type) {
+    case GgmlType::kF32:
+      return n * 4;
+    case GgmlType::kF16:
+    case GgmlType::kBF16:
+      return n * 2;
+    case GgmlType::kQ8_0:
+      return n / 32 * 34;
+  }
+  return 0;
+}
 
-Status WriteGguf(const ModelWeights& weights, const Vocabulary* vocab, const std::string& path,
-                 GgmlType matrix_type) {
-  MPCACHE_RETURN_IF_ERROR(weights.CheckShapes());
-  const ModelConfig& c = weights.config;
-  if (matrix_type != GgmlType::kF32 && matrix_type != GgmlType::kF16 &&
-      matrix_type != GgmlType::kQ8_0) {
-    return InvalidArgument("GGUF writer supports F32, F16 and Q8_0 matrices");
+std::vector<GgufTensorPlan> LlamaGgufTensors(const ModelConfig& c, GgmlType matrix_type) {
+  const std::uint64_t d = c.dim, h = c.hidden_dim, kv = c.kv_dim(), v = c.vocab_size;
+  std::vector<GgufTensorPlan> t;
+  t.push_back({"token_embd.weight", {d, v}, matrix_type});
+  t.push_back({"output_norm.weight", {d}, GgmlType::kF32});
+  if (!c.shared_classifier) t.push_back({"output.weight", {d, v}, matrix_type});
+  for (int l = 0; l < c.n_layers; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    t.push_back({p + "attn_norm.weight", {d}, GgmlType::kF32});
+    t.push_back({p + "attn_q.weight", {d, d}, matrix_type});
+    t.push_back({p + "attn_k.weight", {d, kv}, matrix_type});
+    t.push_back({p + "attn_v.weight", {d, kv}, matrix_type});
+    t.push_back({p + "attn_output.weight", {d, d}, matrix_type});
+    t.push_back({p + "ffn_norm.weight", {d}, GgmlType::kF32});
+    t.push_back({p + "ffn_gate.weight", {d, h}, matrix_type});
+    t.push_back({p + "ffn_down.weight", {h, d}, matrix_type});
+    t.push_back({p + "ffn_up.weight", {d, h}, matrix_type});
   }
-  if (matrix_type == GgmlType::kQ8_0 && (c.dim % 32 != 0 || c.hidden_dim % 32 != 0)) {
-    return InvalidArgument("Q8_0 needs dim and hidden_dim to be multiples of 32");
+  return t;
+}
+
+Result<std::vector<std::uint8_t>> GgufPreamble(const ModelConfig& c, const Vocabulary* vocab,
+                                               const std::vector<GgufTensorPlan>& tensors) {
+  MPCACHE_RETURN_IF_ERROR(c.Validate());
+  for (const GgufTensorPlan& t : tensors) {
+    if (t.type != GgmlType::kF32 && t.type != GgmlType::kF16 && t.type != GgmlType::kQ8_0) {
+      return InvalidArgument("GGUF writer supports F32, F16 and Q8_0 tensors");
+    }
+    if (t.type == GgmlType::kQ8_0 && t.dims[0] % 32 != 0) {
+      return InvalidArgument("Q8_0 needs rows that are multiples of 32 weights: tensor " + t.name +
+                             " has rows of " + std::to_string(t.dims[0]) +
+                             " (dim and hidden_dim must be multiples of 32)");
+    }
   }
-  constexpr std::uint64_t kAlign = 32;
+  constexpr std::uint64_t kAlign = kGgufWriteAlign;
   GgufBuilder meta;
   meta.KeyStr("general.architecture", "llama");
   meta.KeyU32("general.alignment", kAlign);
@@ -161,50 +192,59 @@ Status WriteGguf(const ModelWeights& weights, const Vocabulary* vocab, const std
     meta.KeyU32("tokenizer.ggml.bos_token_id", static_cast<std::uint32_t>(vocab->bos_id));
     meta.KeyU32("tokenizer.ggml.eos_token_id", static_cast<std::uint32_t>(vocab->eos_id));
   }
-  const std::uint64_t d = c.dim, h = c.hidden_dim, kv = c.kv_dim(), v = c.vocab_size;
-  std::vector<PendingTensor> tensors;
-  tensors.push_back({"token_embd.weight", {d, v}, &weights.token_embedding, matrix_type});
-  tensors.push_back({"output_norm.weight", {d}, &weights.rms_final, GgmlType::kF32});
-  if (!c.shared_classifier)
-    tensors.push_back({"output.weight", {d, v}, &weights.wcls, matrix_type});
-  for (std::size_t l = 0; l < weights.layers.size(); ++l) {
-    const LayerWeights& lw = weights.layers[l];
-    const std::string p = "blk." + std::to_string(l) + ".";
-    tensors.push_back({p + "attn_norm.weight", {d}, &lw.rms_att, GgmlType::kF32});
-    tensors.push_back({p + "attn_q.weight", {d, d}, &lw.wq, matrix_type});
-    tensors.push_back({p + "attn_k.weight", {d, kv}, &lw.wk, matrix_type});
-    tensors.push_back({p + "attn_v.weight", {d, kv}, &lw.wv, matrix_type});
-    tensors.push_back({p + "attn_output.weight", {d, d}, &lw.wo, matrix_type});
-    tensors.push_back({p + "ffn_norm.weight", {d}, &lw.rms_ffn, GgmlType::kF32});
-    tensors.push_back({p + "ffn_gate.weight", {d, h}, &lw.w1, matrix_type});
-    tensors.push_back({p + "ffn_down.weight", {h, d}, &lw.w2, matrix_type});
-    tensors.push_back({p + "ffn_up.weight", {d, h}, &lw.w3, matrix_type});
-  }
-  std::vector<std::vector<std::uint8_t>> blobs;
   GgufBuilder infos;
   std::uint64_t offset = 0;
-  for (const PendingTensor& t : tensors) {
-    blobs.push_back(Encode(*t.data, t.type));
+  for (const GgufTensorPlan& t : tensors) {
     infos.Str(t.name);
     infos.U32(static_cast<std::uint32_t>(t.dims.size()));
     for (std::uint64_t dim : t.dims) infos.U64(dim);
     infos.U32(static_cast<std::uint32_t>(t.type));
     infos.U64(offset);
-    offset += (blobs.back().size() + kAlign - 1) / kAlign * kAlign;
+    offset += (t.bytes() + kAlign - 1) / kAlign * kAlign;
+  }
+  GgufBuilder out;
+  out.U32(kGgufMagic);
+  out.U32(3);
+  out.U64(tensors.size());
+  out.U64(meta.n_kv());
+  out.Raw(meta.bytes().data(), meta.bytes().size());
+  out.Raw(infos.bytes().data(), infos.bytes().size());
+  std::vector<std::uint8_t> bytes = std::move(out.bytes());
+  bytes.resize((bytes.size() + kAlign - 1) / kAlign * kAlign, 0);
+  return bytes;
+}
+
+Status WriteGguf(const ModelWeights& weights, const Vocabulary* vocab, const std::string& path,
+                 GgmlType matrix_type) {
+  MPCACHE_RETURN_IF_ERROR(weights.CheckShapes());
+  if (matrix_type != GgmlType::kF32 && matrix_type != GgmlType::kF16 &&
+      matrix_type != GgmlType::kQ8_0) {
+    return InvalidArgument("GGUF writer supports F32, F16 and Q8_0 matrices");
+  }
+  const ModelConfig& c = weights.config;
+  const std::vector<GgufTensorPlan> plan = LlamaGgufTensors(c, matrix_type);
+  MPCACHE_ASSIGN_OR_RETURN(std::vector<std::uint8_t> preamble, GgufPreamble(c, vocab, plan));
+  // The data of each planned tensor, in the same order.
+  std::vector<const std::vector<float>*> data;
+  data.push_back(&weights.token_embedding);
+  data.push_back(&weights.rms_final);
+  if (!c.shared_classifier) data.push_back(&weights.wcls);
+  for (const LayerWeights& lw : weights.layers) {
+    for (const std::vector<float>* t :
+         {&lw.rms_att, &lw.wq, &lw.wk, &lw.wv, &lw.wo, &lw.rms_ffn, &lw.w1, &lw.w2, &lw.w3}) {
+      data.push_back(t);
+    }
   }
   MPCACHE_ASSIGN_OR_RETURN(FileWriter out, FileWriter::Create(path));
-  const std::uint32_t header[2] = {kGgufMagic, 3};
-  const std::uint64_t counts[2] = {tensors.size(), meta.n_kv()};
-  MPCACHE_RETURN_IF_ERROR(out.Write(header, sizeof(header)));
-  MPCACHE_RETURN_IF_ERROR(out.Write(counts, sizeof(counts)));
-  MPCACHE_RETURN_IF_ERROR(out.Write(meta.bytes().data(), meta.bytes().size()));
-  MPCACHE_RETURN_IF_ERROR(out.Write(infos.bytes().data(), infos.bytes().size()));
-  const std::uint64_t pos = 24 + meta.bytes().size() + infos.bytes().size();
-  const std::vector<std::uint8_t> zeros(kAlign, 0);
-  MPCACHE_RETURN_IF_ERROR(out.Write(zeros.data(), (kAlign - pos % kAlign) % kAlign));
-  for (const auto& blob : blobs) {
+  MPCACHE_RETURN_IF_ERROR(out.Write(preamble.data(), preamble.size()));
+  const std::vector<std::uint8_t> zeros(kGgufWriteAlign, 0);
+  std::vector<std::uint8_t> blob;
+  for (std::size_t i = 0; i < plan.size(); ++i) {
+    blob.clear();
+    AppendGgufEncoded(*data[i], plan[i].type, blob);
     MPCACHE_RETURN_IF_ERROR(out.Write(blob.data(), blob.size()));
-    MPCACHE_RETURN_IF_ERROR(out.Write(zeros.data(), (kAlign - blob.size() % kAlign) % kAlign));
+    MPCACHE_RETURN_IF_ERROR(out.Write(
+        zeros.data(), (kGgufWriteAlign - blob.size() % kGgufWriteAlign) % kGgufWriteAlign));
   }
   return out.Close();
 }

@@ -275,6 +275,78 @@ Result<std::uint64_t> WriteSyntheticCheckpoint(const ModelConfig& config, const 
   return written;
 }
 
+Result<std::uint64_t> WriteSyntheticGguf(const ModelConfig& config, const std::string& path,
+                                         GgmlType matrix_type, const SynthOptions& options) {
+  MPCACHE_RETURN_IF_ERROR(ValidateSynthConfig(config));
+  const std::vector<GgufTensorPlan> plan = LlamaGgufTensors(config, matrix_type);
+  MPCACHE_ASSIGN_OR_RETURN(std::vector<std::uint8_t> preamble, GgufPreamble(config, nullptr, plan));
+  std::uint64_t total = preamble.size();
+  for (const GgufTensorPlan& t : plan) {
+    total += (t.bytes() + kGgufWriteAlign - 1) / kGgufWriteAlign * kGgufWriteAlign;
+  }
+  // Each planned tensor's generator: its kind and layer (its own PRG stream).
+  const std::vector<TensorSpec> specs = Specs(config);
+  const auto spec_of = [&](Kind kind) {
+    for (const TensorSpec& sp : specs) {
+      if (sp.kind == kind) return sp;
+    }
+    return WclsSpec(config);
+  };
+  const auto source = [&](const std::string& name, int* layer) -> Result<TensorSpec> {
+    *layer = 0;
+    if (name == "token_embd.weight") return spec_of(Kind::kEmbedding);
+    if (name == "output_norm.weight") return spec_of(Kind::kRmsFinal);
+    if (name == "output.weight") return WclsSpec(config);
+    const auto dot = name.find('.', 4);
+    if (name.rfind("blk.", 0) != 0 || dot == std::string::npos) {
+      return Internal("synthetic GGUF: unplanned tensor " + name);
+    }
+    *layer = std::stoi(name.substr(4, dot - 4));
+    static const std::pair<const char*, Kind> kKinds[] = {
+        {"attn_norm.weight", Kind::kRmsAtt}, {"attn_q.weight", Kind::kWq},
+        {"attn_k.weight", Kind::kWk},        {"attn_v.weight", Kind::kWv},
+        {"attn_output.weight", Kind::kWo},   {"ffn_norm.weight", Kind::kRmsFfn},
+        {"ffn_gate.weight", Kind::kW1},      {"ffn_down.weight", Kind::kW2},
+        {"ffn_up.weight", Kind::kW3}};
+    const std::string suffix = name.substr(dot + 1);
+    for (const auto& [n, kind] : kKinds) {
+      if (suffix == n) return spec_of(kind);
+    }
+    return Internal("synthetic GGUF: unplanned tensor " + name);
+  };
+  MPCACHE_ASSIGN_OR_RETURN(auto writer, FileWriter::Create(path));
+  MPCACHE_RETURN_IF_ERROR(writer.Write(preamble.data(), preamble.size()));
+  std::uint64_t written = preamble.size();
+  const Seed master = MasterSeed(options.seed);
+  std::vector<std::uint8_t> encoded;
+  const std::vector<std::uint8_t> zeros(kGgufWriteAlign, 0);
+  for (const GgufTensorPlan& t : plan) {
+    int layer = 0;
+    MPCACHE_ASSIGN_OR_RETURN(TensorSpec spec, source(t.name, &layer));
+    std::uint64_t tensor_bytes = 0;
+    // Chunks of 2^20 values: whole Q8_0 blocks (rows are multiples of 32).
+    MPCACHE_RETURN_IF_ERROR(
+        Generate(master, spec, layer, spec.count, [&](std::span<const float> v) -> Status {
+          encoded.clear();
+          AppendGgufEncoded(v, t.type, encoded);
+          MPCACHE_RETURN_IF_ERROR(writer.Write(encoded.data(), encoded.size()));
+          tensor_bytes += encoded.size();
+          written += encoded.size();
+          if (options.progress) options.progress(written, total);
+          return Status::Ok();
+        }));
+    const std::uint64_t pad = (kGgufWriteAlign - tensor_bytes % kGgufWriteAlign) % kGgufWriteAlign;
+    MPCACHE_RETURN_IF_ERROR(writer.Write(zeros.data(), pad));
+    written += pad;
+  }
+  MPCACHE_RETURN_IF_ERROR(writer.Close());
+  if (written != total) {
+    return Internal("synthetic GGUF: wrote " + std::to_string(written) + " bytes, expected " +
+                    std::to_string(total));
+  }
+  return written;
+}
+
 Result<ModelWeights> MakeSyntheticWeights(const ModelConfig& config, std::uint64_t seed) {
   MPCACHE_RETURN_IF_ERROR(ValidateSynthConfig(config));
   ModelWeights w;

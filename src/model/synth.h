@@ -1,7 +1,9 @@
 // Deterministic synthetic Llama-2 checkpoints: the right shapes (any size up to and beyond
 // Llama-2-7B) and trained-model-like weight scales, so full-size shapes can be run and timed
-// without the real weights. Written straight to disk in the llama2.c legacy format, one
-// chunk at a time (a 7B file is never held in memory).
+// without the real weights. Written straight to disk, one chunk at a time (a 7B file is never
+// held in memory): in the llama2.c legacy format (float32, WriteSyntheticCheckpoint) or as a
+// real GGUF (WriteSyntheticGguf: F32, F16 or Q8_0 matrices, quantised chunk by chunk with the
+// GGUF writer's own encoder, so the file is byte for byte WriteGguf(MakeSyntheticWeights)).
 //
 // Dimension grammar (ParseDims):
 //   "7b"                                   Llama-2-7B: dim 4096, hidden 11008, 32 layers,
@@ -32,6 +34,7 @@
 #include <string>
 
 #include "common/result.h"
+#include "model/gguf.h"
 #include "model/weights.h"
 
 namespace mpcache::model {
@@ -62,6 +65,12 @@ struct SynthOptions {
 // written) to `path`. Returns the number of bytes written.
 Result<std::uint64_t> WriteSyntheticCheckpoint(const ModelConfig& config, const std::string& path,
                                                const SynthOptions& options = {});
+
+// The same weights as a llama GGUF v3 with `matrix_type` matrices (norms F32), without a
+// vocabulary (pass a tokenizer.bin to the tools). Q8_0 needs dim and hidden_dim multiples of
+// 32. Returns the number of bytes written.
+Result<std::uint64_t> WriteSyntheticGguf(const ModelConfig& config, const std::string& path,
+                                         GgmlType matrix_type, const SynthOptions& options = {});
 
 // The same weights in memory (small models, tests): identical values to the file's.
 Result<ModelWeights> MakeSyntheticWeights(const ModelConfig& config, std::uint64_t seed);

@@ -104,6 +104,8 @@ class Context {
   const ShareKey& key() const { return key_; }
   const ContextOptions& options() const { return options_; }
   bool failed() const { return failed_; }
+  // Values opened since the last MAC check (the same count at every party).
+  std::size_t pending_openings() const { return pending_; }
 
   // Open shared values (all parties learn them). Logged for the next MAC check.
   Result<std::vector<std::uint64_t>> Open(const Shares<P>& x, OpenMode mode = OpenMode::kAllToAll,

@@ -53,6 +53,8 @@ class BinaryContext {
   std::size_t pending_checks() const { return pending_; }
   // Batched MAC checks of the binary domain begun in this session.
   std::uint64_t checks_begun() const { return checks_begun_; }
+  // Bits opened since the last MAC check (the same count at every party).
+  std::size_t pending_openings() const { return pending_; }
 
   // Open several bit vectors in one round.
   Result<std::vector<PublicBits>> OpenMany(std::vector<BitShares<P>>&& xs);

@@ -42,4 +42,7 @@ void AddCacheFlags(CLI::App& cmd, CacheFlags& flags);
 // `decode-step`: one secure decoding step at a given context (decode_step_command.cc).
 void AddDecodeStepCommand(CLI::App& app, int* exit_code);
 
+// `weights`: the local public-weight products against memory bandwidth (weights_command.cc).
+void AddWeightsCommand(CLI::App& app, int* exit_code);
+
 }  // namespace mpcache::tools

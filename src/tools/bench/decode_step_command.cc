@@ -25,6 +25,7 @@
 #include "infer/secure_llama.h"
 #include "infer/secure_weights.h"
 #include "model/checkpoint.h"
+#include "model/compact_model.h"
 #include "model/fixed_engine.h"
 #include "model/synth.h"
 #include "mpc/compare/binary_context.h"
@@ -62,14 +63,20 @@ int PrefillToken(int t, int vocab) {
   return t == 0 ? 1 : static_cast<int>((static_cast<std::uint64_t>(t) * 7919 + 3) % vocab);
 }
 
-Result<Prefill> RealPrefill(const model::ModelWeights& w, const DecodeStepOptions& o) {
+model::FixedEngineOptions PrefillEngineOptions(const DecodeStepOptions& o) {
   model::FixedEngineOptions fo;
   fo.math.frac_bits = o.frac_bits;
   fo.max_seq_len = o.context + 1;
   fo.kv_block_tokens = o.block;
   fo.mpcache = o.policy;
-  MPCACHE_ASSIGN_OR_RETURN(model::FixedEngine e, model::FixedEngine::Create(w, fo));
-  const int vocab = w.config.vocab_size;
+  fo.threads = o.threads;
+  return fo;
+}
+
+// `e`: the plaintext twin of the secure engine (wide or compact weights).
+Result<Prefill> RealPrefill(model::FixedEngine e, const DecodeStepOptions& o) {
+  const model::ModelConfig& config = e.config();
+  const int vocab = config.vocab_size;
   for (int t = 0; t < o.context; ++t) {
     if (auto r = e.Forward(PrefillToken(t, vocab), t); !r.ok()) return r.error();
   }
@@ -77,8 +84,8 @@ Result<Prefill> RealPrefill(const model::ModelWeights& w, const DecodeStepOption
   p.source = "plaintext fixed-point prefill of " + std::to_string(o.context) +
              " tokens, secret-shared into the KV memory";
   p.token = e.Argmax();  // greedy continuation: the step decodes this token
-  const auto kv = static_cast<std::size_t>(w.config.kv_dim());
-  for (int l = 0; l < w.config.n_layers; ++l) {
+  const auto kv = static_cast<std::size_t>(config.kv_dim());
+  for (int l = 0; l < config.n_layers; ++l) {
     std::vector<std::uint64_t> k, v;
     for (const model::KvBlockUse& u : e.kv_cache().layout().Plan(l).blocks) {
       for (int r = 0; r < u.rows; ++r) {
@@ -217,41 +224,70 @@ Result<PartyOutcome> RunParty(mpc::BinaryContext<P>& b,
   return out;
 }
 
-template <typename P>
-Result<nlohmann::json> RunDecodeStep(const DecodeStepOptions& o) {
-  model::ModelWeights w;
-  if (!o.model.empty()) {
-    MPCACHE_ASSIGN_OR_RETURN(w, model::LoadCheckpoint(o.model));
-    if (o.layers > 0) {
-      if (o.layers > w.config.n_layers) {
-        return InvalidArgument("--layers " + std::to_string(o.layers) + ": the model has " +
-                               std::to_string(w.config.n_layers));
-      }
-      w.layers.resize(static_cast<std::size_t>(o.layers));
-      w.config.n_layers = o.layers;
-    }
-  } else {
-    MPCACHE_ASSIGN_OR_RETURN(model::ModelConfig c, model::ParseDims(o.dims));
-    if (o.layers > 0) MPCACHE_RETURN_IF_ERROR(model::CutLayers(c, o.layers));
-    c.seq_len = std::max(c.seq_len, o.context + 1);
-    MPCACHE_ASSIGN_OR_RETURN(w, model::MakeSyntheticWeights(c, o.seed));
-  }
-  if (o.context + 1 > w.config.seq_len) {
+Status CheckContext(const model::ModelConfig& c, const DecodeStepOptions& o) {
+  if (o.context + 1 > c.seq_len) {
     return InvalidArgument("--context " + std::to_string(o.context) +
                            " leaves no room for the step in the model's " +
-                           std::to_string(w.config.seq_len) + "-position context; use at most " +
-                           std::to_string(w.config.seq_len - 1));
+                           std::to_string(c.seq_len) + "-position context; use at most " +
+                           std::to_string(c.seq_len - 1));
   }
-  Prefill prefill;
-  if (!o.model.empty()) {
-    MPCACHE_ASSIGN_OR_RETURN(prefill, RealPrefill(w, o));
-  } else {
-    prefill = SyntheticPrefill(w.config, o);
-  }
+  return Status::Ok();
+}
+
+template <typename P>
+Result<nlohmann::json> RunDecodeStep(const DecodeStepOptions& o) {
   std::shared_ptr<const infer::RingModel> ring;
-  MPCACHE_ASSIGN_OR_RETURN(ring, infer::EncodeModel(w, o.frac_bits));
-  const model::ModelConfig config = w.config;
-  w = model::ModelWeights();  // the float weights are not needed any more
+  Prefill prefill;
+  bool compact = false;
+  if (!o.model.empty()) {
+    MPCACHE_ASSIGN_OR_RETURN(compact, model::CompactModel::IsCompactCheckpoint(o.model));
+  }
+  if (compact) {
+    // A GGUF of Q8_0/F16 matrices: mapped, computed from directly (the prefill by the
+    // compact fixed-point twin); never widened.
+    MPCACHE_ASSIGN_OR_RETURN(std::shared_ptr<const model::CompactModel> cm,
+                             model::CompactModel::Open(o.model));
+    if (o.layers > 0) {
+      if (o.layers > cm->config.n_layers) {
+        return InvalidArgument("--layers " + std::to_string(o.layers) + ": the model has " +
+                               std::to_string(cm->config.n_layers));
+      }
+      MPCACHE_ASSIGN_OR_RETURN(cm, cm->FirstLayers(o.layers));
+    }
+    MPCACHE_RETURN_IF_ERROR(CheckContext(cm->config, o));
+    MPCACHE_ASSIGN_OR_RETURN(model::FixedEngine e,
+                             model::FixedEngine::Create(cm, PrefillEngineOptions(o)));
+    MPCACHE_ASSIGN_OR_RETURN(prefill, RealPrefill(std::move(e), o));
+    MPCACHE_ASSIGN_OR_RETURN(ring, infer::EncodeCompactModel(cm, o.frac_bits));
+  } else {
+    model::ModelWeights w;
+    if (!o.model.empty()) {
+      MPCACHE_ASSIGN_OR_RETURN(w, model::LoadCheckpoint(o.model));
+      if (o.layers > 0) {
+        if (o.layers > w.config.n_layers) {
+          return InvalidArgument("--layers " + std::to_string(o.layers) + ": the model has " +
+                                 std::to_string(w.config.n_layers));
+        }
+        w.layers.resize(static_cast<std::size_t>(o.layers));
+        w.config.n_layers = o.layers;
+      }
+    } else {
+      MPCACHE_ASSIGN_OR_RETURN(model::ModelConfig c, model::ParseDims(o.dims));
+      if (o.layers > 0) MPCACHE_RETURN_IF_ERROR(model::CutLayers(c, o.layers));
+      c.seq_len = std::max(c.seq_len, o.context + 1);
+      MPCACHE_ASSIGN_OR_RETURN(w, model::MakeSyntheticWeights(c, o.seed));
+    }
+    MPCACHE_RETURN_IF_ERROR(CheckContext(w.config, o));
+    if (!o.model.empty()) {
+      MPCACHE_ASSIGN_OR_RETURN(model::FixedEngine e,
+                               model::FixedEngine::Create(w, PrefillEngineOptions(o)));
+      MPCACHE_ASSIGN_OR_RETURN(prefill, RealPrefill(std::move(e), o));
+    } else {
+      prefill = SyntheticPrefill(w.config, o);
+    }
+    MPCACHE_ASSIGN_OR_RETURN(ring, infer::EncodeModel(w, o.frac_bits));
+  }  // the float weights are not needed any more
+  const model::ModelConfig config = ring->config;
 
   preproc::LocalPartiesOptions lo = preproc::LocalPartiesFromSeed(o.seed);
   lo.threads = o.threads;
@@ -295,6 +331,7 @@ Result<nlohmann::json> RunDecodeStep(const DecodeStepOptions& o) {
   j["mpcache"] = o.cache.Describe();
   j["security"] = o.security;
   j["weights"] = "public";
+  j["compact_weights"] = ring->is_compact();
   j["kv_block_tokens"] = std::min(o.block, o.context + 1);
   j["threads"] = o.threads;
   j["prefill"] = prefill.source;

@@ -11,6 +11,8 @@
 // and traffic are reported as the offline figures. With --rtt-ms (and --link-mbit), the
 // per-token time between sites is estimated from the measured rounds and bytes
 // (tools/bench/link_estimate.h).
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <iostream>
 #include <memory>
@@ -28,6 +30,13 @@
 
 namespace mpcache::tools {
 namespace {
+
+// This process's peak resident set (getrusage: kB).
+std::uint64_t PeakRssBytes() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<std::uint64_t>(u.ru_maxrss) * 1024;
+}
 
 struct GenerateOptions {
   std::string model, tokenizer, prompt;
@@ -49,12 +58,16 @@ struct GenerateOptions {
 template <typename P>
 Result<nlohmann::json> RunGenerate(const GenerateOptions& o) {
   std::shared_ptr<const infer::RingModel> ring;
-  model::ModelConfig config;
-  {
+  if (o.weights == "private") {
+    // Private weights are split from (or checked against) the wide encoding.
     MPCACHE_ASSIGN_OR_RETURN(model::ModelWeights w, model::LoadCheckpoint(o.model));
-    config = w.config;
     MPCACHE_ASSIGN_OR_RETURN(ring, infer::EncodeModel(w, o.frac_bits));
-  }  // float weights freed here
+  } else {
+    // Public: a GGUF of Q8_0/F16 matrices stays compact (mapped once, shared by the three
+    // party threads); other checkpoints are encoded wide (the float weights freed after).
+    MPCACHE_ASSIGN_OR_RETURN(ring, infer::LoadRingModel(o.model, o.frac_bits));
+  }
+  const model::ModelConfig config = ring->config;
   MPCACHE_RETURN_IF_ERROR(o.sampling.params.Validate(config.vocab_size));
   MPCACHE_ASSIGN_OR_RETURN(model::Tokenizer tok,
                            model::Tokenizer::LoadLlama2c(o.tokenizer, config.vocab_size));
@@ -108,6 +121,9 @@ Result<nlohmann::json> RunGenerate(const GenerateOptions& o) {
   j["model"] = config.Describe();
   j["security"] = o.security;
   j["weights"] = o.weights;
+  j["compact_weights"] = ring->is_compact();
+  if (ring->is_compact()) j["weight_type"] = ring->compact->weight_type;
+  j["threads"] = o.threads;
   j["cache"] = o.cache.cache;
   j["mpcache"] = o.cache.Describe();
   j["cached_rows"] = r.report.cached_rows;
@@ -140,6 +156,17 @@ Result<nlohmann::json> RunGenerate(const GenerateOptions& o) {
   off["dealer_seconds"] = r.offline.dealer_seconds;
   off["expand_seconds"] = r.offline.expand_seconds;
   off["bytes_to_party"] = r.offline.bytes_to_party;
+  {
+    // Per position, the prefill's included (the dealer runs on demand inside the loop, so
+    // its traffic is not split by phase; prefill positions skip the classifier and argmax).
+    nlohmann::json per = nlohmann::json::array();
+    for (std::uint64_t b : r.offline.bytes_to_party) {
+      per.push_back(static_cast<double>(b) / std::max(r.report.positions, 1));
+    }
+    off["bytes_to_party_per_position"] = per;
+    off["bit_dealer_correction_bytes_per_position"] =
+        static_cast<double>(r.bit_dealer_bytes) / std::max(r.report.positions, 1);
+  }
   off["bytes_to_client"] = r.offline.bytes_to_client;
   off["batches"] = r.offline.batches;
   off["bit_dealer_correction_bytes"] = r.bit_dealer_bytes;
@@ -147,6 +174,7 @@ Result<nlohmann::json> RunGenerate(const GenerateOptions& o) {
   off["offline_first"] = o.offline_first;
   off["prefetch_seconds"] = r.prefetch_seconds;
   j["offline"] = off;
+  j["peak_rss_bytes"] = PeakRssBytes();
   if (io.private_weights) {
     j["load_weights"] = {
         {"seconds", r.load_seconds}, {"bytes_sent", r.load.bytes_sent}, {"rounds", r.load.rounds}};

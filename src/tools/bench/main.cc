@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
     mpcache::tools::AddOpsCommand(app, &exit_code);
     mpcache::tools::AddGenerateCommand(app, &exit_code);
     mpcache::tools::AddDecodeStepCommand(app, &exit_code);
+    mpcache::tools::AddWeightsCommand(app, &exit_code);
     if (auto unknown = mpcache::tools::UnknownSubcommand(app, argc, argv)) {
       std::cerr << "mpcache-bench: " << *unknown << " (see --help)\n";
       return 2;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "model/checkpoint.h"
+#include "model/compact_model.h"
 #include "tools/model/commands.h"
 
 namespace mpcache::tools {
@@ -16,8 +17,26 @@ struct InfoArgs {
   bool json = false;
 };
 
+// A GGUF of Q8_0/F16 matrices is described from its header and memory map: a 7B file is
+// never decoded to float (27 GB) just to be described.
+Result<model::Checkpoint> Describe(const std::string& path) {
+  MPCACHE_ASSIGN_OR_RETURN(bool compact, model::CompactModel::IsCompactCheckpoint(path));
+  if (!compact) return model::OpenCheckpoint(path);
+  model::CompactOpenOptions o;
+  o.check = false;
+  MPCACHE_ASSIGN_OR_RETURN(auto m, model::CompactModel::Open(path, o));
+  model::Checkpoint ckpt;
+  MPCACHE_ASSIGN_OR_RETURN(ckpt.format, model::DetectCheckpointFormat(path));
+  ckpt.weight_type = m->weight_type;
+  ckpt.file_size = m->file_size();
+  ckpt.weights.config = m->config;
+  ckpt.vocabulary = m->vocabulary;
+  ckpt.version = m->gguf_version;
+  return ckpt;
+}
+
 Status Info(const InfoArgs& args) {
-  MPCACHE_ASSIGN_OR_RETURN(model::Checkpoint ckpt, model::OpenCheckpoint(args.model));
+  MPCACHE_ASSIGN_OR_RETURN(model::Checkpoint ckpt, Describe(args.model));
   const model::ModelConfig& c = ckpt.weights.config;
   const std::string format(model::FormatName(ckpt.format));
   if (args.json) {

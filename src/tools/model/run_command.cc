@@ -16,6 +16,7 @@
 
 #include "common/fixed_sampling.h"
 #include "model/checkpoint.h"
+#include "model/compact_model.h"
 #include "model/fixed_engine.h"
 #include "model/float_engine.h"
 #include "model/generate.h"
@@ -41,27 +42,43 @@ struct RunArgs {
   bool json = false;
 };
 
-Result<model::Tokenizer> OpenTokenizer(const RunArgs& args, const model::Checkpoint& ckpt) {
-  const int vocab_size = ckpt.weights.config.vocab_size;
+Result<model::Tokenizer> OpenTokenizer(const RunArgs& args, const std::string& format,
+                                       const std::optional<model::Vocabulary>& vocabulary,
+                                       const std::string& problem, int vocab_size) {
   if (!args.tokenizer.empty()) return model::Tokenizer::LoadLlama2c(args.tokenizer, vocab_size);
-  if (!ckpt.vocabulary) {
-    const std::string why =
-        ckpt.vocabulary_problem.empty() ? "" : " (" + ckpt.vocabulary_problem + ")";
-    return InvalidArgument(args.model + " (" + std::string(model::FormatName(ckpt.format)) +
-                           ") has no usable embedded vocabulary" + why +
-                           ": pass --tokenizer <tokenizer.bin>");
+  if (!vocabulary) {
+    const std::string why = problem.empty() ? "" : " (" + problem + ")";
+    return InvalidArgument(args.model + " (" + format + ") has no usable embedded vocabulary" +
+                           why + ": pass --tokenizer <tokenizer.bin>");
   }
-  if (static_cast<int>(ckpt.vocabulary->tokens.size()) != vocab_size) {
+  if (static_cast<int>(vocabulary->tokens.size()) != vocab_size) {
     return CorruptData(args.model + ": embedded vocabulary has " +
-                       std::to_string(ckpt.vocabulary->tokens.size()) +
+                       std::to_string(vocabulary->tokens.size()) +
                        " tokens, the model's vocab_size is " + std::to_string(vocab_size));
   }
-  return model::Tokenizer::FromVocabulary(*ckpt.vocabulary);
+  return model::Tokenizer::FromVocabulary(*vocabulary);
 }
 
 Status Run(const RunArgs& args) {
-  MPCACHE_ASSIGN_OR_RETURN(model::Checkpoint ckpt, model::OpenCheckpoint(args.model));
-  MPCACHE_ASSIGN_OR_RETURN(model::Tokenizer tokenizer, OpenTokenizer(args, ckpt));
+  // --engine fixed on a GGUF of Q8_0/F16 matrices is the compact twin (mapped, exact: what
+  // the secure engine computes from the same file); everything else decodes to float.
+  MPCACHE_ASSIGN_OR_RETURN(const bool is_compact,
+                           model::CompactModel::IsCompactCheckpoint(args.model));
+  std::shared_ptr<const model::CompactModel> compact;
+  model::Checkpoint ckpt;
+  if (args.engine == "fixed" && is_compact) {
+    MPCACHE_ASSIGN_OR_RETURN(compact, model::CompactModel::Open(args.model));
+    ckpt.weights.config = compact->config;
+    ckpt.vocabulary = compact->vocabulary;
+    ckpt.vocabulary_problem = compact->vocabulary_problem;
+    ckpt.format = model::CheckpointFormat::kGguf;
+  } else {
+    MPCACHE_ASSIGN_OR_RETURN(ckpt, model::OpenCheckpoint(args.model));
+  }
+  MPCACHE_ASSIGN_OR_RETURN(
+      model::Tokenizer tokenizer,
+      OpenTokenizer(args, std::string(model::FormatName(ckpt.format)), ckpt.vocabulary,
+                    ckpt.vocabulary_problem, ckpt.weights.config.vocab_size));
   const model::ModelConfig& config = ckpt.weights.config;
   const SamplingParams& sp = args.sampling.params;
   MPCACHE_RETURN_IF_ERROR(sp.Validate(config.vocab_size));
@@ -83,7 +100,12 @@ Status Run(const RunArgs& args) {
     model::FixedEngineOptions fo;
     fo.max_seq_len = max_seq;
     fo.math.frac_bits = args.frac_bits;
-    MPCACHE_ASSIGN_OR_RETURN(fixed_engine, model::FixedEngine::Create(ckpt.weights, fo));
+    fo.threads = args.threads;
+    if (compact) {
+      MPCACHE_ASSIGN_OR_RETURN(fixed_engine, model::FixedEngine::Create(compact, fo));
+    } else {
+      MPCACHE_ASSIGN_OR_RETURN(fixed_engine, model::FixedEngine::Create(ckpt.weights, fo));
+    }
     forward = [&](int token, int pos) -> Result<std::span<const float>> {
       MPCACHE_ASSIGN_OR_RETURN(std::span<const double> l, fixed_engine->Forward(token, pos));
       fixed_logits.assign(l.begin(), l.end());
@@ -140,6 +162,7 @@ Status Run(const RunArgs& args) {
     j["seconds"] = result.seconds;
     j["tokens_per_second"] = result.TokensPerSecond();
     j["engine"] = args.engine;
+    j["compact_weights"] = compact != nullptr;
     j["sampling"] = sp.Describe();
     if (!sp.Greedy()) {
       j["sampler"] = args.sampler;

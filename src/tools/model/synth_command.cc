@@ -1,5 +1,7 @@
-// mpcache-model synth: a deterministic synthetic checkpoint (llama2.c legacy format) with
-// Llama-2 shapes and trained-model-like weight scales (see model/synth.h).
+// mpcache-model synth: a deterministic synthetic checkpoint with Llama-2 shapes and
+// trained-model-like weight scales (see model/synth.h): by default a GGUF with Q8_0 matrices
+// (what the parties map and compute from directly: the 7B shape is a 7.2 GB file), or
+// --format gguf-f16 | gguf-f32 | llama2c.
 #include <chrono>
 #include <iostream>
 #include <memory>
@@ -18,6 +20,7 @@ struct SynthArgs {
   std::string out;
   std::uint64_t seed = 1;
   bool separate_classifier = false;
+  std::string format = "gguf-q8_0";
   bool json = false;
 };
 
@@ -43,7 +46,20 @@ int RunSynth(const SynthArgs& args) {
       last_percent = percent;
     }
   };
-  auto bytes = model::WriteSyntheticCheckpoint(*config, args.out, options);
+  if (args.format == "gguf-q8_0" && (config->dim % 32 != 0 || config->hidden_dim % 32 != 0)) {
+    return fail(InvalidArgument(
+        "--format gguf-q8_0 needs dim and hidden_dim multiples of 32 (Q8_0 blocks), got dim " +
+        std::to_string(config->dim) + " and hidden " + std::to_string(config->hidden_dim) +
+        "; fix: --format gguf-f16 (or gguf-f32, llama2c)"));
+  }
+  Result<std::uint64_t> bytes =
+      args.format == "llama2c"
+          ? model::WriteSyntheticCheckpoint(*config, args.out, options)
+          : model::WriteSyntheticGguf(*config, args.out,
+                                      args.format == "gguf-f32"   ? model::GgmlType::kF32
+                                      : args.format == "gguf-f16" ? model::GgmlType::kF16
+                                                                  : model::GgmlType::kQ8_0,
+                                      options);
   std::cerr << "\n";
   if (!bytes.ok()) return fail(bytes.error());
   const double seconds =
@@ -53,6 +69,7 @@ int RunSynth(const SynthArgs& args) {
                         {"bytes", *bytes},
                         {"seconds", seconds},
                         {"seed", args.seed},
+                        {"format", args.format},
                         {"dim", config->dim},
                         {"hidden_dim", config->hidden_dim},
                         {"n_layers", config->n_layers},
@@ -64,8 +81,9 @@ int RunSynth(const SynthArgs& args) {
                         {"parameters", config->ParameterCount()}};
     std::cout << j.dump() << "\n";
   } else {
-    std::cerr << "synth: wrote " << args.out << " (" << *bytes << " bytes, " << config->Describe()
-              << ", " << config->ParameterCount() << " parameters) in " << seconds << " s\n";
+    std::cerr << "synth: wrote " << args.out << " (" << args.format << ", " << *bytes << " bytes, "
+              << config->Describe() << ", " << config->ParameterCount() << " parameters) in "
+              << seconds << " s\n";
   }
   return 0;
 }
@@ -75,7 +93,7 @@ int RunSynth(const SynthArgs& args) {
 void AddSynthCommand(CLI::App& app, int* exit_code) {
   auto args = std::make_shared<SynthArgs>();
   auto* cmd = app.add_subcommand(
-      "synth", "Write a deterministic synthetic checkpoint (llama2.c legacy format)");
+      "synth", "Write a deterministic synthetic checkpoint (GGUF Q8_0 by default, or --format)");
   cmd->add_option("--dims", args->dims,
                   "7b, or DIMxLAYERSxHEADS[xKV_HEADS[xHIDDEN[xVOCAB[xSEQ]]]] (defaults: "
                   "KV_HEADS=HEADS, HIDDEN=Llama rule, VOCAB=32000, SEQ=4096)")
@@ -85,6 +103,11 @@ void AddSynthCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--seed", args->seed, "Seed of the weights (default 1)");
   cmd->add_flag("--separate-classifier", args->separate_classifier,
                 "Write a separate output classifier (wcls) instead of sharing the embedding");
+  cmd->add_option("--format", args->format,
+                  "gguf-q8_0 (default: int8 blocks with f16 scales, computed from directly by "
+                  "the parties), gguf-f16, gguf-f32 or llama2c (legacy float32)")
+      ->check(CLI::IsMember({"gguf-q8_0", "gguf-f16", "gguf-f32", "llama2c"}))
+      ->capture_default_str();
   cmd->add_flag("--json", args->json, "Print one JSON object on stdout");
   cmd->callback([args, exit_code] { *exit_code = RunSynth(*args); });
 }

@@ -154,6 +154,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadField{"  cert: ../build/certs/party0.crt\n", "", "field 'tls.cert': missing",
                  "gen-certs.sh"},
         BadField{"frac_bits: 18", "frac_bits: 40", "field 'model.frac_bits'", "8..30"},
+        BadField{"threads: 1 ", "threads: 0 ", "field 'model.threads'", "1..256"},
         BadField{"cache: full", "cache: half", "field 'mpcache.cache'", "full | mpcache"},
         BadField{"alpha: 0.6", "alpha: 1.5", "field 'mpcache.alpha'", "[0, 1]"},
         BadField{"level1_keep_ratio: 0.5", "level1_keep_ratio: 0", "mpcache.level1_keep_ratio",

@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "model/checkpoint.h"
+#include "model/compact_model.h"
+#include "model/gguf.h"
 
 namespace mpcache::model {
 namespace {
@@ -175,6 +177,107 @@ TEST(SynthFileErrors, UnwritablePath) {
   ModelConfig c = *ParseDims("32x1x4x4x64x50x16");
   auto r = WriteSyntheticCheckpoint(c, "/nonexistent-dir/x.bin");
   EXPECT_FALSE(r.ok());
+}
+
+// The streamed GGUF is byte for byte the in-memory weights through the GGUF writer (Q8_0
+// blocks quantised chunk by chunk equal whole tensors quantised at once), loads through the
+// normal GGUF path and opens compact with the same configuration.
+TEST(SynthGguf, StreamedFileEqualsTheWriterOnTheSameWeights) {
+  for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kF16, GgmlType::kF32}) {
+    for (bool shared : {true, false}) {
+      auto c = ParseDims("64x2x4x2x96x40x16");
+      ASSERT_TRUE(c.ok());
+      c->shared_classifier = shared;
+      const std::string a = TempPath("stream.gguf"), b = TempPath("writer.gguf");
+      SynthOptions so;
+      so.seed = 3;
+      auto bytes = WriteSyntheticGguf(*c, a, type, so);
+      ASSERT_TRUE(bytes.ok()) << bytes.error().ToString();
+      auto w = MakeSyntheticWeights(*c, 3);
+      ASSERT_TRUE(w.ok());
+      ASSERT_TRUE(WriteGguf(*w, nullptr, b, type).ok());
+      const auto fa = ReadAll(a), fb = ReadAll(b);
+      EXPECT_EQ(fa.size(), *bytes);
+      EXPECT_TRUE(fa == fb) << "type " << static_cast<int>(type) << " shared " << shared;
+      auto ckpt = OpenCheckpoint(a);
+      ASSERT_TRUE(ckpt.ok()) << ckpt.error().ToString();
+      EXPECT_EQ(ckpt->format, CheckpointFormat::kGguf);
+      EXPECT_EQ(ckpt->weights.config.Describe(), c->Describe());
+      EXPECT_EQ(ckpt->weights.config.shared_classifier, shared);
+      auto compact = CompactModel::IsCompactCheckpoint(a);
+      ASSERT_TRUE(compact.ok());
+      EXPECT_EQ(*compact, type != GgmlType::kF32);
+      if (*compact) {
+        auto m = CompactModel::Open(a);
+        ASSERT_TRUE(m.ok()) << m.error().ToString();
+        EXPECT_EQ((*m)->config.Describe(), c->Describe());
+        EXPECT_EQ((*m)->weight_type, type == GgmlType::kQ8_0 ? "Q8_0" : "F16");
+        // The compact integers are the loader's float values x 2^24, exactly.
+        const LayerWeights& l1 = ckpt->weights.layers[1];
+        const CompactMatrix& w2 = (*m)->layers[1].w2;
+        for (std::size_t i = 0; i < w2.rows; i += 7) {
+          for (std::size_t j = 0; j < w2.cols; j += 5) {
+            ASSERT_EQ(static_cast<double>(w2.At(i, j)),
+                      static_cast<double>(l1.w2[i * w2.cols + j]) * 16777216.0);
+          }
+        }
+      } else {
+        auto m = CompactModel::Open(a);
+        ASSERT_FALSE(m.ok());
+        EXPECT_EQ(m.error().code(), ErrorCode::kUnsupported);
+        EXPECT_NE(m.error().message().find("F32"), std::string::npos) << m.error().ToString();
+      }
+      std::remove(a.c_str());
+      std::remove(b.c_str());
+    }
+  }
+}
+
+TEST(SynthGguf, Q8NeedsRowsOfWholeBlocks) {
+  auto c = ParseDims("64x5x8x4x172x512x512");
+  ASSERT_TRUE(c.ok());
+  const std::string a = TempPath("bad.gguf");
+  auto bytes = WriteSyntheticGguf(*c, a, GgmlType::kQ8_0);
+  ASSERT_FALSE(bytes.ok());
+  EXPECT_NE(bytes.error().message().find("multiples of 32"), std::string::npos)
+      << bytes.error().ToString();
+  std::remove(a.c_str());
+}
+
+// A corrupt scale (an f16 infinity) is refused naming the tensor, row and block.
+TEST(SynthGguf, InfiniteScaleRefused) {
+  auto c = ParseDims("64x1x4x2x96x40x16");
+  ASSERT_TRUE(c.ok());
+  const std::string a = TempPath("inf.gguf");
+  ASSERT_TRUE(WriteSyntheticGguf(*c, a, GgmlType::kQ8_0).ok());
+  auto m = CompactModel::Open(a);
+  ASSERT_TRUE(m.ok());
+  // token_embd is the first tensor: the scale's offset in the data section, and the data
+  // section starts after the preamble (file size minus every padded tensor).
+  const CompactMatrix& wo = (*m)->layers[0].wo;
+  const auto in_data =
+      static_cast<std::size_t>(wo.row(3) + 1 * kQ8BlockBytes - (*m)->embedding.data);
+  std::uint64_t tensor_bytes = 0;
+  for (const GgufTensorPlan& t : LlamaGgufTensors(*c, GgmlType::kQ8_0)) {
+    tensor_bytes += (t.bytes() + 31) / 32 * 32;
+  }
+  m = Result<std::shared_ptr<const CompactModel>>(InvalidArgument("closed"));  // unmapped
+  std::vector<char> bytes = ReadAll(a);
+  const std::size_t at = bytes.size() - tensor_bytes + in_data;
+  bytes[at] = 0x00;
+  bytes[at + 1] = 0x7C;  // +inf
+  {
+    std::ofstream out(a, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+  auto bad = CompactModel::Open(a);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code(), ErrorCode::kCorruptData);
+  EXPECT_NE(bad.error().message().find("blk.0.attn_output.weight"), std::string::npos)
+      << bad.error().ToString();
+  EXPECT_NE(bad.error().message().find("row 3, block 1"), std::string::npos)
+      << bad.error().ToString();
+  std::remove(a.c_str());
 }
 
 }  // namespace
