@@ -348,6 +348,7 @@ Result<BitUnits> InProcessBitDealer<P>::Take(mpc::PartyId p, BitItem item, std::
       need = 0;
     }
   }
+  if (observer_) observer_(p, item, out);
   return out;
 }
 

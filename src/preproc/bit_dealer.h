@@ -23,6 +23,7 @@
 
 #include <array>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -41,6 +42,11 @@ struct BitOfflineStats {
 
 template <typename P>
 class InProcessBitDealer;
+
+// Sees the words of every comparison item a party's pool hands out (whole units, in that
+// party's order): tests that pin the dealer's traffic. Called under the dealer's lock.
+using BitWordsObserver =
+    std::function<void(mpc::PartyId party, BitItem item, const BitUnits& words)>;
 
 // One party's view: implements mpc::BitPreprocessing<P>.
 template <typename P>
@@ -84,6 +90,7 @@ class InProcessBitDealer {
   const Seed& bit_seed(mpc::PartyId p) const { return seeds_[static_cast<std::size_t>(p)]; }
   BitOfflineStats stats() const;
   std::uint64_t mac_key() const { return beta_; }  // for tests
+  void set_observer(BitWordsObserver observer) { observer_ = std::move(observer); }
 
   // Words per unit and items per unit of an item's pool.
   static std::size_t UnitWords(BitItem item);
@@ -119,6 +126,7 @@ class InProcessBitDealer {
   std::vector<std::array<Pool, kNumBitItems>> pools_;  // [party][item]
   std::vector<std::unique_ptr<BitStore<P>>> stores_;
   BitOfflineStats stats_;
+  BitWordsObserver observer_;
 };
 
 }  // namespace mpcache::preproc

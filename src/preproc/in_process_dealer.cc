@@ -74,6 +74,11 @@ Status InProcessDealer<P>::Provide(const BatchRequest& req) {
     const auto t0 = std::chrono::steady_clock::now();
     MPCACHE_ASSIGN_OR_RETURN(out, dealer_->Make(req));
     MPCACHE_RETURN_IF_ERROR(Record(out, Since(t0)));
+    if (observer_) {
+      for (std::size_t i = 0; i < out.parties.size(); ++i) {
+        observer_(static_cast<PartyId>(i), out.parties[i]);
+      }
+    }
   }
   for (std::size_t i = 0; i < stores_.size(); ++i) {
     MPCACHE_RETURN_IF_ERROR(stores_[i]->Accept(out.parties[i]));
@@ -121,6 +126,7 @@ Result<Batch> InProcessDealer<P>::Fetch(PartyId p, const BatchRequest& req, std:
   Batch b = std::move(*slot);
   slot.reset();
   if (--pend.left == 0) pending_.erase(it);
+  if (observer_) observer_(p, b);
   return b;
 }
 
