@@ -5,8 +5,11 @@
 // party i's part of batch (item, seq) that is free (a triple's a and b, a binary share of
 // an edaBit's bits, ...) is the AES-CTR stream of BitChunkSeed(seed_i, item, seq, chunk).
 // Determined words (c = a AND b, every MAC, the arithmetic half of an edaBit/daBit) come
-// from the stream at parties 0..n-2 and as a correction at the last party, so dealer ->
-// party traffic is one share per determined value at one party only (counted in stats()).
+// from the stream at every party but the batch's corrector and as a correction at the
+// corrector, so dealer -> party traffic is one share per determined value at one party only
+// (counted in stats()). The corrector of a batch is named by its requester: the role table
+// of the party whose pool ran short (BitStore::UseRoles; the static corrector without one).
+// The binary MAC key's share of the last party is a correction too (once per session).
 //
 // Pools: Provide(item, n) adds n items to every party's pool (offline, before timing);
 // a party whose pool runs short gets exactly the missing amount made on demand (the first
@@ -15,8 +18,8 @@
 // Semi-honest bit triples and bit randoms are made and handed out in units of 64.
 //
 // Over the network (daemon/dealer_session.cc): MakeBatch(item, n) makes one batch for every
-// party and returns each party's serialisable part (bit_batch.h: a header for parties
-// 0..n-2, the corrections for the last), which the party expands with its bit seed
+// party and returns each party's serialisable part (bit_batch.h: a header, the corrections
+// for the request's corrector), which the party expands with its bit seed
 // (BitExpander). The pools are not involved; both paths share the per-item sequence
 // numbers, so their streams never repeat.
 #pragma once
@@ -35,7 +38,7 @@
 namespace mpcache::preproc {
 
 struct BitOfflineStats {
-  std::uint64_t correction_bytes = 0;  // sent to the last party (the others expand seeds)
+  std::uint64_t correction_bytes = 0;  // sent to the correctors (the others expand seeds)
   std::uint64_t items[kNumBitItems] = {};
   double dealer_seconds = 0;
 };
@@ -59,13 +62,17 @@ class BitStore final : public mpc::BitPreprocessing<P> {
   Result<mpc::DaBits<P>> GetDaBits(std::size_t n) override;
   Result<mpc::RootTuples<P>> GetRootTuples(std::size_t n) override;
   Result<mpc::BitShares<P>> GetBitRandoms(std::size_t n) override;
+  void UseRoles(std::shared_ptr<mpc::RoleTable> roles) override { roles_ = std::move(roles); }
   // Items handed out so far (semi-honest triples/randoms: in units of 64).
   std::uint64_t consumed(BitItem t) const { return consumed_[static_cast<int>(t)]; }
 
  private:
   friend class InProcessBitDealer<P>;
   BitStore(InProcessBitDealer<P>& dealer, mpc::PartyId party) : dealer_(dealer), party_(party) {}
+  // The corrector of a batch of `units` units of `item` made now for this party's pool.
+  std::int32_t Corrector(BitItem item, std::size_t units);
   InProcessBitDealer<P>& dealer_;
+  std::shared_ptr<mpc::RoleTable> roles_;
   mpc::PartyId party_;
   std::uint64_t beta_ = 0;
   std::array<std::uint64_t, kNumBitItems> consumed_{};
@@ -84,8 +91,10 @@ class InProcessBitDealer {
   // Offline: add n items (rounded up to whole units) to every party's pool.
   Status Provide(BitItem item, std::size_t n);
   // The next batch of n items (1..kMaxBitBatchItems) of `item` for every party (index =
-  // party id), to be expanded by BitExpander at each party. Thread-safe.
-  Result<std::vector<BitBatch>> MakeBatch(BitItem item, std::uint64_t n);
+  // party id; the corrections to `corrector`), to be expanded by BitExpander at each party.
+  // Thread-safe.
+  Result<std::vector<BitBatch>> MakeBatch(BitItem item, std::uint64_t n,
+                                          std::int32_t corrector = kStaticCorrector);
   // The bit seed party p shares with the dealer (sent once, over TLS, at session set-up).
   const Seed& bit_seed(mpc::PartyId p) const { return seeds_[static_cast<std::size_t>(p)]; }
   BitOfflineStats stats() const;
@@ -103,13 +112,16 @@ class InProcessBitDealer {
       P::kMalicious ? Security::kMalicious : Security::kSemiHonest;
   // Take `units` units of `item` for party p, making what is missing (under mu_): whole
   // pool chunks moved out (no copy) and freed as they are read.
-  Result<BitUnits> Take(mpc::PartyId p, BitItem item, std::size_t units);
-  Status MakeLocked(BitItem item, std::size_t units);  // one batch for every party's pool
-  void MakeChunkLocked(BitItem item, std::uint64_t seq, std::uint64_t chunk, std::size_t units);
+  // A batch made for the pools names `corrector`.
+  Result<BitUnits> Take(mpc::PartyId p, BitItem item, std::size_t units, std::int32_t corrector);
+  // One batch for every party's pool.
+  Status MakeLocked(BitItem item, std::size_t units, std::int32_t corrector);
+  void MakeChunkLocked(BitItem item, std::uint64_t seq, std::uint64_t chunk, std::size_t units,
+                       std::int32_t corrector);
   // Every party's stream of chunk `chunk` of batch (item, seq) into part[p] (units * unit
-  // words each), then the last party's determined words set so the shares are consistent.
+  // words each), then the corrector's determined words set so the shares are consistent.
   void FillChunkLocked(BitItem item, std::uint64_t seq, std::uint64_t chunk, std::size_t units,
-                       const std::vector<std::uint64_t*>& part);
+                       std::int32_t corrector, const std::vector<std::uint64_t*>& part);
   void CountLocked(BitItem item, std::size_t units, double seconds);
 
   struct Pool {

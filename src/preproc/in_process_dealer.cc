@@ -43,7 +43,9 @@ Result<std::unique_ptr<InProcessDealer<P>>> InProcessDealer<P>::Create(const See
     if (on_demand) {
       InProcessDealer* self = d.get();
       PartyStore<P>* store = d->stores_.back().get();
-      d->stores_.back()->set_refill([self, store, i](const BatchRequest& req) -> Status {
+      d->stores_.back()->set_refill([self, store, i](const BatchRequest& need) -> Status {
+        BatchRequest req = need;
+        req.corrector = store->CorrectorFor(req);
         MPCACHE_ASSIGN_OR_RETURN(Batch b, self->Fetch(i, req, store->IssueSeq(req.type)));
         return store->Accept(b);
       });
@@ -116,7 +118,12 @@ Result<Batch> InProcessDealer<P>::Fetch(PartyId p, const BatchRequest& req, std:
   }
   if (!(canonical == pend.request)) {
     return ProtocolError(std::string("parties asked for different preprocessing under ") +
-                         ItemTypeName(req.type) + " #" + std::to_string(seq));
+                         ItemTypeName(req.type) + " #" + std::to_string(seq) +
+                         (canonical.corrector != pend.request.corrector
+                              ? " (correctors party " + std::to_string(pend.request.corrector) +
+                                    " and party " + std::to_string(canonical.corrector) +
+                                    ": their role tables differ)"
+                              : std::string()));
   }
   auto& slot = pend.parts[static_cast<std::size_t>(p)];
   if (!slot) {

@@ -82,6 +82,8 @@ class BitPreprocessing {
   virtual Result<DaBits<P>> GetDaBits(std::size_t n) = 0;
   virtual Result<RootTuples<P>> GetRootTuples(std::size_t n) = 0;
   virtual Result<BitShares<P>> GetBitRandoms(std::size_t n) = 0;
+  // As Preprocessing::UseRoles (from BinaryContext::Create).
+  virtual void UseRoles(std::shared_ptr<RoleTable> /*roles*/) {}
 };
 
 }  // namespace mpcache::mpc
