@@ -91,6 +91,7 @@ std::vector<std::uint8_t> Encode(const BatchRequest& m) {
       .U64(m.seq)
       .Vec(q.masks)
       .Vec(q.lens)
+      .I32(q.corrector)
       .Take();
 }
 
@@ -99,7 +100,7 @@ std::vector<std::uint8_t> EncodeBatch(const preproc::Batch& b) {
 }
 
 std::vector<std::uint8_t> Encode(const BitRequest& m) {
-  return Writer(kBitRequest).U8(static_cast<std::uint8_t>(m.item)).U64(m.n).Take();
+  return Writer(kBitRequest).U8(static_cast<std::uint8_t>(m.item)).U64(m.n).I32(m.corrector).Take();
 }
 
 std::vector<std::uint8_t> EncodeError(const std::string& message) {
@@ -177,6 +178,7 @@ Result<BatchRequest> DecodeBatchRequest(const std::vector<std::uint8_t>& p) {
                          " lengths (at most " + std::to_string(preproc::kMaxAttentionBlocks) +
                          ", one length per block)");
   }
+  MPCACHE_ASSIGN_OR_RETURN(q.corrector, r.I32());
   MPCACHE_RETURN_IF_ERROR(r.End());
   return m;
 }
@@ -198,6 +200,7 @@ Result<BitRequest> DecodeBitRequest(const std::vector<std::uint8_t>& p) {
   if (item >= preproc::kNumBitItems) return ProtocolError("unknown binary item");
   m.item = static_cast<preproc::BitItem>(item);
   MPCACHE_ASSIGN_OR_RETURN(m.n, r.U64());
+  MPCACHE_ASSIGN_OR_RETURN(m.corrector, r.I32());
   MPCACHE_RETURN_IF_ERROR(r.End());
   return m;
 }

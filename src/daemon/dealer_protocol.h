@@ -4,11 +4,14 @@
 //   party  -> dealer   Join {party, security, prompt_len, steps, vocab}
 //   dealer -> party    Setup {party seed, binary MAC key share, bit seed, XOR share of the
 //                      client's seed and its SHA-256, the session's two client mask batches}
-//   party  -> dealer   BatchRequest {request, seq}   -> Batch (seed-compressed: parties 0
-//                      and 1 get a header, the last party the corrections; batch.h)
-//   party  -> dealer   BitRequest {item, n}          -> Bits (the party's part of a
-//                      seed-compressed batch of comparison material: parties 0 and 1
-//                      get a header, the last party the corrections; bit_batch.h)
+//   party  -> dealer   BatchRequest {request, seq}   -> Batch (seed-compressed: the
+//                      request names its corrector, which gets the corrections, the others
+//                      a header; batch.h)
+//   party  -> dealer   BitRequest {item, n, corrector} -> Bits (the party's part of a
+//                      seed-compressed batch of comparison material: the corrector gets the
+//                      corrections, the others a header; bit_batch.h)
+// The three parties send the same requests (the dealer refuses a batch asked for
+// differently, corrector included), their correctors from their role tables (mpc/roles.h).
 //   dealer -> party    Error {message} instead of any answer
 //   party  -> dealer   Hello {party, security}  -> HelloReply {security} (a party's start-up
 //                      check, daemon/start_checks.h, on a connection of its own)
@@ -83,6 +86,7 @@ struct BatchRequest {
 struct BitRequest {
   preproc::BitItem item = preproc::BitItem::kBitTriple;
   std::uint64_t n = 0;
+  std::int32_t corrector = preproc::kStaticCorrector;  // receives the corrections
 };
 
 std::vector<std::uint8_t> Encode(const Join& m);

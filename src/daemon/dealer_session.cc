@@ -110,7 +110,12 @@ class DealerSessionImpl final : public DealerSession {
     }
     if (!(canonical == pend.request)) {
       return ProtocolError(std::string("parties asked for different preprocessing under ") +
-                           preproc::ItemTypeName(req.type) + " #" + std::to_string(seq));
+                           preproc::ItemTypeName(req.type) + " #" + std::to_string(seq) +
+                           (canonical.corrector != pend.request.corrector
+                                ? " (correctors party " + std::to_string(pend.request.corrector) +
+                                      " and party " + std::to_string(canonical.corrector) +
+                                      ": their role tables differ)"
+                                : std::string()));
     }
     auto& slot = pend.parts[static_cast<std::size_t>(p)];
     if (!slot) return ProtocolError("party " + std::to_string(p) + " took its part twice");
@@ -121,7 +126,8 @@ class DealerSessionImpl final : public DealerSession {
     return b;
   }
 
-  Result<std::vector<std::uint8_t>> Bits(int party, BitItem item, std::uint64_t n) override {
+  Result<std::vector<std::uint8_t>> Bits(int party, BitItem item, std::uint64_t n,
+                                         std::int32_t corrector) override {
     if (n == 0 || n > preproc::kMaxBitBatchItems) {
       return ProtocolError("binary request of " + std::to_string(n) + " items");
     }
@@ -130,16 +136,19 @@ class DealerSessionImpl final : public DealerSession {
     {
       // A party's k-th request of an item is answered from batch #k of that item, made for
       // all three by the first party to ask (under bit_mu_, so that arithmetic batches are
-      // not held up). Parties 0 and 1 get a header, party 2 the corrections (bit_batch.h).
+      // not held up). The request's corrector gets the corrections, the others a header
+      // (bit_batch.h).
       std::lock_guard<std::mutex> lock(bit_mu_);
       const auto it = static_cast<std::size_t>(item);
       const std::uint64_t k = bit_asked_[static_cast<std::size_t>(party)][it]++;
       const auto key = std::make_pair(item, k);
       if (k == bit_made_[it]) {
-        MPCACHE_ASSIGN_OR_RETURN(std::vector<preproc::BitBatch> parts, bits_->MakeBatch(item, n));
+        MPCACHE_ASSIGN_OR_RETURN(std::vector<preproc::BitBatch> parts,
+                                 bits_->MakeBatch(item, n, corrector));
         ++bit_made_[it];
         BitPending pend;
         pend.n = n;
+        pend.corrector = corrector;
         pend.left = 3;
         for (auto& b : parts) pend.parts.emplace_back(std::move(b));
         bit_pending_[key] = std::move(pend);
@@ -156,6 +165,12 @@ class DealerSessionImpl final : public DealerSession {
                              std::string(preproc::BitItemName(item)) + " under request #" +
                              std::to_string(k) + " (" + std::to_string(pend.n) + " and " +
                              std::to_string(n) + ")");
+      }
+      if (pend.corrector != corrector) {
+        return ProtocolError(
+            "parties named different correctors for " + std::string(preproc::BitItemName(item)) +
+            " request #" + std::to_string(k) + " (party " + std::to_string(pend.corrector) +
+            " and party " + std::to_string(corrector) + "): their role tables differ");
       }
       auto& slot = pend.parts[static_cast<std::size_t>(party)];
       out = dealer_proto::EncodeBitBatch(*slot);
@@ -192,6 +207,7 @@ class DealerSessionImpl final : public DealerSession {
   // Comparison material: batch #k of an item, until all three parties took their part.
   struct BitPending {
     std::uint64_t n = 0;
+    std::int32_t corrector = 0;
     std::vector<std::optional<preproc::BitBatch>> parts;
     int left = 0;
   };
@@ -210,8 +226,8 @@ preproc::BatchLimits ArithmeticLimits(const DealerLimits& limits) {
   b.max_matrix_elements = limits.max_matrix_elements;
   b.items_setting = "pool.capacity_items in the dealer's config";
   b.matrix_setting = "pool.max_matrix_elements in the dealer's config";
-  // The last party's answer (corrections, a header and the message's framing) must fit
-  // in one message.
+  // The corrector's answer (corrections, a header and the message's framing) must fit in
+  // one message.
   b.max_correction_bytes = kMaxLinkMessageBytes - 1024;
   b.bytes_setting = "the largest message a party reads, " + std::to_string(kMaxLinkMessageBytes) +
                     " bytes; lower pool.capacity_items or pool.max_matrix_elements";
@@ -238,7 +254,7 @@ Result<std::shared_ptr<DealerSession>> DealerSession::Create(const dealer_proto:
                          ", steps " + std::to_string(join.steps) + ", sampling noise " +
                          std::to_string(join.noise) + ")");
   }
-  // The Setup carries the client's mask batches (the last party's with corrections):
+  // The Setup carries the client's mask batches (the static corrector's with corrections):
   // it must fit in one message, so a Join cannot make the dealer build an unreadable one.
   std::uint64_t setup_bytes = 4096;  // seeds, hashes, limits, headers
   for (const std::uint64_t count : dealer_proto::ClientMaskBatches(join)) {
@@ -281,7 +297,7 @@ Status CheckSize(const DealerSession& session, int party, std::uint64_t items) {
 }
 
 // Comparison items differ ~400-fold in size (a malicious edaBit's corrections are 3.2 KB):
-// the last party's answer, which the dealer builds in memory, must fit in one message.
+// the corrector's answer, which the dealer builds in memory, must fit in one message.
 Status CheckBitAnswer(const DealerSession& session, int party, preproc::BitItem item,
                       std::uint64_t n) {
   const preproc::Security sec = session.join().security;
@@ -315,7 +331,7 @@ Result<std::vector<std::uint8_t>> Answer(DealerSession& session, int party,
     MPCACHE_ASSIGN_OR_RETURN(auto req, dealer_proto::DecodeBitRequest(request));
     MPCACHE_RETURN_IF_ERROR(CheckSize(session, party, req.n));
     MPCACHE_RETURN_IF_ERROR(CheckBitAnswer(session, party, req.item, req.n));
-    return session.Bits(party, req.item, req.n);
+    return session.Bits(party, req.item, req.n, req.corrector);
   }
   return ProtocolError("party " + std::to_string(party) + " sent an unexpected message (type " +
                        std::to_string(type) + ") to the dealer");

@@ -56,9 +56,10 @@ class DealerSession {
   virtual Result<dealer_proto::Setup> SetupFor(int party) = 0;
   virtual Result<preproc::Batch> Fetch(int party, const preproc::BatchRequest& req,
                                        std::uint64_t seq) = 0;
-  // A Bits message: `party`'s next n items of `item`.
-  virtual Result<std::vector<std::uint8_t>> Bits(int party, preproc::BitItem item,
-                                                 std::uint64_t n) = 0;
+  // A Bits message: `party`'s next n items of `item`, the corrections to `corrector` (the
+  // three parties must name the same n and corrector for the same request).
+  virtual Result<std::vector<std::uint8_t>> Bits(int party, preproc::BitItem item, std::uint64_t n,
+                                                 std::int32_t corrector) = 0;
   virtual DealerSessionStats stats() const = 0;
 
  protected:

@@ -163,8 +163,13 @@ class RemotePreprocessing<P>::Bits final : public mpc::BitPreprocessing<P> {
   // Files one answer of the dealer into the item's reserve.
   // The answer is a seed-compressed batch (preproc/bit_batch.h) of the n items asked for,
   // expanded with this party's bit seed.
-  Status Deliver(BitItem item, std::uint64_t n, const std::vector<std::uint8_t>& answer) {
+  void UseRoles(std::shared_ptr<mpc::RoleTable> roles) override {
+    owner_.roles_ = std::move(roles);
+  }
+  Status Deliver(BitItem item, std::uint64_t n, std::int32_t corrector,
+                 const std::vector<std::uint8_t>& answer) {
     MPCACHE_ASSIGN_OR_RETURN(preproc::BitBatch batch, dealer_proto::DecodeBitBatch(answer));
+    batch.corrector = corrector;  // not in the header: the one this party asked for
     if (batch.item != item || batch.count != n) {
       return ProtocolError("asked the dealer for " + std::to_string(n) + " " +
                            preproc::BitItemName(item) + " items, got " +
@@ -298,7 +303,8 @@ Status RemotePreprocessing<P>::CheckShape(const BatchRequest& r) const {
 }
 
 template <typename P>
-Status RemotePreprocessing<P>::CheckAnswer(const InFlight& f, const preproc::Batch& b) const {
+Status RemotePreprocessing<P>::CheckAnswer(const InFlight& f, preproc::Batch& b) const {
+  b.request.corrector = f.request.corrector;  // not in the header: the one asked for
   BatchRequest want = f.request;
   if (want.type == ItemType::kMatrixTriple) {
     auto shape = mask_shape_.find(want.mask_id);
@@ -318,13 +324,14 @@ Status RemotePreprocessing<P>::CheckAnswer(const InFlight& f, const preproc::Bat
 }
 
 template <typename P>
-Status RemotePreprocessing<P>::Issue(const BatchRequest& r, bool ahead) {
+Status RemotePreprocessing<P>::Issue(BatchRequest r, bool ahead) {
   MPCACHE_RETURN_IF_ERROR(CheckShape(r));
+  r.corrector = store_->CorrectorFor(r);
   const std::uint64_t seq = store_->IssueSeq(r.type);
   if (r.type == ItemType::kMatrixMask) mask_shape_[seq] = {r.rows, r.cols};
   MPCACHE_RETURN_IF_ERROR(link_->Send(dealer_proto::Encode(dealer_proto::BatchRequest{r, seq})));
   const QueueKey key = KeyOf(r);
-  in_flight_.push_back({key, false, BitItem::kBitTriple, 0, r, seq});
+  in_flight_.push_back({key, false, BitItem::kBitTriple, 0, r, seq, r.corrector});
   ++pending_[key];
   traffic_.requests += 1;
   if (ahead) traffic_.prefetched += 1;
@@ -333,9 +340,17 @@ Status RemotePreprocessing<P>::Issue(const BatchRequest& r, bool ahead) {
 
 template <typename P>
 Status RemotePreprocessing<P>::IssueBits(BitItem item, std::uint64_t n, bool ahead) {
-  MPCACHE_RETURN_IF_ERROR(link_->Send(dealer_proto::Encode(dealer_proto::BitRequest{item, n})));
+  std::int32_t corrector = preproc::kStaticCorrector;
+  if (roles_) {
+    const preproc::Security sec =
+        P::kMalicious ? preproc::Security::kMalicious : preproc::Security::kSemiHonest;
+    corrector = roles_->CorrectorFor(preproc::BitUnitsFor(sec, item, n) *
+                                     preproc::BitDeterminedWords(sec, item) * 8);
+  }
+  MPCACHE_RETURN_IF_ERROR(
+      link_->Send(dealer_proto::Encode(dealer_proto::BitRequest{item, n, corrector})));
   const QueueKey key{1, static_cast<std::uint64_t>(item), 0, 0, 0};
-  in_flight_.push_back({key, true, item, n, {}, 0});
+  in_flight_.push_back({key, true, item, n, {}, 0, corrector});
   ++pending_[key];
   traffic_.requests += 1;
   if (ahead) traffic_.prefetched += 1;
@@ -354,10 +369,26 @@ Status RemotePreprocessing<P>::ReadOne() {
   in_flight_.pop_front();
   if (--pending_[f.key] == 0) pending_.erase(f.key);
   traffic_.bytes_received += answer->size();
-  if (f.bits) return bits_->Deliver(f.item, f.n, *answer);
-  MPCACHE_ASSIGN_OR_RETURN(preproc::Batch b, dealer_proto::DecodeBatch(*answer));
-  MPCACHE_RETURN_IF_ERROR(CheckAnswer(f, b));
-  return store_->Accept(b);
+  Status filed = Status::Ok();
+  if (f.bits) {
+    filed = bits_->Deliver(f.item, f.n, f.corrector, *answer);
+  } else {
+    MPCACHE_ASSIGN_OR_RETURN(preproc::Batch b, dealer_proto::DecodeBatch(*answer));
+    MPCACHE_RETURN_IF_ERROR(CheckAnswer(f, b));
+    filed = store_->Accept(b);
+  }
+  // What this answer cost the online phase: reading it, then expanding it.
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (f.corrector == store_->party()) {
+    traffic_.corrected_answers += 1;
+    traffic_.corrected_bytes += answer->size();
+    traffic_.corrected_seconds += seconds;
+  } else {
+    traffic_.header_answers += 1;
+    traffic_.header_seconds += seconds;
+  }
+  return filed;
 }
 
 template <typename P>
@@ -449,8 +480,11 @@ Status RemotePreprocessing<P>::OnAnnounce(const std::vector<mpc::AttentionShape>
     if (in_flight_.size() >= kMaxInFlight) break;
     const BatchRequest r = preproc::AttentionRequest(shape);
     const bool in_flight =
-        std::any_of(in_flight_.begin(), in_flight_.end(),
-                    [&](const InFlight& f) { return !f.bits && f.request == r; });
+        std::any_of(in_flight_.begin(), in_flight_.end(), [&](const InFlight& f) {
+          BatchRequest same = r;
+          same.corrector = f.request.corrector;  // whoever it names
+          return !f.bits && f.request == same;
+        });
     if (in_flight || store_->attention_triples(shape) > 0) continue;
     MPCACHE_RETURN_IF_ERROR(Issue(r, true));
   }
@@ -514,7 +548,7 @@ Result<std::unique_ptr<RemotePreprocessing<P>>> RemotePreprocessing<P>::Open(
                          " client mask batches, expected " + std::to_string(sizes.size()));
   }
   for (std::size_t i = 0; i < sizes.size(); ++i) {
-    const preproc::Batch& b = r->setup_.client_batches[i];
+    preproc::Batch& b = r->setup_.client_batches[i];
     InFlight f;
     f.request =
         BatchRequest{.type = ItemType::kInputMask, .count = sizes[i], .owner = mpc::kClient};

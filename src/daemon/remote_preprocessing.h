@@ -64,6 +64,12 @@ struct DealerTraffic {
   std::uint64_t waited = 0;          // requests the online phase had to wait for
   std::uint64_t bytes_received = 0;  // answer bytes
   double wait_seconds = 0;           // time spent reading answers
+  // Answers by role (mpc/roles.h): as the request's corrector (with corrections) or not
+  // (a header), and the time each kind cost the online phase (reading it, then expanding
+  // it into the pool): what the balancer prices the corrector's role with.
+  std::uint64_t corrected_answers = 0, header_answers = 0;
+  std::uint64_t corrected_bytes = 0;  // answer bytes of the corrected answers
+  double corrected_seconds = 0, header_seconds = 0;
 };
 
 template <typename P>
@@ -97,15 +103,18 @@ class RemotePreprocessing {
     std::uint64_t n = 0;            // comparison items asked for
     preproc::BatchRequest request;  // arithmetic: what was asked for, under
     std::uint64_t seq = 0;          // this sequence number
+    std::int32_t corrector = 0;     // who receives the corrections (both domains)
   };
   RemotePreprocessing() = default;
 
   static QueueKey KeyOf(const preproc::BatchRequest& r);
   // Refuses a matrix request beyond shapes_ (before it is sent).
   Status CheckShape(const preproc::BatchRequest& r) const;
-  // Refuses an answer that is not the batch `f` asked for.
-  Status CheckAnswer(const InFlight& f, const preproc::Batch& b) const;
-  Status Issue(const preproc::BatchRequest& r, bool ahead);
+  // Refuses an answer that is not the batch `f` asked for (its header does not carry the
+  // corrector: b gets f's).
+  Status CheckAnswer(const InFlight& f, preproc::Batch& b) const;
+  // Sends r with the corrector the role table names now (PartyStore::CorrectorFor).
+  Status Issue(preproc::BatchRequest r, bool ahead);
   Status IssueBits(preproc::BitItem item, std::uint64_t n, bool ahead);
   // Reads the next answer and files it (store or reserve).
   Status ReadOne();
@@ -130,6 +139,7 @@ class RemotePreprocessing {
   dealer_proto::Setup setup_;
   std::unique_ptr<preproc::PartyStore<P>> store_;
   std::unique_ptr<Bits> bits_;
+  std::shared_ptr<mpc::RoleTable> roles_;  // the binary domain's (Bits::UseRoles)
   DealerTraffic traffic_;
   std::deque<InFlight> in_flight_;
   std::map<QueueKey, std::size_t> pending_;

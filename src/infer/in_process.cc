@@ -139,6 +139,8 @@ Result<InProcessResult> RunOnce(std::shared_ptr<const RingModel> model,
   const int parties = 3;
   preproc::LocalPartiesOptions lo = preproc::LocalPartiesFromSeed(options.seed);
   lo.threads = options.threads;
+  lo.observe_batches = options.observe_batches;
+  lo.observe_bits = options.observe_bits;
   MPCACHE_ASSIGN_OR_RETURN(auto local, preproc::LocalParties<P>::Create(lo));
   preproc::InProcessDealer<P>* dealer = &local->dealer();
   preproc::InProcessBitDealer<P>* bit_dealer = &local->bit_dealer();

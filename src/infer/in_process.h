@@ -15,6 +15,7 @@
 #include "infer/session.h"
 #include "net/channel.h"
 #include "net/comm_stats.h"
+#include "preproc/bit_dealer.h"
 #include "preproc/in_process_dealer.h"
 
 namespace mpcache::infer {
@@ -76,6 +77,10 @@ struct InProcessOptions {
   bool preprocess_first = false;
   // Optional: wraps each party's channel (e.g. to record what it receives).
   std::function<net::Channel&(net::Channel& inner, int party)> wrap_channel;
+  // Optional: see every batch and comparison item the dealers hand each party (tests that
+  // pin the traffic: tests/unit/balancer/transcript_test.cc).
+  preproc::BatchObserver observe_batches;
+  preproc::BitWordsObserver observe_bits;
   // Optional: the simulated client enters other vectors than one-hots (InProcessClient).
   InProcessClient::InputEdit client_input;
 };

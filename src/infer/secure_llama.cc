@@ -192,6 +192,7 @@ Status SecureLlama<P>::Forward(const Vec& one_hot, int pos) {
   for (int l = 0; l < c.n_layers; ++l) {
     const SecureLayer<P>& lw = w_.layers[static_cast<std::size_t>(l)];
     const std::string prefix = "layer" + std::to_string(l) + ".";
+    mpc::LayerScope unit(arith().roles(), l);  // the units of work of the role table
 
     // xb = rmsnorm(x, rms_att)
     Vec xb;

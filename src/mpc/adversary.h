@@ -26,7 +26,8 @@ class Adversary {
   // Opening number `index` (counted per domain from 0 in this context) of `n` values is
   // about to send `outgoing` to every peer: arithmetic openings carry `outgoing.size() / n`
   // little-endian bytes per value, binary ones the n bits packed 8 per byte (bit i of the
-  // opening is bit i % 8 of byte i / 8).
+  // opening is bit i % 8 of byte i / 8). In king mode the king sends no share: its hook
+  // sees the sum it is about to relay to both peers (a lying king), under the same index.
   virtual void OnOpen(Domain /*domain*/, std::uint64_t /*index*/, std::size_t /*n*/,
                       std::span<std::uint8_t> /*outgoing*/) {}
   // This party's part of round `round` of a MAC check of `domain` (layout in the context's

@@ -26,8 +26,8 @@ class BeaverBatch {
   std::size_t PrepareSquare(const Shares<P>& x);
 
   // Fetch preprocessing, open everything in one round (or two through a king, chosen per
-  // batch by the caller), compute every result.
-  Status Exchange(OpenMode mode = OpenMode::kAllToAll, PartyId king = 0);
+  // batch by the caller, or by the role table for kByRole: context.h), compute every result.
+  Status Exchange(OpenMode mode = OpenMode::kByRole, PartyId king = 0);
 
   // The result of a handle (moved out: call once per handle, after Exchange()).
   Shares<P> Take(std::size_t handle);

@@ -39,7 +39,13 @@ T Get(std::span<const std::uint8_t> buf, std::size_t& off) {
 template <typename P>
 Context<P>::Context(net::Channel& channel, Preprocessing<P>& prep, const Seed& local_seed,
                     ContextOptions options)
-    : channel_(channel), prep_(prep), local_prg_(local_seed), options_(options) {
+    : channel_(channel),
+      prep_(prep),
+      local_prg_(local_seed),
+      options_(options),
+      roles_(std::make_shared<RoleTable>(channel.num_parties())) {
+  roles_->BindPhase(&channel.stats());
+  prep_.UseRoles(roles_);
   key_.party = channel.self();
   key_.alpha = prep.mac_key_share();
   peer_coin_commitments_.resize(static_cast<std::size_t>(channel.num_parties()));
@@ -111,15 +117,19 @@ Result<std::vector<std::uint64_t>> Context<P>::OpenOwned(Shares<P>&& x, OpenMode
                                                          int bits) {
   using W = typename P::Word;  // u128 in malicious mode: shares travel at full width
   if (failed_) return MacCheckFailed("a MAC check failed earlier: this session opens nothing");
-  if (mode == OpenMode::kKing && (king < 0 || king >= num_parties())) {
-    return InvalidArgument("king must be a party id, got " + std::to_string(king));
-  }
   if (bits < 1 || bits > 64) {
     return InvalidArgument("an opening keeps 1..64 bits of each value, not " +
                            std::to_string(bits));
   }
   const std::size_t n = x.size();
   const std::size_t width = OpenBytes<P>(bits);  // bytes per value on the wire
+  if (mode == OpenMode::kByRole) {
+    king = roles_->KingFor(n * width);
+    mode = king == kNoKing ? OpenMode::kAllToAll : OpenMode::kKing;
+  }
+  if (mode == OpenMode::kKing && (king < 0 || king >= num_parties())) {
+    return InvalidArgument("king must be a party id, got " + std::to_string(king));
+  }
   const W wire_mask = width >= sizeof(W) ? ~W{0} : (W{1} << (8 * width)) - 1;
   // The running sum starts as my share (the log keeps the opened value, not my share).
   std::vector<W> sum = std::move(x.v);
@@ -196,6 +206,18 @@ Result<std::vector<std::uint64_t>> Context<P>::OpenOwned(Shares<P>&& x, OpenMode
     }
     for (auto& v : sum) v &= wire_mask;
     out = pack();
+    if (adversary_ != nullptr) {
+      // Test-only: a lying king relays another sum (to both peers alike) and keeps it.
+      std::vector<std::uint8_t> lie(out.begin(), out.end());
+      adversary_->OnOpen(Domain::kArith, opens_ - 1, n, lie);
+      wire = std::move(lie);
+      out = wire;
+      for (std::size_t i = 0; i < n; ++i) {
+        W v = 0;
+        std::memcpy(&v, wire.data() + i * width, width);
+        sum[i] = v;
+      }
+    }
     for (PartyId p = 0; p < num_parties(); ++p) {
       if (p != self()) MPCACHE_RETURN_IF_ERROR(send_to(p, out));
     }

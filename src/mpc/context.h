@@ -8,7 +8,12 @@
 //   kAllToAll: 1 round; each party sends its shares to both peers (2 x 16n bytes).
 //   kKing:     2 rounds; non-kings send 16n bytes to the king, the king sends the sum
 //              (16n bytes) to each peer (king sends 32n bytes, the others 16n).
-// Semi-honest: the same with 8 instead of 16. In Spdz2k mode each opened value (the full
+// Semi-honest: the same with 8 instead of 16. kByRole (the default, for callers that name
+// no king): the king of the current unit of work in the session's role table (roles()):
+// all-to-all while it names none (the static table). In king mode the king only relays the
+// sum: every party logs the opened value it received (the king: the sum it sent) for the
+// MAC check, so a king that relays a wrong sum is caught there like any lie in an opening.
+// In Spdz2k mode each opened value (the full
 // 128-bit opened value and this party's MAC share) is logged for the next CheckMacs();
 // after a failed check the context refuses every later open and output.
 //
@@ -42,12 +47,13 @@
 #include "mpc/adversary.h"
 #include "mpc/mac_check.h"
 #include "mpc/preprocessing.h"
+#include "mpc/roles.h"
 #include "mpc/share.h"
 #include "net/channel.h"
 
 namespace mpcache::mpc {
 
-enum class OpenMode : std::uint8_t { kAllToAll, kKing };
+enum class OpenMode : std::uint8_t { kAllToAll, kKing, kByRole };
 
 struct ContextOptions {
   // Worker threads for big local kernels (matrix products). 1 = run in the caller.
@@ -91,7 +97,8 @@ class Context {
  public:
   // Creates the context. In Spdz2k mode this runs one round: every party commits to its
   // first coin seed share (32 B to each peer). `local_seed` seeds this party's private
-  // randomness (coin shares, commitment nonces): OsSeed() in production.
+  // randomness (coin shares, commitment nonces): OsSeed() in production. The context's role
+  // table starts as the static one and is handed to `prep` (Preprocessing::UseRoles).
   static Result<std::unique_ptr<Context>> Create(net::Channel& channel, Preprocessing<P>& prep,
                                                  const Seed& local_seed,
                                                  ContextOptions options = {});
@@ -106,9 +113,12 @@ class Context {
   bool failed() const { return failed_; }
   // Values opened since the last MAC check (the same count at every party).
   std::size_t pending_openings() const { return pending_; }
+  // The session's role table (mpc/roles.h), shared with the preprocessing.
+  RoleTable& roles() { return *roles_; }
+  const std::shared_ptr<RoleTable>& shared_roles() const { return roles_; }
 
   // Open shared values (all parties learn them). Logged for the next MAC check.
-  Result<std::vector<std::uint64_t>> Open(const Shares<P>& x, OpenMode mode = OpenMode::kAllToAll,
+  Result<std::vector<std::uint64_t>> Open(const Shares<P>& x, OpenMode mode = OpenMode::kByRole,
                                           PartyId king = 0);
   // Same, taking ownership of x (no copy into the MAC-check log). With `bits` < 64 only the
   // low `bits` bits of each value matter to the caller (a comparison's masked value) and
@@ -116,7 +126,7 @@ class Context {
   // themselves; malicious: bits + kCheckSlackBits, checked modulo 2^(8 x that)). The
   // values must be masked by dealer masks uniform over the whole share ring; the result
   // holds them mod 2^bits.
-  Result<std::vector<std::uint64_t>> OpenOwned(Shares<P>&& x, OpenMode mode = OpenMode::kAllToAll,
+  Result<std::vector<std::uint64_t>> OpenOwned(Shares<P>&& x, OpenMode mode = OpenMode::kByRole,
                                                PartyId king = 0, int bits = 64);
 
   // Batched MAC check of everything opened (and every input broadcast) since the last check.
@@ -175,6 +185,7 @@ class Context {
   Preprocessing<P>& prep_;
   Prg local_prg_;
   ContextOptions options_;
+  std::shared_ptr<RoleTable> roles_;
   ShareKey key_;
   bool failed_ = false;
   std::size_t pending_ = 0;

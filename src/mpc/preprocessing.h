@@ -26,9 +26,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "common/result.h"
+#include "mpc/roles.h"
 #include "mpc/share.h"
 
 namespace mpcache::mpc {
@@ -127,6 +129,10 @@ class Preprocessing {
   // A step's plan: the attention triples it is about to take, in order, so that a remote
   // source can ask for all of them at once (a hint: Get* still works without it).
   virtual Status Announce(const std::vector<AttentionShape>& /*plan*/) { return Status::Ok(); }
+  // The session's role table (mpc/roles.h), from Context::Create: a source that asks a
+  // dealer names the table's corrector in every request it makes from here on (the
+  // default: a source without a dealer, or one that keeps the static corrector).
+  virtual void UseRoles(std::shared_ptr<RoleTable> /*roles*/) {}
 };
 
 }  // namespace mpcache::mpc

@@ -11,9 +11,9 @@
 
 namespace mpcache::mpc {
 
-// `mode`/`king`: how c is opened (king: 2 rounds, see context.h).
+// `mode`/`king`: how c is opened (king: 2 rounds; kByRole: the role table's; context.h).
 template <typename P>
 Result<Shares<P>> Trunc(Context<P>& ctx, const Shares<P>& x, int frac_bits,
-                        OpenMode mode = OpenMode::kAllToAll, PartyId king = 0);
+                        OpenMode mode = OpenMode::kByRole, PartyId king = 0);
 
 }  // namespace mpcache::mpc

@@ -5,10 +5,13 @@
 // every component j (a vector of values or MAC shares, see Components()) of party i's part
 // is the AES-CTR stream of DeriveSeed(DeriveSeed(seed_i, type<<56 | seq), j). Free
 // components (e.g. the triple's a and b) need nothing else; for determined components
-// (c = ab, every MAC, ...) the LAST party receives a correction added to its stream so the
-// shares sum to the right value. So parties 0..n-2 receive a header only, party n-1 one
-// element per determined value. An input mask's clear value comes from its owner's seed
-// (component kClearComponent), so the owner learns it without extra traffic either.
+// (c = ab, every MAC, ...) ONE party, the request's corrector, receives a correction added
+// to its stream so the shares sum to the right value. So the other parties receive a
+// header only, the corrector one element per determined value. The corrector is named in
+// the request (every party sends the same request: the dealer's same-request check covers
+// it); a batch's serialised header does not repeat it (its receiver knows what it asked
+// for, and checks the payload's size against it). An input mask's clear value comes from its
+// owner's seed (component kClearComponent), so the owner learns it without extra traffic either.
 #pragma once
 
 #include <cstddef>
@@ -42,6 +45,9 @@ inline constexpr int kNumItemTypes = 10;
 
 const char* ItemTypeName(ItemType t);
 
+// The static table's corrector of three parties: the last one (mpc::RoleTable::StaticRoles).
+inline constexpr std::int32_t kStaticCorrector = 2;
+
 // What to make. count = number of elements (elementwise types); for kMatrixMask rows x
 // cols; for kMatrixTriple mask_id, side and other (m for kRight, n for kLeft); for
 // kAttention (mpc::AttentionShape) side, other = n_heads, rows = head size, cols = kv_dim,
@@ -57,6 +63,9 @@ struct BatchRequest {
   std::uint64_t other = 0;             // kMatrixTriple
   std::vector<std::uint64_t> masks{};  // kAttention: block mask ids
   std::vector<std::uint64_t> lens{};   // kAttention: rows used of each block
+  // The party that receives the corrections (mpc/roles.h): kStaticCorrector unless the
+  // requesting party's role table says otherwise. Not in Batch::Serialize.
+  std::int32_t corrector = kStaticCorrector;
 
   bool operator==(const BatchRequest&) const = default;
 };
@@ -71,7 +80,10 @@ struct Batch {
   std::int32_t party = 0;  // receiver (mpc::kClient for the client's part)
   std::uint64_t seq = 0;   // per-type sequence number, from 0, no gaps
   BatchRequest request;
-  std::vector<std::uint8_t> payload;  // corrections (last party only), component-major
+  // Corrections (request.corrector only), component-major. Serialize/Parse carry the
+  // request without its corrector: Parse gives kStaticCorrector, and the receiver sets the
+  // one it asked for before accepting the batch.
+  std::vector<std::uint8_t> payload;
 
   std::size_t WireSize() const;
   std::vector<std::uint8_t> Serialize() const;
@@ -90,7 +102,7 @@ struct BatchLimits {
                                                           // A, B and C each
   std::string items_setting = "preproc::kMaxBatchElements, the built-in bound";
   std::string matrix_setting = "preproc::kMaxBatchElements, the built-in bound";
-  // The last party's corrections (CorrectionBytes); a network dealer bounds them by the
+  // The corrector's corrections (CorrectionBytes); a network dealer bounds them by the
   // largest message a party reads.
   std::uint64_t max_correction_bytes = ~std::uint64_t{0};
   std::string bytes_setting = "no bound";
@@ -112,7 +124,7 @@ inline constexpr std::uint64_t kMacKeyLabel = 0xA1FA0000ull;
 Result<std::vector<Component>> Components(Security security, const BatchRequest& r,
                                           const BatchLimits& limits = {});
 std::size_t ElementBytes(Security security, const Component& c);
-// Expected payload size at the last party (the same checks as Components).
+// Expected payload size at the corrector (the same checks as Components).
 Result<std::size_t> CorrectionBytes(Security security, const BatchRequest& r,
                                     const BatchLimits& limits = {});
 

@@ -354,14 +354,19 @@ Result<BitUnits> BitExpander<P>::Units(const BitBatch& b, BitItem want) {
     return ProtocolError("the " + what + " is out of sequence (expected #" +
                          std::to_string(next_seq_[it]) + "): dealer and party are misaligned");
   }
-  const bool last = party_ == num_parties_ - 1;
+  if (b.corrector < 0 || b.corrector >= num_parties_) {
+    return ProtocolError("the " + what + " names corrector " + std::to_string(b.corrector) +
+                         ", not a party");
+  }
+  const bool corrector = party_ == b.corrector;
   const std::uint64_t units = BitUnitsFor(sec, want, b.count);
   const std::size_t uw = BitUnitWords(sec, want);
-  const std::uint64_t want_corr = last ? units * BitDeterminedWords(sec, want) : 0;
+  const std::uint64_t want_corr = corrector ? units * BitDeterminedWords(sec, want) : 0;
   if (b.corrections.size() != want_corr) {
     return ProtocolError("the " + what + " carries " + std::to_string(b.corrections.size()) +
                          " corrections, expected " + std::to_string(want_corr) + " for party " +
-                         std::to_string(party_));
+                         std::to_string(party_) + " (its corrector is party " +
+                         std::to_string(b.corrector) + ")");
   }
   ++next_seq_[it];
   std::vector<std::uint32_t> det;  // determined word offsets within a unit
@@ -377,7 +382,7 @@ Result<BitUnits> BitExpander<P>::Units(const BitBatch& b, BitItem want) {
         static_cast<std::size_t>(std::min<std::uint64_t>(per_chunk, units - done));
     std::vector<std::uint64_t>& words = out.chunks.emplace_back(cu * uw);
     Prg(BitChunkSeed(seed_, want, b.seq, chunk)).Fill(words.data(), words.size() * 8);
-    if (last) {
+    if (corrector) {
       for (std::size_t u = 0; u < cu; ++u) {
         std::uint64_t* x = words.data() + u * uw;
         for (std::uint32_t w : det) x[w] = *corr++;

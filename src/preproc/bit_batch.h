@@ -6,9 +6,11 @@
 // bit_batch.cc), cut into chunks of BitChunkUnits() units; chunk c is the AES-CTR stream of
 // BitChunkSeed(seed_i, item, seq, c). Free words (a triple's a and b, the bits of an edaBit)
 // are final at every party; determined words (c = a AND b, every MAC, the arithmetic half
-// of an edaBit/daBit) are final at parties 0..n-2 and replaced, at the last party, by the
-// corrections the batch carries (unit-major, in word order). So parties 0..n-2 receive a
-// header only (kBitBatchHeaderBytes), the last party 8 bytes per determined word more.
+// of an edaBit/daBit) are final at every party but one, the request's corrector, where
+// they are replaced by the corrections the batch carries (unit-major, in word order). So
+// the others receive a header only (kBitBatchHeaderBytes), the corrector 8 bytes per
+// determined word more. The corrector is named in the party's request (daemon's
+// BitRequest); the serialised header does not repeat it.
 #pragma once
 
 #include <cstddef>
@@ -71,7 +73,10 @@ struct BitBatch {
   BitItem item = BitItem::kBitTriple;
   std::uint64_t seq = 0;                   // per-item sequence number of the dealer, from 0
   std::uint64_t count = 0;                 // items (1..kMaxBitBatchItems)
-  std::vector<std::uint64_t> corrections;  // last party only: determined words, unit-major
+  std::vector<std::uint64_t> corrections;  // the corrector only: determined words, unit-major
+  // Not serialised: the party the request named (Parse gives kStaticCorrector; the receiver
+  // sets the one it asked for before expanding).
+  std::int32_t corrector = kStaticCorrector;
 
   std::size_t WireSize() const { return kBitBatchHeaderBytes + 8 * corrections.size(); }
   std::vector<std::uint8_t> Serialize() const;
@@ -102,7 +107,8 @@ mpc::LtzTuples<P> UnpackLtzTuples(BitUnits w, std::size_t n, int groups);
 
 // A party's side: expands the batches addressed to it (its bit seed from the dealer's
 // Setup) into items. Refuses batches for another party, item or security mode, with a
-// payload of the wrong size, or out of sequence (batches of an item come in order).
+// payload of the wrong size for their corrector, or out of sequence (batches of an item
+// come in order).
 template <typename P>
 class BitExpander {
  public:

@@ -90,13 +90,13 @@ void InProcessBitDealer<P>::CountLocked(BitItem item, std::size_t units, double 
 }
 
 template <typename P>
-Status InProcessBitDealer<P>::MakeLocked(BitItem item, std::size_t units) {
+Status InProcessBitDealer<P>::MakeLocked(BitItem item, std::size_t units, std::int32_t corrector) {
   const auto t0 = std::chrono::steady_clock::now();
   const std::uint64_t seq = seq_[static_cast<std::size_t>(item)]++;
   const std::size_t per_chunk = BitChunkUnits(kSecurity, item);
   std::uint64_t chunk = 0;
   for (std::size_t done = 0; done < units; done += per_chunk, ++chunk) {
-    MakeChunkLocked(item, seq, chunk, std::min(per_chunk, units - done));
+    MakeChunkLocked(item, seq, chunk, std::min(per_chunk, units - done), corrector);
   }
   CountLocked(item, units,
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
@@ -105,7 +105,7 @@ Status InProcessBitDealer<P>::MakeLocked(BitItem item, std::size_t units) {
 
 template <typename P>
 void InProcessBitDealer<P>::MakeChunkLocked(BitItem item, std::uint64_t seq, std::uint64_t chunk,
-                                            std::size_t units) {
+                                            std::size_t units, std::int32_t corrector) {
   const std::size_t total = units * UnitWords(item);
   std::vector<std::uint64_t*> part(seeds_.size());
   for (std::size_t p = 0; p < seeds_.size(); ++p) {  // straight into a new chunk of each pool
@@ -114,14 +114,20 @@ void InProcessBitDealer<P>::MakeChunkLocked(BitItem item, std::uint64_t seq, std
     pool.words += total;
     part[p] = pool.chunks.back().data();
   }
-  FillChunkLocked(item, seq, chunk, units, part);
+  FillChunkLocked(item, seq, chunk, units, corrector, part);
 }
 
 template <typename P>
-Result<std::vector<BitBatch>> InProcessBitDealer<P>::MakeBatch(BitItem item, std::uint64_t n) {
+Result<std::vector<BitBatch>> InProcessBitDealer<P>::MakeBatch(BitItem item, std::uint64_t n,
+                                                               std::int32_t corrector) {
   if (n == 0 || n > kMaxBitBatchItems) {
     return InvalidArgument("a comparison-material batch holds 1.." +
                            std::to_string(kMaxBitBatchItems) + " items, not " + std::to_string(n));
+  }
+  if (corrector < 0 || corrector >= num_parties()) {
+    return InvalidArgument(std::string(BitItemName(item)) + " request: corrector " +
+                           std::to_string(corrector) + " is not a party (0.." +
+                           std::to_string(num_parties() - 1) + ")");
   }
   std::lock_guard<std::mutex> lock(mu_);
   const auto t0 = std::chrono::steady_clock::now();
@@ -135,16 +141,18 @@ Result<std::vector<BitBatch>> InProcessBitDealer<P>::MakeBatch(BitItem item, std
     out[p].item = item;
     out[p].seq = seq;
     out[p].count = n;
+    out[p].corrector = corrector;
   }
   std::vector<std::uint32_t> det;  // determined word offsets within a unit
   for (std::size_t w = 0; w < uw; ++w) {
     if (IsBitDetermined(kSecurity, item, w)) det.push_back(static_cast<std::uint32_t>(w));
   }
-  std::vector<std::uint64_t>& corr = out[np - 1].corrections;
+  const auto cp = static_cast<std::size_t>(corrector);
+  std::vector<std::uint64_t>& corr = out[cp].corrections;
   corr.resize(units * det.size());
   std::uint64_t* dst = corr.data();
   // Every party's chunk in a scratch buffer (the dealer needs all shares to correct the
-  // last party's); only the last party's determined words leave.
+  // corrector's); only the corrector's determined words leave.
   const std::size_t per_chunk = BitChunkUnits(kSecurity, item);
   std::vector<std::vector<std::uint64_t>> scratch(np);
   std::vector<std::uint64_t*> part(np);
@@ -155,8 +163,8 @@ Result<std::vector<BitBatch>> InProcessBitDealer<P>::MakeBatch(BitItem item, std
       scratch[p].resize(cu * uw);
       part[p] = scratch[p].data();
     }
-    FillChunkLocked(item, seq, chunk, cu, part);
-    const std::uint64_t* lp = part[np - 1];
+    FillChunkLocked(item, seq, chunk, cu, corrector, part);
+    const std::uint64_t* lp = part[cp];
     for (std::size_t u = 0; u < cu; ++u) {
       for (std::uint32_t w : det) *dst++ = lp[u * uw + w];
     }
@@ -168,31 +176,34 @@ Result<std::vector<BitBatch>> InProcessBitDealer<P>::MakeBatch(BitItem item, std
 
 template <typename P>
 void InProcessBitDealer<P>::FillChunkLocked(BitItem item, std::uint64_t seq, std::uint64_t chunk,
-                                            std::size_t units,
+                                            std::size_t units, std::int32_t corrector,
                                             const std::vector<std::uint64_t*>& part) {
   const std::size_t uw = UnitWords(item), total = units * uw;
-  const std::size_t np = seeds_.size(), last = np - 1;
-  // Every party's stream (free words are final; the last party's determined words are
-  // replaced by corrections below).
+  const std::size_t np = seeds_.size(), last = static_cast<std::size_t>(corrector);
+  // Every party's stream (free words are final; the corrector's determined words are
+  // replaced by corrections below). `last` names the corrector: every loop below over
+  // "the other parties" skips it.
   for (std::size_t p = 0; p < np; ++p) {
     Prg stream(BitChunkSeed(seeds_[p], item, seq, chunk));
     stream.Fill(part[p], total * sizeof(std::uint64_t));
   }
   if (IsLtzItem(item)) {
-    FillLtzLocked(item, units, part);
+    FillLtzLocked(item, units, corrector, part);
     return;
   }
-  // XOR of binary word w of unit u over the parties before the last one, and over all
+  // XOR of binary word w of unit u over the parties but the corrector, and over all
   // parties (binary values and their GF(2^64) MACs are XOR-shared in both modes).
   auto others = [&](std::size_t u, std::size_t w) {
     std::uint64_t s = 0;
-    for (std::size_t p = 0; p < last; ++p) s ^= part[p][u * uw + w];
+    for (std::size_t p = 0; p < np; ++p) {
+      if (p != last) s ^= part[p][u * uw + w];
+    }
     return s;
   };
   auto all = [&](std::size_t u, std::size_t w) { return others(u, w) ^ part[last][u * uw + w]; };
   std::uint64_t* lp = part[last];
   const std::uint64_t beta = beta_;
-  // Set the last party's word so the shares XOR to `value`.
+  // Set the corrector's word so the shares XOR to `value`.
   auto fix = [&](std::size_t u, std::size_t w, std::uint64_t value) {
     lp[u * uw + w] = value ^ others(u, w);
   };
@@ -203,7 +214,9 @@ void InProcessBitDealer<P>::FillChunkLocked(BitItem item, std::uint64_t seq, std
   // The same for an arithmetic (u128 in malicious mode) value stored as [lo hi].
   auto fix128 = [&](std::size_t u, std::size_t w, u128 value) {
     u128 s = 0;
-    for (std::size_t p = 0; p < last; ++p) s += Join(part[p][u * uw + w], part[p][u * uw + w + 1]);
+    for (std::size_t p = 0; p < np; ++p) {
+      if (p != last) s += Join(part[p][u * uw + w], part[p][u * uw + w + 1]);
+    }
     const u128 mine = value - s;
     lp[u * uw + w] = static_cast<std::uint64_t>(mine);
     lp[u * uw + w + 1] = static_cast<std::uint64_t>(mine >> 64);
@@ -284,7 +297,9 @@ void InProcessBitDealer<P>::FillChunkLocked(BitItem item, std::uint64_t seq, std
           for (std::size_t i = 0; i < 64; ++i) {
             const std::size_t w = 64 + kP + i;
             std::uint64_t s = 0;
-            for (std::size_t p = 0; p < last; ++p) s += part[p][u * uw + w];
+            for (std::size_t p = 0; p < np; ++p) {
+              if (p != last) s += part[p][u * uw + w];
+            }
             lp[u * uw + w] = r[i] - s;
           }
           break;
@@ -292,7 +307,9 @@ void InProcessBitDealer<P>::FillChunkLocked(BitItem item, std::uint64_t seq, std
         case BitItem::kDaBit: {
           const std::uint64_t b = all(u, 0) & 1;
           std::uint64_t s = 0;
-          for (std::size_t p = 0; p < last; ++p) s += part[p][u * uw + 1];
+          for (std::size_t p = 0; p < np; ++p) {
+            if (p != last) s += part[p][u * uw + 1];
+          }
           lp[u * uw + 1] = b - s;
           break;
         }
@@ -303,7 +320,9 @@ void InProcessBitDealer<P>::FillChunkLocked(BitItem item, std::uint64_t seq, std
           const auto mono = RootMonomials(b & 1, (b >> 1) & 1, (b >> 2) & 1);
           for (std::size_t k = 0; k < 7; ++k) {
             std::uint64_t s = 0;
-            for (std::size_t p = 0; p < last; ++p) s += part[p][u * uw + 1 + k];
+            for (std::size_t p = 0; p < np; ++p) {
+              if (p != last) s += part[p][u * uw + 1 + k];
+            }
             lp[u * uw + 1 + k] = mono[k] - s;
           }
           break;
@@ -317,7 +336,7 @@ template <typename P>
 Status InProcessBitDealer<P>::Provide(BitItem item, std::size_t n) {
   std::lock_guard<std::mutex> lock(mu_);
   const std::size_t per = UnitItems(item);
-  return MakeLocked(item, (n + per - 1) / per);
+  return MakeLocked(item, (n + per - 1) / per, kStaticCorrector);
 }
 
 template <typename P>
@@ -327,12 +346,13 @@ BitOfflineStats InProcessBitDealer<P>::stats() const {
 }
 
 template <typename P>
-Result<BitUnits> InProcessBitDealer<P>::Take(mpc::PartyId p, BitItem item, std::size_t units) {
+Result<BitUnits> InProcessBitDealer<P>::Take(mpc::PartyId p, BitItem item, std::size_t units,
+                                             std::int32_t corrector) {
   std::lock_guard<std::mutex> lock(mu_);
   const std::size_t uw = UnitWords(item);
   Pool& pool = pools_[static_cast<std::size_t>(p)][static_cast<std::size_t>(item)];
   const std::size_t have = pool.words / uw;
-  if (have < units) MPCACHE_RETURN_IF_ERROR(MakeLocked(item, units - have));
+  if (have < units) MPCACHE_RETURN_IF_ERROR(MakeLocked(item, units - have, corrector));
   BitUnits out;
   std::size_t need = units * uw;
   pool.words -= need;
@@ -352,15 +372,24 @@ Result<BitUnits> InProcessBitDealer<P>::Take(mpc::PartyId p, BitItem item, std::
       need = 0;
     }
   }
+  if (observer_) observer_(p, item, out);
   return out;
 }
 
 // ---- party side: unpack units into items ----
 
 template <typename P>
+std::int32_t BitStore<P>::Corrector(BitItem item, std::size_t units) {
+  if (!roles_) return kStaticCorrector;
+  return roles_->CorrectorFor(units * BitDeterminedWords(InProcessBitDealer<P>::kSecurity, item) *
+                              sizeof(std::uint64_t));
+}
+
+template <typename P>
 Result<mpc::BitTriples<P>> BitStore<P>::GetBitTriples(std::size_t n) {
   const std::size_t units = BitUnitsFor(InProcessBitDealer<P>::kSecurity, BitItem::kBitTriple, n);
-  MPCACHE_ASSIGN_OR_RETURN(auto w, dealer_.Take(party_, BitItem::kBitTriple, units));
+  MPCACHE_ASSIGN_OR_RETURN(auto w, dealer_.Take(party_, BitItem::kBitTriple, units,
+                                                Corrector(BitItem::kBitTriple, units)));
   consumed_[0] += units;
   return UnpackBitTriples<P>(std::move(w), n);
 }
@@ -369,21 +398,24 @@ template <typename P>
 Result<mpc::EdaBits<P>> BitStore<P>::GetEdaBits(std::size_t n) {
   const std::size_t per = InProcessBitDealer<P>::UnitItems(BitItem::kEdaBit);
   const std::size_t units = (n + per - 1) / per;
-  MPCACHE_ASSIGN_OR_RETURN(auto w, dealer_.Take(party_, BitItem::kEdaBit, units));
+  MPCACHE_ASSIGN_OR_RETURN(
+      auto w, dealer_.Take(party_, BitItem::kEdaBit, units, Corrector(BitItem::kEdaBit, units)));
   consumed_[1] += units * per;
   return UnpackEdaBits<P>(std::move(w), n);
 }
 
 template <typename P>
 Result<mpc::DaBits<P>> BitStore<P>::GetDaBits(std::size_t n) {
-  MPCACHE_ASSIGN_OR_RETURN(auto w, dealer_.Take(party_, BitItem::kDaBit, n));
+  MPCACHE_ASSIGN_OR_RETURN(auto w,
+                           dealer_.Take(party_, BitItem::kDaBit, n, Corrector(BitItem::kDaBit, n)));
   consumed_[2] += n;
   return UnpackDaBits<P>(std::move(w), n);
 }
 
 template <typename P>
 Result<mpc::RootTuples<P>> BitStore<P>::GetRootTuples(std::size_t n) {
-  MPCACHE_ASSIGN_OR_RETURN(auto w, dealer_.Take(party_, BitItem::kRootTuple, n));
+  MPCACHE_ASSIGN_OR_RETURN(
+      auto w, dealer_.Take(party_, BitItem::kRootTuple, n, Corrector(BitItem::kRootTuple, n)));
   consumed_[4] += n;
   return UnpackRootTuples<P>(std::move(w), n);
 }
@@ -391,7 +423,8 @@ Result<mpc::RootTuples<P>> BitStore<P>::GetRootTuples(std::size_t n) {
 template <typename P>
 Result<mpc::BitShares<P>> BitStore<P>::GetBitRandoms(std::size_t n) {
   const std::size_t units = BitUnitsFor(InProcessBitDealer<P>::kSecurity, BitItem::kBitRandom, n);
-  MPCACHE_ASSIGN_OR_RETURN(auto w, dealer_.Take(party_, BitItem::kBitRandom, units));
+  MPCACHE_ASSIGN_OR_RETURN(auto w, dealer_.Take(party_, BitItem::kBitRandom, units,
+                                                Corrector(BitItem::kBitRandom, units)));
   consumed_[3] += units;
   return UnpackBitRandoms<P>(std::move(w), n);
 }
@@ -405,7 +438,7 @@ Result<mpc::LtzTuples<P>> BitStore<P>::GetLtzTuples(std::size_t n, int groups) {
   }
   const BitItem item = LtzItem(groups);
   const std::size_t units = BitUnitsFor(InProcessBitDealer<P>::kSecurity, item, n);
-  MPCACHE_ASSIGN_OR_RETURN(auto w, dealer_.Take(party_, item, units));
+  MPCACHE_ASSIGN_OR_RETURN(auto w, dealer_.Take(party_, item, units, Corrector(item, units)));
   consumed_[static_cast<std::size_t>(item)] += units * InProcessBitDealer<P>::UnitItems(item);
   return UnpackLtzTuples<P>(std::move(w), n, groups);
 }

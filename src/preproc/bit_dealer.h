@@ -5,8 +5,11 @@
 // party i's part of batch (item, seq) that is free (a triple's a and b, a binary share of
 // an edaBit's bits, ...) is the AES-CTR stream of BitChunkSeed(seed_i, item, seq, chunk).
 // Determined words (c = a AND b, every MAC, the arithmetic half of an edaBit/daBit) come
-// from the stream at parties 0..n-2 and as a correction at the last party, so dealer ->
-// party traffic is one share per determined value at one party only (counted in stats()).
+// from the stream at every party but the batch's corrector and as a correction at the
+// corrector, so dealer -> party traffic is one share per determined value at one party only
+// (counted in stats()). The corrector of a batch is named by its requester: the role table
+// of the party whose pool ran short (BitStore::UseRoles; the static corrector without one).
+// The binary MAC key's share of the last party is a correction too (once per session).
 //
 // Pools: Provide(item, n) adds n items to every party's pool (offline, before timing);
 // a party whose pool runs short gets exactly the missing amount made on demand (the first
@@ -15,14 +18,15 @@
 // Semi-honest bit triples and bit randoms are made and handed out in units of 64.
 //
 // Over the network (daemon/dealer_session.cc): MakeBatch(item, n) makes one batch for every
-// party and returns each party's serialisable part (bit_batch.h: a header for parties
-// 0..n-2, the corrections for the last), which the party expands with its bit seed
+// party and returns each party's serialisable part (bit_batch.h: a header, the corrections
+// for the request's corrector), which the party expands with its bit seed
 // (BitExpander). The pools are not involved; both paths share the per-item sequence
 // numbers, so their streams never repeat.
 #pragma once
 
 #include <array>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -34,13 +38,18 @@
 namespace mpcache::preproc {
 
 struct BitOfflineStats {
-  std::uint64_t correction_bytes = 0;  // sent to the last party (the others expand seeds)
+  std::uint64_t correction_bytes = 0;  // sent to the correctors (the others expand seeds)
   std::uint64_t items[kNumBitItems] = {};
   double dealer_seconds = 0;
 };
 
 template <typename P>
 class InProcessBitDealer;
+
+// Sees the words of every comparison item a party's pool hands out (whole units, in that
+// party's order): tests that pin the dealer's traffic. Called under the dealer's lock.
+using BitWordsObserver =
+    std::function<void(mpc::PartyId party, BitItem item, const BitUnits& words)>;
 
 // One party's view: implements mpc::BitPreprocessing<P>.
 template <typename P>
@@ -54,13 +63,17 @@ class BitStore final : public mpc::BitPreprocessing<P> {
   Result<mpc::RootTuples<P>> GetRootTuples(std::size_t n) override;
   Result<mpc::BitShares<P>> GetBitRandoms(std::size_t n) override;
   Result<mpc::LtzTuples<P>> GetLtzTuples(std::size_t n, int groups) override;
+  void UseRoles(std::shared_ptr<mpc::RoleTable> roles) override { roles_ = std::move(roles); }
   // Items handed out so far (semi-honest triples/randoms: in units of 64).
   std::uint64_t consumed(BitItem t) const { return consumed_[static_cast<int>(t)]; }
 
  private:
   friend class InProcessBitDealer<P>;
   BitStore(InProcessBitDealer<P>& dealer, mpc::PartyId party) : dealer_(dealer), party_(party) {}
+  // The corrector of a batch of `units` units of `item` made now for this party's pool.
+  std::int32_t Corrector(BitItem item, std::size_t units);
   InProcessBitDealer<P>& dealer_;
+  std::shared_ptr<mpc::RoleTable> roles_;
   mpc::PartyId party_;
   std::uint64_t beta_ = 0;
   std::array<std::uint64_t, kNumBitItems> consumed_{};
@@ -79,12 +92,15 @@ class InProcessBitDealer {
   // Offline: add n items (rounded up to whole units) to every party's pool.
   Status Provide(BitItem item, std::size_t n);
   // The next batch of n items (1..kMaxBitBatchItems) of `item` for every party (index =
-  // party id), to be expanded by BitExpander at each party. Thread-safe.
-  Result<std::vector<BitBatch>> MakeBatch(BitItem item, std::uint64_t n);
+  // party id; the corrections to `corrector`), to be expanded by BitExpander at each party.
+  // Thread-safe.
+  Result<std::vector<BitBatch>> MakeBatch(BitItem item, std::uint64_t n,
+                                          std::int32_t corrector = kStaticCorrector);
   // The bit seed party p shares with the dealer (sent once, over TLS, at session set-up).
   const Seed& bit_seed(mpc::PartyId p) const { return seeds_[static_cast<std::size_t>(p)]; }
   BitOfflineStats stats() const;
   std::uint64_t mac_key() const { return beta_; }  // for tests
+  void set_observer(BitWordsObserver observer) { observer_ = std::move(observer); }
 
   // Words per unit and items per unit of an item's pool.
   static std::size_t UnitWords(BitItem item);
@@ -97,17 +113,21 @@ class InProcessBitDealer {
       P::kMalicious ? Security::kMalicious : Security::kSemiHonest;
   // Take `units` units of `item` for party p, making what is missing (under mu_): whole
   // pool chunks moved out (no copy) and freed as they are read.
-  Result<BitUnits> Take(mpc::PartyId p, BitItem item, std::size_t units);
-  Status MakeLocked(BitItem item, std::size_t units);  // one batch for every party's pool
-  void MakeChunkLocked(BitItem item, std::uint64_t seq, std::uint64_t chunk, std::size_t units);
+  // A batch made for the pools names `corrector`.
+  Result<BitUnits> Take(mpc::PartyId p, BitItem item, std::size_t units, std::int32_t corrector);
+  // One batch for every party's pool.
+  Status MakeLocked(BitItem item, std::size_t units, std::int32_t corrector);
+  void MakeChunkLocked(BitItem item, std::uint64_t seq, std::uint64_t chunk, std::size_t units,
+                       std::int32_t corrector);
   // Every party's stream of chunk `chunk` of batch (item, seq) into part[p] (units * unit
-  // words each), then the last party's determined words set so the shares are consistent.
+  // words each), then the corrector's determined words set so the shares are consistent.
   void FillChunkLocked(BitItem item, std::uint64_t seq, std::uint64_t chunk, std::size_t units,
-                       const std::vector<std::uint64_t*>& part);
+                       std::int32_t corrector, const std::vector<std::uint64_t*>& part);
   void CountLocked(BitItem item, std::size_t units, double seconds);
-  // FillChunkLocked's part for comparison tuples (ltz_dealer.cc): the last party's
+  // FillChunkLocked's part for comparison tuples (ltz_dealer.cc): the corrector's
   // determined words of `units` units whose streams are in part[p].
-  void FillLtzLocked(BitItem item, std::size_t units, const std::vector<std::uint64_t*>& part);
+  void FillLtzLocked(BitItem item, std::size_t units, std::int32_t corrector,
+                     const std::vector<std::uint64_t*>& part);
 
   struct Pool {
     std::deque<std::vector<std::uint64_t>> chunks;  // BitChunkUnits() units each at most
@@ -123,6 +143,7 @@ class InProcessBitDealer {
   std::vector<std::array<Pool, kNumBitItems>> pools_;  // [party][item]
   std::vector<std::unique_ptr<BitStore<P>>> stores_;
   BitOfflineStats stats_;
+  BitWordsObserver observer_;
 };
 
 }  // namespace mpcache::preproc

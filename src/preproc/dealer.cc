@@ -75,6 +75,11 @@ Result<Dealer::Output> Dealer::Make(BatchRequest req) {
                            " is not a party (0.." + std::to_string(num_parties() - 1) +
                            ") or the client (" + std::to_string(mpc::kClient) + ")");
   }
+  if (req.corrector < 0 || req.corrector >= num_parties()) {
+    return InvalidArgument(std::string(ItemTypeName(req.type)) + " request: corrector " +
+                           std::to_string(req.corrector) + " is not a party (0.." +
+                           std::to_string(num_parties() - 1) + ")");
+  }
   MPCACHE_ASSIGN_OR_RETURN(std::size_t corr_bytes, CorrectionBytes(security_, req, limits_));
   const std::uint64_t seq = seq_[static_cast<std::size_t>(req.type)]++;
   Output out;
@@ -86,7 +91,7 @@ Result<Dealer::Output> Dealer::Make(BatchRequest req) {
     b.request = req;
     out.parties.push_back(std::move(b));
   }
-  std::vector<std::uint8_t>& payload = out.parties.back().payload;
+  std::vector<std::uint8_t>& payload = out.parties[static_cast<std::size_t>(req.corrector)].payload;
   payload.resize(corr_bytes);
   if (security_ == Security::kMalicious) {
     MPCACHE_RETURN_IF_ERROR(Generate<mpc::Spdz2k>(req, seq, payload));
@@ -183,7 +188,8 @@ Status Dealer::Generate(const BatchRequest& req, std::uint64_t seq,
       return whole ? comps[j].n : std::min<std::uint64_t>(chunk, total - start);
     };
     auto pos_of = [&](std::size_t) -> std::uint64_t { return whole ? 0 : start; };
-    // Sum every party's stream for each value component.
+    // Sum every party's stream for each value component (the corrector's stream included:
+    // its correction is the target minus the sum of all streams).
     for (std::size_t j = 0; j < nv; ++j) {
       const std::size_t len = len_of(j);
       vals[j].assign(len, 0);
@@ -273,7 +279,7 @@ Status Dealer::Generate(const BatchRequest& req, std::uint64_t seq,
       case ItemType::kRandom:
         break;
     }
-    // Corrections for the last party: determined values, then every MAC.
+    // Corrections for the corrector: determined values, then every MAC.
     for (std::size_t j = 0; j < nv; ++j) {
       if (!comps[j].determined) continue;
       const std::size_t len = len_of(j);

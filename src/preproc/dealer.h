@@ -42,8 +42,9 @@ class Dealer {
   // Makes the next batch of req.type (sequence numbers are per type, from 0). For
   // kMatrixTriple, req.mask_id must name a mask made earlier; rows/cols are filled in. For
   // kAttention every listed mask must exist, have kv_dim columns and at least lens[i] rows.
-  // A malformed or oversized request (batch.h: Components) is refused, naming the field,
-  // and uses up no sequence number.
+  // The corrections go to req.corrector. A malformed or oversized request (batch.h:
+  // Components), or a corrector that is not a party, is refused, naming the field, and uses
+  // up no sequence number.
   Result<Output> Make(BatchRequest req);
   std::uint64_t next_seq(ItemType t) const { return seq_[static_cast<std::size_t>(t)]; }
 

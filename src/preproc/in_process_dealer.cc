@@ -43,7 +43,9 @@ Result<std::unique_ptr<InProcessDealer<P>>> InProcessDealer<P>::Create(const See
     if (on_demand) {
       InProcessDealer* self = d.get();
       PartyStore<P>* store = d->stores_.back().get();
-      d->stores_.back()->set_refill([self, store, i](const BatchRequest& req) -> Status {
+      d->stores_.back()->set_refill([self, store, i](const BatchRequest& need) -> Status {
+        BatchRequest req = need;
+        req.corrector = store->CorrectorFor(req);
         MPCACHE_ASSIGN_OR_RETURN(Batch b, self->Fetch(i, req, store->IssueSeq(req.type)));
         return store->Accept(b);
       });
@@ -74,6 +76,11 @@ Status InProcessDealer<P>::Provide(const BatchRequest& req) {
     const auto t0 = std::chrono::steady_clock::now();
     MPCACHE_ASSIGN_OR_RETURN(out, dealer_->Make(req));
     MPCACHE_RETURN_IF_ERROR(Record(out, Since(t0)));
+    if (observer_) {
+      for (std::size_t i = 0; i < out.parties.size(); ++i) {
+        observer_(static_cast<PartyId>(i), out.parties[i]);
+      }
+    }
   }
   for (std::size_t i = 0; i < stores_.size(); ++i) {
     MPCACHE_RETURN_IF_ERROR(stores_[i]->Accept(out.parties[i]));
@@ -111,7 +118,12 @@ Result<Batch> InProcessDealer<P>::Fetch(PartyId p, const BatchRequest& req, std:
   }
   if (!(canonical == pend.request)) {
     return ProtocolError(std::string("parties asked for different preprocessing under ") +
-                         ItemTypeName(req.type) + " #" + std::to_string(seq));
+                         ItemTypeName(req.type) + " #" + std::to_string(seq) +
+                         (canonical.corrector != pend.request.corrector
+                              ? " (correctors party " + std::to_string(pend.request.corrector) +
+                                    " and party " + std::to_string(canonical.corrector) +
+                                    ": their role tables differ)"
+                              : std::string()));
   }
   auto& slot = pend.parts[static_cast<std::size_t>(p)];
   if (!slot) {
@@ -121,6 +133,7 @@ Result<Batch> InProcessDealer<P>::Fetch(PartyId p, const BatchRequest& req, std:
   Batch b = std::move(*slot);
   slot.reset();
   if (--pend.left == 0) pending_.erase(it);
+  if (observer_) observer_(p, b);
   return b;
 }
 

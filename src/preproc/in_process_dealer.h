@@ -9,6 +9,7 @@
 #pragma once
 
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -22,6 +23,11 @@ namespace mpcache::preproc {
 
 // The client's clear mask values of one client batch.
 Result<std::vector<std::uint64_t>> ExpandClientMasks(const Seed& client_seed, const Batch& batch);
+
+// Sees every arithmetic batch a party takes, in that party's order (Provide: every party's
+// part), before the party expands it: tests that pin the dealer's traffic
+// (tests/unit/balancer/transcript_test.cc). Called under the dealer's lock.
+using BatchObserver = std::function<void(PartyId party, const Batch& batch)>;
 
 struct OfflineStats {
   std::vector<std::uint64_t> bytes_to_party;  // index = party id
@@ -44,6 +50,7 @@ class InProcessDealer {
   int num_parties() const { return static_cast<int>(stores_.size()); }
 
   Status Provide(const BatchRequest& req);
+  void set_observer(BatchObserver observer) { observer_ = std::move(observer); }
   // The client's clear values for the next client-owned input/output mask batch.
   Result<std::vector<std::uint64_t>> NextClientMasks();
   OfflineStats stats() const;
@@ -64,6 +71,7 @@ class InProcessDealer {
   std::map<std::pair<ItemType, std::uint64_t>, Pending> pending_;
   std::deque<Batch> client_batches_;
   OfflineStats stats_;
+  BatchObserver observer_;
 };
 
 }  // namespace mpcache::preproc

@@ -32,6 +32,9 @@ struct LocalPartiesOptions {
   std::chrono::milliseconds recv_timeout{std::chrono::seconds(600)};
   bool on_demand = true;  // the dealers make batches when a party's pool runs short
   BatchLimits limits;
+  // Optional: see what the dealers hand out (tests pinning the traffic).
+  BatchObserver observe_batches;
+  BitWordsObserver observe_bits;
 };
 
 // The seeds every in-process run derives from one number (reproducible runs).
@@ -56,6 +59,8 @@ class LocalParties {
         lp->dealer_, InProcessDealer<P>::Create(o.dealer_seed, kParties, o.on_demand, o.limits));
     MPCACHE_ASSIGN_OR_RETURN(lp->bits_, InProcessBitDealer<P>::Create(
                                             o.bit_seed, lp->dealer_->dealer().mac_key(), kParties));
+    if (o.observe_batches) lp->dealer_->set_observer(o.observe_batches);
+    if (o.observe_bits) lp->bits_->set_observer(o.observe_bits);
     return lp;
   }
 

@@ -1,5 +1,5 @@
 // The bit dealer's comparison tuples (mpc/compare/ltz_layout.h): given every party's stream
-// words of a chunk, set the last party's determined words so that the shares are
+// words of a chunk, set the corrector's determined words so that the shares are
 // consistent: the group products of r's bits, the combination round's mask products, every
 // MAC, [r] (its low W bits are the binary bits, the rest uniform) and the root's arithmetic
 // monomials of its masks.
@@ -50,9 +50,11 @@ std::uint64_t RootMono(const mpc::ltz::RootMonos& root, std::size_t k, unsigned 
 
 template <typename P>
 void InProcessBitDealer<P>::FillLtzLocked(BitItem item, std::size_t units,
+                                          std::int32_t corrector,
                                           const std::vector<std::uint64_t*>& part) {
   const mpc::ltz::LtzLayout& l = mpc::ltz::LtzLayoutFor(LtzItemGroups(item));
-  const std::size_t uw = UnitWords(item), np = seeds_.size(), last = np - 1;
+  const std::size_t uw = UnitWords(item), np = seeds_.size(),
+              last = static_cast<std::size_t>(corrector);
   const auto nb = static_cast<std::size_t>(l.num_binary);
   const auto nfree = static_cast<std::size_t>(l.free_values);
   const auto root_masks = static_cast<std::size_t>(l.root_masks);
@@ -61,12 +63,16 @@ void InProcessBitDealer<P>::FillLtzLocked(BitItem item, std::size_t units,
     const std::size_t base = u * uw;
     auto others = [&](std::size_t w) {
       std::uint64_t s = 0;
-      for (std::size_t p = 0; p < last; ++p) s ^= part[p][base + w];
+      for (std::size_t p = 0; p < np; ++p) {
+        if (p != last) s ^= part[p][base + w];
+      }
       return s;
     };
     auto sum_others = [&](std::size_t w) {
       std::uint64_t s = 0;
-      for (std::size_t p = 0; p < last; ++p) s += part[p][base + w];
+      for (std::size_t p = 0; p < np; ++p) {
+        if (p != last) s += part[p][base + w];
+      }
       return s;
     };
     std::uint64_t* lp = part[last] + base;
@@ -82,7 +88,9 @@ void InProcessBitDealer<P>::FillLtzLocked(BitItem item, std::size_t units,
       };
       auto fix128 = [&](std::size_t w, u128 value) {
         u128 s = 0;
-        for (std::size_t p = 0; p < last; ++p) s += join(p, w);
+        for (std::size_t p = 0; p < np; ++p) {
+          if (p != last) s += join(p, w);
+        }
         const u128 mine = value - s;
         lp[w] = static_cast<std::uint64_t>(mine);
         lp[w + 1] = static_cast<std::uint64_t>(mine >> 64);

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 #include <string>
+#include <tuple>
 
 #include "preproc/dealer.h"
 
@@ -30,12 +31,13 @@ Result<typename PartyStore<P>::Chunk> PartyStore<P>::Expand(const Batch& batch) 
   using W = typename P::Word;
   const BatchRequest& req = batch.request;
   MPCACHE_ASSIGN_OR_RETURN(std::vector<Component> comps, Components(security_, req, limits_));
-  const bool last = party_ == num_parties_ - 1;
+  const bool corrector = party_ == req.corrector;
   MPCACHE_ASSIGN_OR_RETURN(std::size_t want, CorrectionBytes(security_, req, limits_));
-  if (batch.payload.size() != (last ? want : 0)) {
+  if (batch.payload.size() != (corrector ? want : 0)) {
     return CorruptData(std::string("preprocessing batch (") + ItemTypeName(req.type) +
                        ") carries " + std::to_string(batch.payload.size()) +
-                       " bytes of corrections, expected " + std::to_string(last ? want : 0));
+                       " bytes of corrections, expected " + std::to_string(corrector ? want : 0) +
+                       " (its corrector is party " + std::to_string(req.corrector) + ")");
   }
   const std::size_t nv = P::kMalicious ? comps.size() / 2 : comps.size();
   Chunk chunk;
@@ -46,7 +48,7 @@ Result<typename PartyStore<P>::Chunk> PartyStore<P>::Expand(const Batch& batch) 
     chunk.fields[j].v.resize(n);
     Prg prg(ComponentSeed(seed_, req.type, batch.seq, j));
     prg.FillValues(std::span<W>(chunk.fields[j].v));
-    if (last && comps[j].determined) {
+    if (corrector && comps[j].determined) {
       std::vector<W> corr(n);
       std::memcpy(corr.data(), batch.payload.data() + off, n * sizeof(W));
       off += n * sizeof(W);
@@ -59,7 +61,7 @@ Result<typename PartyStore<P>::Chunk> PartyStore<P>::Expand(const Batch& batch) 
       chunk.fields[j].m.resize(n);
       Prg prg(ComponentSeed(seed_, req.type, batch.seq, nv + j));
       prg.FillValues(std::span<u128>(chunk.fields[j].m));
-      if (last) {
+      if (corrector) {
         std::vector<u128> corr(n);
         std::memcpy(corr.data(), batch.payload.data() + off, n * sizeof(u128));
         off += n * sizeof(u128);
@@ -84,6 +86,11 @@ Status PartyStore<P>::Accept(const Batch& batch) {
   if (batch.security != security_) {
     return ProtocolError("preprocessing batch of the wrong security mode");
   }
+  if (batch.request.corrector < 0 || batch.request.corrector >= num_parties_) {
+    return InvalidArgument("preprocessing batch with corrector " +
+                           std::to_string(batch.request.corrector) + ", not a party (0.." +
+                           std::to_string(num_parties_ - 1) + ")");
+  }
   const auto ti = static_cast<std::size_t>(batch.request.type);
   const bool issued = outstanding_[ti].contains(batch.seq);
   if (!issued && batch.seq != next_seq_[ti]) {
@@ -105,6 +112,7 @@ Status PartyStore<P>::Accept(const Batch& batch) {
   const BatchRequest& req = batch.request;
   switch (req.type) {
     case ItemType::kMatrixMask: {
+      mask_shapes_[batch.seq] = {req.rows, req.cols};
       mpc::MatrixMask<P> m;
       m.id = batch.seq;
       m.rows = req.rows;
@@ -150,6 +158,18 @@ Status PartyStore<P>::RequestMore(const BatchRequest& req) {
                      " is exhausted at party " + std::to_string(party_));
   }
   return refill_(req);
+}
+
+template <typename P>
+std::int32_t PartyStore<P>::CorrectorFor(const BatchRequest& req) {
+  if (!roles_) return req.corrector;
+  BatchRequest sized = req;
+  if (req.type == ItemType::kMatrixTriple) {  // the mask's shape, as the dealer fills it in
+    auto it = mask_shapes_.find(req.mask_id);
+    if (it != mask_shapes_.end()) std::tie(sized.rows, sized.cols) = it->second;
+  }
+  const Result<std::size_t> bytes = CorrectionBytes(security_, sized, limits_);
+  return roles_->CorrectorFor(bytes.ok() ? *bytes : 0);
 }
 
 template <typename P>

@@ -1,11 +1,11 @@
 // PartyStore<P>: one party's pool of preprocessing, fed with the dealer's batches and
 // consumed by the online phase through mpc::Preprocessing<P>.
 //
-// Accept(batch) expands a batch from the party's seed (plus corrections at the last
-// party) into the pool. A batch's sequence number must be either the next one of its type
-// or one this store issued for a request (IssueSeq) and has not accepted yet, so requests
-// may be answered out of order across queues of a type (a prefetching source), while a
-// replayed or skipped batch is rejected with kProtocol. Get* removes items from the pool
+// Accept(batch) expands a batch from the party's seed (plus corrections when the batch's
+// request names this party its corrector) into the pool. A batch's sequence number must be either
+// the next one of its type or one this store issued for a request (IssueSeq) and has not accepted
+// yet, so requests may be answered out of order across queues of a type (a prefetching source),
+// while a replayed or skipped batch is rejected with kProtocol. Get* removes items from the pool
 // (each item is handed out once). When the pool is short, the optional refill source is
 // asked to deliver (Accept) at least the missing amount; without one, kExhausted.
 // Matrix masks are pooled per shape and handed out in sequence order (a mask's id is its
@@ -17,6 +17,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <set>
 #include <tuple>
 #include <utility>
@@ -48,6 +49,11 @@ class PartyStore final : public mpc::Preprocessing<P> {
   // batch carrying it is accepted once, whenever it arrives).
   std::uint64_t IssueSeq(ItemType type);
   Status Accept(const Batch& batch);
+  // The corrector a request this party is about to send the dealer names: the role
+  // table's for the current unit (counting the request's correction bytes as its demand),
+  // or req.corrector while no table is bound. Every source that asks a dealer calls it.
+  std::int32_t CorrectorFor(const BatchRequest& req);
+  void UseRoles(std::shared_ptr<mpc::RoleTable> roles) override { roles_ = std::move(roles); }
 
   PartyId party() const override { return party_; }
   mpc::u128 mac_key_share() const override { return alpha_; }
@@ -116,6 +122,8 @@ class PartyStore final : public mpc::Preprocessing<P> {
   std::map<TripleKey, std::deque<mpc::MatrixTriple<P>>> matrix_triples_;
   std::deque<mpc::AttentionTriple<P>> attention_;  // in arrival order
   AnnounceHook on_announce_;
+  std::shared_ptr<mpc::RoleTable> roles_;
+  std::map<std::uint64_t, std::pair<std::uint64_t, std::uint64_t>> mask_shapes_;  // id -> shape
   double expand_seconds_ = 0;
   std::uint64_t bytes_received_ = 0;
 };

@@ -133,7 +133,7 @@ mpcache::Status DealerMessages(const fs::path& out) {
   c.Add(dp::Encode(join));
   const auto sec = P::kMalicious ? preproc::Security::kMalicious : preproc::Security::kSemiHonest;
   MPCACHE_ASSIGN_OR_RETURN(auto dealer, preproc::Dealer::Create(sec, mpcache::TestSeed(1), 3));
-  std::vector<preproc::BatchRequest> requests(4);
+  std::vector<preproc::BatchRequest> requests(5);
   requests[0].type = preproc::ItemType::kTriple;
   requests[0].count = 3;
   requests[1].type = preproc::ItemType::kTrunc;
@@ -145,20 +145,25 @@ mpcache::Status DealerMessages(const fs::path& out) {
   requests[3].type = preproc::ItemType::kMatrixMask;
   requests[3].rows = 2;
   requests[3].cols = 3;
+  requests[4].type = preproc::ItemType::kSquare;  // corrections to party 0 (a role table's)
+  requests[4].count = 5;
+  requests[4].corrector = 0;
   dp::Setup setup;
   for (const auto& r : requests) {
     c.Add(dp::Encode(dp::BatchRequest{r, 0}));
     MPCACHE_ASSIGN_OR_RETURN(auto made, dealer->Make(r));
     for (const auto& b : made.parties) c.Add(dp::EncodeBatch(b));
-    setup.client_batches.push_back(made.parties.back());
+    if (r.corrector == preproc::kStaticCorrector)
+      setup.client_batches.push_back(made.parties.back());
   }
   c.Add(dp::Encode(setup));
   MPCACHE_ASSIGN_OR_RETURN(auto bits, preproc::InProcessBitDealer<P>::Create(mpcache::TestSeed(2),
                                                                              dealer->mac_key(), 3));
   for (int item = 0; item < preproc::kNumBitItems; ++item) {
     const auto it = static_cast<preproc::BitItem>(item);
-    c.Add(dp::Encode(dp::BitRequest{it, 64}));
-    MPCACHE_ASSIGN_OR_RETURN(auto batches, bits->MakeBatch(it, 64));
+    const std::int32_t corrector = item % 3;  // role tables name any party
+    c.Add(dp::Encode(dp::BitRequest{it, 64, corrector}));
+    MPCACHE_ASSIGN_OR_RETURN(auto batches, bits->MakeBatch(it, 64, corrector));
     for (const auto& b : batches) c.Add(dp::EncodeBitBatch(b));
   }
   c.Add(dp::EncodeError("the request differs from party 0's"));

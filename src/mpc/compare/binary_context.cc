@@ -65,6 +65,7 @@ Result<std::unique_ptr<BinaryContext<P>>> BinaryContext<P>::Create(Context<P>& a
                            ", the context to party " + std::to_string(arith.self()));
   }
   std::unique_ptr<BinaryContext> ctx(new BinaryContext(arith, prep, local_seed));
+  prep.UseRoles(arith.shared_roles());
   if constexpr (P::kMalicious) {
     ctx->local_prg_.Fill(ctx->coin_share_.data(), ctx->coin_share_.size());
     ctx->local_prg_.Fill(ctx->coin_nonce_.data(), ctx->coin_nonce_.size());
@@ -98,15 +99,16 @@ Status BinaryContext<P>::Fail(const std::string& why) {
 }
 
 template <typename P>
-Result<PublicBits> BinaryContext<P>::Open(BitShares<P> x) {
+Result<PublicBits> BinaryContext<P>::Open(BitShares<P> x, OpenMode mode, PartyId king) {
   std::vector<BitShares<P>> xs;
   xs.push_back(std::move(x));
-  MPCACHE_ASSIGN_OR_RETURN(auto out, OpenMany(std::move(xs)));
+  MPCACHE_ASSIGN_OR_RETURN(auto out, OpenMany(std::move(xs), mode, king));
   return std::move(out[0]);
 }
 
 template <typename P>
-Result<std::vector<PublicBits>> BinaryContext<P>::OpenMany(std::vector<BitShares<P>>&& xs) {
+Result<std::vector<PublicBits>> BinaryContext<P>::OpenMany(std::vector<BitShares<P>>&& xs,
+                                                           OpenMode mode, PartyId king) {
   if (failed_ || arith_.failed()) {
     return MacCheckFailed("a MAC check failed earlier: this session opens nothing");
   }
@@ -124,6 +126,15 @@ Result<std::vector<PublicBits>> BinaryContext<P>::OpenMany(std::vector<BitShares
     }
     total_bits += xs[k].n;
   }
+  const std::size_t total_bytes = (total_bits + 7) / 8;
+  if (mode == OpenMode::kByRole) {
+    king = arith_.roles().KingFor(total_bytes);
+    mode = king == kNoKing ? OpenMode::kAllToAll : OpenMode::kKing;
+  }
+  net::Channel& ch = arith_.channel();
+  if (mode == OpenMode::kKing && (king < 0 || king >= ch.num_parties())) {
+    return InvalidArgument("king must be a party id, got " + std::to_string(king));
+  }
   std::vector<std::uint64_t> msg(WordsFor(total_bits) + 1);
   {
     std::size_t off = 0;
@@ -132,33 +143,64 @@ Result<std::vector<PublicBits>> BinaryContext<P>::OpenMany(std::vector<BitShares
       off += xs[k].n;
     }
   }
-  const std::size_t total_bytes = (total_bits + 7) / 8;
-  if (adversary_ != nullptr) {
-    adversary_->OnOpen(Domain::kBinary, opens_, total_bits,
-                       {reinterpret_cast<std::uint8_t*>(msg.data()), total_bytes});
-    // The liar's own view includes its lie: re-split the (possibly changed) message.
+  const auto msg_bytes = [&]() -> std::span<std::uint8_t> {
+    return {reinterpret_cast<std::uint8_t*>(msg.data()), total_bytes};
+  };
+  // Re-split `bits` (the whole opened string, or the liar's changed share) into mine.
+  const auto split = [&](const std::vector<std::uint64_t>& bits) {
     std::size_t off = 0;
     for (std::size_t k = 0; k < xs.size(); ++k) {
       std::fill(mine[k].begin(), mine[k].end(), 0);
-      XorBitsFrom(mine[k], msg, off, xs[k].n);
+      XorBitsFrom(mine[k], bits, off, xs[k].n);
       off += xs[k].n;
     }
+  };
+  const bool sends_share = mode == OpenMode::kAllToAll || ch.self() != king;
+  if (adversary_ != nullptr && sends_share) {
+    adversary_->OnOpen(Domain::kBinary, opens_, total_bits, msg_bytes());
+    split(msg);  // the liar's own view includes its lie
   }
   ++opens_;
-  MPCACHE_RETURN_IF_ERROR(
-      SendToPeers({reinterpret_cast<const std::uint8_t*>(msg.data()), total_bytes}));
-  arith_.stats().RecordRound();
   std::vector<std::uint64_t> in(WordsFor(total_bits) + 1);
-  net::Channel& ch = arith_.channel();
-  for (PartyId p = 0; p < ch.num_parties(); ++p) {
-    if (p == ch.self()) continue;
+  const auto recv = [&](PartyId p) -> Status {
     std::fill(in.begin(), in.end(), 0);
-    MPCACHE_RETURN_IF_ERROR(ch.Recv(p, {reinterpret_cast<std::uint8_t*>(in.data()), total_bytes}));
-    std::size_t off = 0;
-    for (std::size_t k = 0; k < xs.size(); ++k) {
-      XorBitsFrom(mine[k], in, off, xs[k].n);
-      off += xs[k].n;
+    return ch.Recv(p, {reinterpret_cast<std::uint8_t*>(in.data()), total_bytes});
+  };
+  if (mode == OpenMode::kAllToAll) {
+    MPCACHE_RETURN_IF_ERROR(SendToPeers(msg_bytes()));
+    arith_.stats().RecordRound();
+    for (PartyId p = 0; p < ch.num_parties(); ++p) {
+      if (p == ch.self()) continue;
+      MPCACHE_RETURN_IF_ERROR(recv(p));
+      std::size_t off = 0;
+      for (std::size_t k = 0; k < xs.size(); ++k) {
+        XorBitsFrom(mine[k], in, off, xs[k].n);
+        off += xs[k].n;
+      }
     }
+  } else if (ch.self() != king) {
+    // King mode: my share to the king, the opened bits back from it (2 rounds).
+    MPCACHE_RETURN_IF_ERROR(ch.Send(king, msg_bytes()));
+    MPCACHE_RETURN_IF_ERROR(ch.Flush());
+    arith_.stats().RecordRound();
+    MPCACHE_RETURN_IF_ERROR(recv(king));
+    arith_.stats().RecordRound();
+    split(in);
+  } else {
+    // The king: XOR of every share, relayed to both peers.
+    arith_.stats().RecordRound();
+    for (PartyId p = 0; p < ch.num_parties(); ++p) {
+      if (p == ch.self()) continue;
+      MPCACHE_RETURN_IF_ERROR(recv(p));
+      for (std::size_t i = 0; i < msg.size(); ++i) msg[i] ^= in[i];
+    }
+    if (adversary_ != nullptr) {
+      // Test-only: a lying king relays other bits (to both peers alike) and keeps them.
+      adversary_->OnOpen(Domain::kBinary, opens_ - 1, total_bits, msg_bytes());
+    }
+    MPCACHE_RETURN_IF_ERROR(SendToPeers(msg_bytes()));
+    arith_.stats().RecordRound();
+    split(msg);
   }
   std::vector<PublicBits> out(xs.size());
   for (std::size_t k = 0; k < xs.size(); ++k) {

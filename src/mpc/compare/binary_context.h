@@ -2,7 +2,11 @@
 // batched AND gates with dealer bit triples, and (Spdz2k) the binary MAC check.
 //
 // Opening a batch of bit vectors with N bits in all (1 round): each party sends its shares'
-// bits packed back to back, ceil(N/8) bytes, to each of the 2 peers.
+// bits packed back to back, ceil(N/8) bytes, to each of the 2 peers. Through a king (2
+// rounds): the others send their ceil(N/8) bytes to the king, which sends the XOR of all
+// three to each of them (the king sends 2 ceil(N/8) bytes, the others ceil(N/8)); every
+// party logs the bits it received (the king: those it sent) for the MAC check, so a king
+// that relays other bits is caught there.
 // AND batch of G gates in all (any number of jobs): 1 round, ceil(2G/8) bytes to each peer
 // (open d = x ^ a and e = y ^ b; z = c ^ d b ^ e a ^ d e).
 //
@@ -56,9 +60,11 @@ class BinaryContext {
   // Bits opened since the last MAC check (the same count at every party).
   std::size_t pending_openings() const { return pending_; }
 
-  // Open several bit vectors in one round.
-  Result<std::vector<PublicBits>> OpenMany(std::vector<BitShares<P>>&& xs);
-  Result<PublicBits> Open(BitShares<P> x);
+  // Open several bit vectors in one round (all-to-all), or two through a king; kByRole
+  // (the default): the king of the current unit in the role table (Context::roles()).
+  Result<std::vector<PublicBits>> OpenMany(std::vector<BitShares<P>>&& xs,
+                                           OpenMode mode = OpenMode::kByRole, PartyId king = 0);
+  Result<PublicBits> Open(BitShares<P> x, OpenMode mode = OpenMode::kByRole, PartyId king = 0);
 
   Status CheckMacs();
   // The binary check as steps for RunMacChecks (nullptr when nothing is pending or in

@@ -103,6 +103,8 @@ class BitPreprocessing {
   virtual Result<BitShares<P>> GetBitRandoms(std::size_t n) = 0;
   // n comparison tuples for widths with `groups` group nodes (ltz::kMinGroups..kMaxGroups).
   virtual Result<LtzTuples<P>> GetLtzTuples(std::size_t n, int groups) = 0;
+  // As Preprocessing::UseRoles (from BinaryContext::Create).
+  virtual void UseRoles(std::shared_ptr<RoleTable> /*roles*/) {}
 };
 
 }  // namespace mpcache::mpc

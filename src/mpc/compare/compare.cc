@@ -203,7 +203,7 @@ Result<Shares<P>> LessThanZero(BinaryContext<P>& ctx, const Shares<P>& x, int bi
   Shares<P> masked_x = Add(x, t.r);
   MPCACHE_ASSIGN_OR_RETURN(
       std::vector<std::uint64_t> c,
-      ctx.arith().OpenOwned(std::move(masked_x), OpenMode::kAllToAll, 0, bits));
+      ctx.arith().OpenOwned(std::move(masked_x), OpenMode::kByRole, 0, bits));
   const int top = bits - 1;
   BitShares<P> r_top;
   std::vector<Node<P>> nodes = TupleGroupNodes(ctx.key(), t, layout, c, top, r_top);

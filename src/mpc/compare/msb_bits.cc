@@ -47,7 +47,7 @@ Result<Prepared<P>> Prepare(BinaryContext<P>& ctx, const Shares<P>& x, int bits)
   MPCACHE_ASSIGN_OR_RETURN(EdaBits<P> eda, ctx.prep().GetEdaBits(n));
   Shares<P> masked = Add(x, eda.r);
   MPCACHE_ASSIGN_OR_RETURN(out.c,
-                           ctx.arith().OpenOwned(std::move(masked), OpenMode::kAllToAll, 0, bits));
+                           ctx.arith().OpenOwned(std::move(masked), OpenMode::kByRole, 0, bits));
   const int top = bits - 1;
   if constexpr (P::kMalicious) {
     if (eda.rows.size() != n) return Internal("edaBits without rows in malicious mode");

@@ -112,11 +112,17 @@ TEST(DealerProtocol, JoinAndBatchRequestRoundTrip) {
   b.request.type = preproc::ItemType::kTrunc;
   b.request.count = 77;
   b.request.frac_bits = 16;
+  b.request.corrector = 1;  // a role table's corrector travels with the request
   b.seq = 3;
   auto b2 = dp::DecodeBatchRequest(dp::Encode(b));
   ASSERT_TRUE(b2.ok());
   EXPECT_EQ(b2->request, b.request);
+  EXPECT_EQ(b2->request.corrector, 1);
   EXPECT_EQ(b2->seq, 3u);
+  auto bits = dp::DecodeBitRequest(dp::Encode(dp::BitRequest{preproc::BitItem::kEdaBit, 512, 0}));
+  ASSERT_TRUE(bits.ok());
+  EXPECT_EQ(bits->corrector, 0);
+  EXPECT_EQ(bits->n, 512u);
   EXPECT_NE(dp::UnexpectedMessage(dp::EncodeError("no"), "Batch").message().find("refused: no"),
             std::string::npos);
 }

@@ -39,7 +39,7 @@ std::array<std::vector<std::vector<std::uint8_t>>, 3> AskConcurrently(
   for (int p = 0; p < 3; ++p) {
     threads.emplace_back([&, p] {
       for (const auto& [item, n] : requests) {
-        auto a = s.Bits(p, item, n);
+        auto a = s.Bits(p, item, n, preproc::kStaticCorrector);
         EXPECT_TRUE(a.ok()) << a.error().ToString();
         answers[static_cast<std::size_t>(p)].push_back(a.ok() ? std::move(*a)
                                                               : std::vector<std::uint8_t>());
@@ -122,12 +122,38 @@ TYPED_TEST(DealerSessionBits, ConcurrentPartiesGetAlignedValidHeaderOnlyBatches)
 
 TEST(DealerSessionBits, PartiesAskingForDifferentCountsAreRefused) {
   auto session = DealerSession::Create(SmallJoin(preproc::Security::kMalicious)).value();
-  ASSERT_TRUE(session->Bits(0, BitItem::kDaBit, 10).ok());
-  auto other = session->Bits(1, BitItem::kDaBit, 11);
+  ASSERT_TRUE(session->Bits(0, BitItem::kDaBit, 10, 2).ok());
+  auto other = session->Bits(1, BitItem::kDaBit, 11, 2);
   ASSERT_FALSE(other.ok());
   EXPECT_NE(other.error().message().find("different numbers of dabit"), std::string::npos)
       << other.error().message();
-  EXPECT_FALSE(session->Bits(0, BitItem::kDaBit, 0).ok());
+  EXPECT_FALSE(session->Bits(0, BitItem::kDaBit, 0, 2).ok());
+}
+
+// The corrector is part of the request (issue 13): parties whose role tables differ are
+// refused, by the arithmetic and the comparison-material dealer alike, naming both.
+TEST(DealerSession, PartiesNamingDifferentCorrectorsAreRefused) {
+  auto session = DealerSession::Create(SmallJoin(preproc::Security::kMalicious)).value();
+  ASSERT_TRUE(session->Bits(0, BitItem::kBitTriple, 64, 0).ok());
+  auto bits = session->Bits(1, BitItem::kBitTriple, 64, 1);
+  ASSERT_FALSE(bits.ok());
+  EXPECT_NE(bits.error().message().find("different correctors"), std::string::npos)
+      << bits.error().message();
+  preproc::BatchRequest req{.type = preproc::ItemType::kTriple, .count = 8, .corrector = 0};
+  auto b0 = session->Fetch(0, req, 0);
+  ASSERT_TRUE(b0.ok()) << b0.error().ToString();
+  EXPECT_EQ(b0->payload.size(),
+            preproc::CorrectionBytes(preproc::Security::kMalicious, req).value());
+  req.corrector = 2;
+  auto b1 = session->Fetch(1, req, 0);
+  ASSERT_FALSE(b1.ok());
+  EXPECT_NE(b1.error().message().find("correctors party 0 and party 2"), std::string::npos)
+      << b1.error().message();
+  req.corrector = 3;  // not a party: refused before anything is made
+  auto bad = session->Fetch(0, req, 1);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("corrector 3 is not a party"), std::string::npos)
+      << bad.error().message();
 }
 
 }  // namespace
