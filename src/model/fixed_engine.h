@@ -100,6 +100,7 @@ class FixedEngine {
   FixedEngine(const ModelConfig& config, FixedEngineOptions options);
   using Vec = std::vector<Ring64>;
   Vec MatVec(const Vec& w, const Vec& x, std::size_t rows, std::size_t cols);
+  Vec MatVecRaw(const Vec& w, const Vec& x, std::size_t rows, std::size_t cols);
   Vec Norm(const Vec& x, const Vec& g);
   void Record(const std::string& name, const Vec& v);
   void RecordMeanSquare(const Vec& x);

@@ -145,6 +145,8 @@ Result<std::vector<PublicBits>> BinaryContext<P>::OpenMany(std::vector<BitShares
     }
   }
   ++opens_;
+  // The arithmetic domain's deferred values ride this exchange (mpc/context.h).
+  MPCACHE_RETURN_IF_ERROR(arith_.SendDeferred());
   MPCACHE_RETURN_IF_ERROR(
       SendToPeers({reinterpret_cast<const std::uint8_t*>(msg.data()), total_bytes}));
   arith_.stats().RecordRound();
@@ -153,6 +155,7 @@ Result<std::vector<PublicBits>> BinaryContext<P>::OpenMany(std::vector<BitShares
   for (PartyId p = 0; p < ch.num_parties(); ++p) {
     if (p == ch.self()) continue;
     std::fill(in.begin(), in.end(), 0);
+    MPCACHE_RETURN_IF_ERROR(arith_.RecvDeferred(p));
     MPCACHE_RETURN_IF_ERROR(ch.Recv(p, {reinterpret_cast<std::uint8_t*>(in.data()), total_bytes}));
     std::size_t off = 0;
     for (std::size_t k = 0; k < xs.size(); ++k) {
@@ -160,6 +163,7 @@ Result<std::vector<PublicBits>> BinaryContext<P>::OpenMany(std::vector<BitShares
       off += xs[k].n;
     }
   }
+  MPCACHE_RETURN_IF_ERROR(arith_.FinishDeferred());
   std::vector<PublicBits> out(xs.size());
   for (std::size_t k = 0; k < xs.size(); ++k) {
     out[k].n = xs[k].n;

@@ -276,7 +276,8 @@ struct Prepared {
 };
 
 template <typename P>
-Result<Prepared<P>> Prepare(BinaryContext<P>& ctx, const Shares<P>& x, int bits) {
+Result<Prepared<P>> Prepare(BinaryContext<P>& ctx, const Shares<P>& x, int bits,
+                           const LatePublic& late = {}) {
   MPCACHE_RETURN_IF_ERROR(CheckCompareBits(bits));
   const std::size_t n = x.size();
   Prepared<P> out;
@@ -284,6 +285,12 @@ Result<Prepared<P>> Prepare(BinaryContext<P>& ctx, const Shares<P>& x, int bits)
   Shares<P> masked = Add(x, eda.r);
   MPCACHE_ASSIGN_OR_RETURN(out.c,
                            ctx.arith().OpenOwned(std::move(masked), OpenMode::kAllToAll, 0, bits));
+  if (late) {
+    MPCACHE_RETURN_IF_ERROR(late(out.c));
+    if (bits < 64) {
+      for (auto& v : out.c) v &= (std::uint64_t{1} << bits) - 1;
+    }
+  }
   const int top = bits - 1;
   if constexpr (P::kMalicious) {
     if (eda.rows.size() != n) return Internal("edaBits without rows in malicious mode");
@@ -379,11 +386,12 @@ Result<Shares<P>> BitToArith(BinaryContext<P>& ctx, BitShares<P> b) {
 }
 
 template <typename P>
-Result<Shares<P>> LessThanZero(BinaryContext<P>& ctx, const Shares<P>& x, int bits) {
+Result<Shares<P>> LessThanZero(BinaryContext<P>& ctx, const Shares<P>& x, int bits,
+                               const LatePublic& late) {
   const std::size_t n = x.size();
   MPCACHE_RETURN_IF_ERROR(CheckCompareBits(bits));
   if (n == 0) return Shares<P>();
-  MPCACHE_ASSIGN_OR_RETURN(Prepared<P> pre, Prepare(ctx, x, bits));
+  MPCACHE_ASSIGN_OR_RETURN(Prepared<P> pre, Prepare(ctx, x, bits, late));
   MPCACHE_RETURN_IF_ERROR(Reduce(ctx, pre.level, 2));
   // Fused root + conversion: MSB = c_top ^ u ^ v w with u = lt_H ^ r_top, v = eq_H,
   // w = lt_L (top = bits - 1).
@@ -443,7 +451,8 @@ Result<Shares<P>> LessThan(BinaryContext<P>& ctx, const Shares<P>& x, const Shar
 #define MPCACHE_INSTANTIATE_COMPARE(P)                                                          \
   template Result<BitShares<P>> MsbBits<P>(BinaryContext<P>&, const Shares<P>&, int);           \
   template Result<Shares<P>> BitToArith<P>(BinaryContext<P>&, BitShares<P>);                    \
-  template Result<Shares<P>> LessThanZero<P>(BinaryContext<P>&, const Shares<P>&, int);         \
+  template Result<Shares<P>> LessThanZero<P>(BinaryContext<P>&, const Shares<P>&, int,          \
+                                             const LatePublic&);                                \
   template Result<Shares<P>> LessThan<P>(BinaryContext<P>&, const Shares<P>&, const Shares<P>&, \
                                          int);
 // NOLINTEND(bugprone-macro-parentheses)
