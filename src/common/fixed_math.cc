@@ -11,15 +11,20 @@ Status FixedMathParams::Validate() const {
     return bad("fixed point: frac_bits must be in [8, 24], got " + std::to_string(frac_bits));
   }
   if (exp_squarings < 1 || exp_squarings > 12 || exp_clip < 1 ||
-      2 * exp_clip > (1 << exp_squarings)) {
-    return bad("fixed point: exp needs 1 <= exp_squarings <= 12 and 1 <= exp_clip <= 2^(n-1)");
+      exp_clip > (1 << exp_squarings)) {
+    return bad("fixed point: exp needs 1 <= exp_squarings <= 12 and 1 <= exp_clip <= 2^n");
   }
   if (exp_frac_bits > 25 || exp_frac_bits < frac_bits + exp_squarings) {
     return bad("fixed point: exp_frac_bits must be in [frac_bits + exp_squarings, 25], got " +
                std::to_string(exp_frac_bits));
   }
-  if (recip_frac_bits > 30 || recip_frac_bits < frac_bits || recip_iterations < 0) {
-    return bad("fixed point: recip_frac_bits must be in [frac_bits, 30]");
+  if (recip_frac_bits > 30 || recip_frac_bits < frac_bits || recip_iterations < 0 ||
+      sigmoid_recip_iterations < 0) {
+    return bad("fixed point: recip_frac_bits must be in [frac_bits, 30], iterations >= 0");
+  }
+  if (recip_sub_buckets < 1 || recip_sub_buckets > 64 || rsqrt_sub_buckets < 1 ||
+      rsqrt_sub_buckets > 64) {
+    return bad("fixed point: recip_sub_buckets and rsqrt_sub_buckets must be in [1, 64]");
   }
   if (rsqrt_log2_min < -frac_bits + 2 || rsqrt_log2_max > 30 ||
       rsqrt_log2_max < rsqrt_log2_min + 2 || rsqrt_iterations < 0) {
@@ -106,6 +111,10 @@ PlainBackend::Vec PlainBackend::Mul(const Vec& a, const Vec& b) {
   Vec out(a.size());
   for (std::size_t i = 0; i < a.size(); ++i) out[i] = a[i] * b[i];
   return out;
+}
+
+PlainBackend::Vec PlainBackend::Square(const Vec& a) {
+  return Mul(a, a);
 }
 
 PlainBackend::Vec PlainBackend::MulTrunc(const Vec& a, const Vec& b, int bits) {

@@ -19,7 +19,8 @@ using preproc::ItemType;
 
 bool Elementwise(ItemType t) {
   return t == ItemType::kTriple || t == ItemType::kSquare || t == ItemType::kTrunc ||
-         t == ItemType::kBit || t == ItemType::kRandom || t == ItemType::kInputMask;
+         t == ItemType::kBit || t == ItemType::kRandom || t == ItemType::kInputMask ||
+         t == ItemType::kFused;
 }
 
 std::uint64_t RoundUp64(std::uint64_t n) {
@@ -27,7 +28,9 @@ std::uint64_t RoundUp64(std::uint64_t n) {
 }
 
 std::int32_t Param(const BatchRequest& r) {
-  return r.type == ItemType::kTrunc ? r.frac_bits : r.type == ItemType::kInputMask ? r.owner : 0;
+  return (r.type == ItemType::kTrunc || r.type == ItemType::kFused) ? r.frac_bits
+         : r.type == ItemType::kInputMask                            ? r.owner
+                                                                     : 0;
 }
 
 std::string Describe(const BatchRequest& r) {
@@ -47,6 +50,8 @@ std::string Describe(const BatchRequest& r) {
     case ItemType::kTrunc:
       return s + " x " + std::to_string(r.count) + " (frac_bits " + std::to_string(r.frac_bits) +
              ")";
+    case ItemType::kFused:
+      return s + " x " + std::to_string(r.count) + " (shape " + std::to_string(r.frac_bits) + ")";
     case ItemType::kInputMask:
       return s + " x " + std::to_string(r.count) + " (owner " + std::to_string(r.owner) + ")";
     default:
@@ -264,6 +269,7 @@ typename RemotePreprocessing<P>::QueueKey RemotePreprocessing<P>::KeyOf(const Ba
   const auto type = static_cast<std::uint64_t>(r.type);
   switch (r.type) {
     case ItemType::kTrunc:
+    case ItemType::kFused:
       return {0, type, static_cast<std::uint64_t>(static_cast<std::uint32_t>(r.frac_bits)), 0, 0};
     case ItemType::kInputMask:
       return {0, type, static_cast<std::uint64_t>(static_cast<std::uint32_t>(r.owner)), 0, 0};
@@ -501,6 +507,7 @@ Status RemotePreprocessing<P>::OnTake(const BatchRequest& taken) {
     case ItemType::kTriple:
     case ItemType::kSquare:
     case ItemType::kTrunc:
+    case ItemType::kFused:
     case ItemType::kBit:
     case ItemType::kRandom: {
       if (s.available(taken.type, Param(taken)) >= ahead) return Status::Ok();

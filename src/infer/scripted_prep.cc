@@ -29,6 +29,9 @@ Result<typename ScriptedPrep<P>::Item> ScriptedPrep<P>::Fetch(const PrepRequest&
       return wrap(arith_.GetMatrixTriple(static_cast<std::uint64_t>(r.param), r.side, r.n));
     case PrepCall::kAttention:
       return wrap(arith_.GetAttentionTriple(r.attention));
+    case PrepCall::kFused:
+      return wrap(arith_.GetFusedTriples(
+          r.n, mpc::FusedShape::FromCode(static_cast<std::int32_t>(r.param))));
     case PrepCall::kBitTriples:
       return wrap(bits_.GetBitTriples(r.n));
     case PrepCall::kEdaBits:
@@ -115,6 +118,11 @@ Result<mpc::AttentionTriple<P>> ScriptedPrep<P>::GetAttentionTriple(
   PrepRequest r{PrepCall::kAttention};
   r.attention = shape;
   return Serve<mpc::AttentionTriple<P>>(r);
+}
+template <typename P>
+Result<mpc::FusedTriples<P>> ScriptedPrep<P>::GetFusedTriples(std::size_t n,
+                                                              const mpc::FusedShape& shape) {
+  return Serve<mpc::FusedTriples<P>>({PrepCall::kFused, n, 0, 0, shape.Code()});
 }
 template <typename P>
 Result<mpc::BitTriples<P>> ScriptedPrep<P>::GetBitTriples(std::size_t n) {

@@ -25,6 +25,7 @@ enum class PrepCall : std::uint8_t {
   kMatrixMask,
   kMatrixTriple,
   kAttention,
+  kFused,
   kBitTriples,
   kEdaBits,
   kDaBits,
@@ -36,7 +37,7 @@ enum class PrepCall : std::uint8_t {
 struct PrepRequest {
   PrepCall call = PrepCall::kTriples;
   std::size_t n = 0, rows = 0, cols = 0;
-  std::int64_t param = 0;  // frac bits, owner, mask id, comparison groups
+  std::int64_t param = 0;  // frac bits, owner, mask id, comparison groups, fused shape code
   mpc::MaskSide side = mpc::MaskSide::kRight;
   mpc::AttentionShape attention{};  // kAttention
   bool operator==(const PrepRequest&) const = default;
@@ -69,6 +70,8 @@ class ScriptedPrep final : public mpc::Preprocessing<P>, public mpc::BitPreproce
   Result<mpc::MatrixTriple<P>> GetMatrixTriple(std::uint64_t mask_id, mpc::MaskSide side,
                                                std::size_t other) override;
   Result<mpc::AttentionTriple<P>> GetAttentionTriple(const mpc::AttentionShape& shape) override;
+  Result<mpc::FusedTriples<P>> GetFusedTriples(std::size_t n,
+                                               const mpc::FusedShape& shape) override;
   Status Announce(const std::vector<mpc::AttentionShape>& plan) override {
     return replay_ ? Status::Ok() : arith_.Announce(plan);
   }
@@ -83,8 +86,9 @@ class ScriptedPrep final : public mpc::Preprocessing<P>, public mpc::BitPreproce
   using Item =
       std::variant<mpc::Triples<P>, mpc::SquarePairs<P>, mpc::TruncPairs<P>, mpc::Shares<P>,
                    mpc::InputMasks<P>, mpc::MatrixMask<P>, mpc::MatrixTriple<P>,
-                   mpc::AttentionTriple<P>, mpc::BitTriples<P>, mpc::EdaBits<P>, mpc::DaBits<P>,
-                   mpc::RootTuples<P>, mpc::BitShares<P>, mpc::LtzTuples<P>>;
+                   mpc::AttentionTriple<P>, mpc::FusedTriples<P>, mpc::BitTriples<P>,
+                   mpc::EdaBits<P>, mpc::DaBits<P>, mpc::RootTuples<P>, mpc::BitShares<P>,
+                   mpc::LtzTuples<P>>;
   Result<Item> Fetch(const PrepRequest& r);
   template <typename T>
   Result<T> Serve(const PrepRequest& r);

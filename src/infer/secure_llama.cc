@@ -55,7 +55,7 @@ Result<std::unique_ptr<SecureLlama<P>>> SecureLlama<P>::Create(mpc::BinaryContex
 }
 
 template <typename P>
-Result<std::vector<Shares<P>>> SecureLlama<P>::Linears(
+Result<std::vector<Shares<P>>> SecureLlama<P>::LinearSums(
     const std::vector<const SecureLinear<P>*>& ws, const std::vector<const Vec*>& xs) {
   std::vector<Vec> raw(ws.size());
   mpc::FixedProductBatch<P> batch(arith());
@@ -73,30 +73,15 @@ Result<std::vector<Shares<P>>> SecureLlama<P>::Linears(
   for (std::size_t i = 0; i < ws.size(); ++i) {
     if (ws[i]->is_private()) raw[i] = batch.Take(handle[i]);
   }
-  // One truncation batch for every output of the same shift (sums of products at 2f bits,
-  // or f + 24 with compact weights): one batch in practice.
-  std::vector<Vec> out(ws.size());
-  std::vector<bool> done(ws.size(), false);
-  for (std::size_t first = 0; first < ws.size(); ++first) {
-    if (done[first]) continue;
-    const int shift = LinearShift(*ws[first], options_.math.frac_bits);
-    Vec all;
-    std::vector<std::size_t> group;
-    for (std::size_t i = first; i < ws.size(); ++i) {
-      if (!done[i] && LinearShift(*ws[i], options_.math.frac_bits) == shift) {
-        all.Append(raw[i]);
-        group.push_back(i);
-        done[i] = true;
-      }
-    }
-    Vec truncated = be_.Trunc(all, shift);
-    MPCACHE_RETURN_IF_ERROR(Check());
-    std::size_t off = 0;
-    for (std::size_t i : group) {
-      out[i] = truncated.Slice(off, ws[i]->rows);
-      off += ws[i]->rows;
-    }
-  }
+  return raw;
+}
+
+template <typename P>
+Result<typename SecureLlama<P>::Lazy> SecureLlama<P>::Linear(const SecureLinear<P>& w,
+                                                             const Vec& x) {
+  MPCACHE_ASSIGN_OR_RETURN(std::vector<Vec> sums, LinearSums({&w}, {&x}));
+  Lazy out = be_.Trunc(sums[0], LinearShift(w, options_.math.frac_bits));
+  MPCACHE_RETURN_IF_ERROR(Check());
   return out;
 }
 
@@ -153,6 +138,18 @@ Shares<P> SecureLlama<P>::Rope(const Vec& v, int pos) const {
 }
 
 template <typename P>
+Status SecureLlama<P>::Reveal(const std::string& name, const Lazy& v) {
+  if (!options_.reveal_intermediates) return Status::Ok();
+  Vec plain;
+  {
+    net::PhaseScope phase(arith().stats(), "debug_reveal");
+    plain = be_.Materialize(v);
+    MPCACHE_RETURN_IF_ERROR(Check());
+  }
+  return Reveal(name, plain);
+}
+
+template <typename P>
 Status SecureLlama<P>::Reveal(const std::string& name, const Vec& v) {
   if (!options_.reveal_intermediates) return Status::Ok();
   net::PhaseScope phase(arith().stats(), "debug_reveal");
@@ -182,12 +179,14 @@ Status SecureLlama<P>::Forward(const Vec& one_hot, int pos) {
     PhaseScope phase(stats, "kv_append");
     MPCACHE_ASSIGN_OR_RETURN(step_plan_, cache_->Prepare(arith()));
   }
-  const Ring64 inv_sqrt_hs = FixedPoint{f}.Encode(1.0 / std::sqrt(static_cast<double>(hs)));
+  const Ring64 inv_sqrt_hs =
+      FixedPoint{kScoreScaleBits}.Encode(1.0 / std::sqrt(static_cast<double>(hs)));
 
-  Vec x;  // residual stream (dim)
+  Lazy x;  // residual stream (dim): its last truncation rides on the next norm's products
   {
     PhaseScope phase(stats, "embedding");
-    MPCACHE_ASSIGN_OR_RETURN(x, Embed(one_hot));
+    MPCACHE_ASSIGN_OR_RETURN(Vec e, Embed(one_hot));
+    x = std::move(e);
   }
   for (int l = 0; l < c.n_layers; ++l) {
     const SecureLayer<P>& lw = w_.layers[static_cast<std::size_t>(l)];
@@ -198,28 +197,41 @@ Status SecureLlama<P>::Forward(const Vec& one_hot, int pos) {
     Vec xb;
     {
       PhaseScope phase(stats, "norms");
-      xb = RmsNorm(be_, mp, x, lw.rms_att, 1, d, c.norm_eps);
+      xb = be_.Materialize(RmsNorm(be_, mp, x, lw.rms_att, 1, d, c.norm_eps));
       MPCACHE_RETURN_IF_ERROR(Check());
     }
-    // q = wq xb (dim), k = wk xb (kv_dim), v = wv xb (kv_dim): one product, one truncation
-    Vec q, k, v;
+    // q = wq xb (dim), k = wk xb (kv_dim), v = wv xb (kv_dim): one product (sums at 2f bits)
+    Vec qkv_raw;
     {
       PhaseScope phase(stats, "projections");
-      MPCACHE_ASSIGN_OR_RETURN(auto qkv, Linears({&lw.wqkv}, {&xb}));
-      q = qkv[0].Slice(0, d);
-      k = qkv[0].Slice(d, kv);
-      v = qkv[0].Slice(d + kv, kv);
+      MPCACHE_ASSIGN_OR_RETURN(auto sums, LinearSums({&lw.wqkv}, {&xb}));
+      qkv_raw = std::move(sums[0]);
     }
-    Vec raw_scores;
+    Vec q, k, v;
     {
       PhaseScope phase(stats, "attention");
-      // RoPE on q and k (public rotation), one truncation for both
-      Vec qk = Rope(q, pos);
-      qk.Append(Rope(k, pos));
-      qk = be_.Trunc(qk, f);
+      // RoPE on q and k (public rotation of the sums, 3f bits) truncated by 2f, v by f: the
+      // truncations open together, in one round.
+      const int shift = LinearShift(lw.wqkv, f);
+      Vec qk_sums = qkv_raw.Slice(0, d + kv);
+      if (shift > f) {
+        // Compact weights: the sums carry f + 24 bits, too many to rotate below 2^62; to 2f
+        // first (one round more).
+        qk_sums = be_.Materialize(be_.Trunc(qk_sums, shift - f));
+        MPCACHE_RETURN_IF_ERROR(Check());
+      } else if (shift < f) {
+        const std::uint64_t up = std::uint64_t{1} << (f - shift);
+        mpc::MulPublicInPlace<P>(qk_sums, std::span<const std::uint64_t>(&up, 1));
+      }
+      Vec qk = Rope(qk_sums.Slice(0, d), pos);
+      qk.Append(Rope(qk_sums.Slice(d, kv), pos));
+      const Lazy all =
+          be_.Concat(be_.Trunc(qk, 2 * f), be_.Trunc(qkv_raw.Slice(d + kv, kv), shift));
+      const Vec opened = be_.Materialize(all);
       MPCACHE_RETURN_IF_ERROR(Check());
-      q = qk.Slice(0, d);
-      k = qk.Slice(d, kv);
+      q = opened.Slice(0, d);
+      k = opened.Slice(d, kv);
+      v = opened.Slice(d + kv, kv);
     }
     {
       // key and value rows of position pos: masked once, here
@@ -227,8 +239,9 @@ Status SecureLlama<P>::Forward(const Vec& one_hot, int pos) {
       MPCACHE_RETURN_IF_ERROR(cache_->Append(arith(), l, std::move(k), std::move(v)));
     }
     const model::KvPlan plan = cache_->Plan(l);
+    Vec raw_scores;
     {
-      // s[h, t] = Trunc(Trunc(q_h . k_t) * 1/sqrt(head_size)) for the attended rows t
+      // s[h, t] = Trunc(q_h . k_t * 1/sqrt(head_size)) for the attended rows t
       PhaseScope phase(stats, "scores");
       MPCACHE_ASSIGN_OR_RETURN(raw_scores, cache_->Scores(arith(), l, plan, q));
     }
@@ -236,12 +249,13 @@ Status SecureLlama<P>::Forward(const Vec& one_hot, int pos) {
     Vec probs;
     {
       PhaseScope phase(stats, "softmax");
-      Vec scores = be_.Trunc(be_.MulConst(be_.Trunc(raw_scores, f), inv_sqrt_hs), f);
-      probs = Softmax(be_, mp, scores, nh, cols);  // (n_heads, planned rows)
+      const Lazy scores = be_.Trunc(be_.MulConst(raw_scores, inv_sqrt_hs), f + kScoreScaleBits);
+      // (n_heads, planned rows)
+      probs = be_.Materialize(Softmax(be_, mp, scores, nh, cols, kScoreCompareBits));
       MPCACHE_RETURN_IF_ERROR(Check());
       if (cache_->ObservesScores(l)) {
         PhaseScope observe(stats, "evict");
-        Vec sig = Sigmoid(be_, mp, scores);
+        Vec sig = be_.Materialize(Sigmoid(be_, mp, scores));
         MPCACHE_RETURN_IF_ERROR(Check());
         MPCACHE_RETURN_IF_ERROR(cache_->ObserveScores(l, std::move(sig)));
       }
@@ -255,45 +269,43 @@ Status SecureLlama<P>::Forward(const Vec& one_hot, int pos) {
     Vec att;
     {
       PhaseScope phase(stats, "attention");
-      att = be_.Trunc(att_raw, f);
+      att = be_.Materialize(be_.Trunc(att_raw, f));
       MPCACHE_RETURN_IF_ERROR(Check());
     }
-    Vec attn_out;
+    Lazy attn_out;
     {
       PhaseScope phase(stats, "projections");
-      MPCACHE_ASSIGN_OR_RETURN(auto o, Linears({&lw.wo}, {&att}));
-      attn_out = std::move(o[0]);
+      MPCACHE_ASSIGN_OR_RETURN(attn_out, Linear(lw.wo, att));
     }
     MPCACHE_RETURN_IF_ERROR(Reveal(prefix + "attn_out", attn_out));
-    mpc::AddInPlace(x, attn_out);  // residual
+    x = be_.Add(x, attn_out);  // residual
 
     // FFN: xb = rmsnorm(x, rms_ffn); h1 = w1 xb; h3 = w3 xb; x += w2 (silu(h1) * h3)
     {
       PhaseScope phase(stats, "norms");
-      xb = RmsNorm(be_, mp, x, lw.rms_ffn, 1, d, c.norm_eps);
+      xb = be_.Materialize(RmsNorm(be_, mp, x, lw.rms_ffn, 1, d, c.norm_eps));
       MPCACHE_RETURN_IF_ERROR(Check());
     }
-    Vec h1, h3;
+    Lazy h13;
     {
       PhaseScope phase(stats, "projections");
-      MPCACHE_ASSIGN_OR_RETURN(auto h13, Linears({&lw.w13}, {&xb}));
-      h1 = h13[0].Slice(0, hd);
-      h3 = h13[0].Slice(hd, hd);
+      MPCACHE_ASSIGN_OR_RETURN(h13, Linear(lw.w13, xb));
     }
     Vec gated;
     {
       PhaseScope phase(stats, "ffn");
-      gated = be_.MulTrunc(Silu(be_, mp, h1), h3, f);
+      const Lazy h1 = fixed_detail::Slice(be_, h13, 0, hd);
+      const Lazy h3 = fixed_detail::Slice(be_, h13, hd, hd);
+      gated = be_.Materialize(SiluTimes(be_, mp, h1, h3));
       MPCACHE_RETURN_IF_ERROR(Check());
     }
-    Vec ffn_out;
+    Lazy ffn_out;
     {
       PhaseScope phase(stats, "projections");
-      MPCACHE_ASSIGN_OR_RETURN(auto o, Linears({&lw.w2}, {&gated}));
-      ffn_out = std::move(o[0]);
+      MPCACHE_ASSIGN_OR_RETURN(ffn_out, Linear(lw.w2, gated));
     }
     MPCACHE_RETURN_IF_ERROR(Reveal(prefix + "ffn_out", ffn_out));
-    mpc::AddInPlace(x, ffn_out);
+    x = be_.Add(x, ffn_out);
     MPCACHE_RETURN_IF_ERROR(Reveal(prefix + "out", x));
   }
   x_ = std::move(x);
@@ -302,21 +314,22 @@ Status SecureLlama<P>::Forward(const Vec& one_hot, int pos) {
 
 template <typename P>
 Result<Shares<P>> SecureLlama<P>::Logits() {
-  if (x_.empty()) return InvalidArgument("Logits() needs a Forward() first");
+  if (x_.size() == 0) return InvalidArgument("Logits() needs a Forward() first");
   const model::ModelConfig& c = w_.config;
   net::CommStats& stats = arith().stats();
   Vec xf;
   {
     PhaseScope phase(stats, "norms");
-    xf = RmsNorm(be_, options_.math, x_, w_.rms_final, 1, c.dim, c.norm_eps);
+    xf = be_.Materialize(RmsNorm(be_, options_.math, x_, w_.rms_final, 1, c.dim, c.norm_eps));
     MPCACHE_RETURN_IF_ERROR(Check());
   }
   MPCACHE_RETURN_IF_ERROR(Reveal("final_norm", xf));
   Vec logits;
   {
     PhaseScope phase(stats, "classifier_argmax");
-    MPCACHE_ASSIGN_OR_RETURN(auto out, Linears({&w_.classifier()}, {&xf}));
-    logits = std::move(out[0]);
+    MPCACHE_ASSIGN_OR_RETURN(Lazy out, Linear(w_.classifier(), xf));
+    logits = be_.Materialize(out);
+    MPCACHE_RETURN_IF_ERROR(Check());
   }
   MPCACHE_RETURN_IF_ERROR(Reveal("logits", logits));
   return logits;
@@ -340,7 +353,7 @@ Result<Shares<P>> SecureLlama<P>::SampleOneHot(const Vec& logits, const Vec& noi
   Vec scores;
   {
     PhaseScope phase(arith().stats(), "sampling");
-    scores = SamplingScores(be_, options_.math, logits, noise, options_.sampling);
+    scores = be_.Materialize(SamplingScores(be_, options_.math, logits, noise, options_.sampling));
     MPCACHE_RETURN_IF_ERROR(Check());
   }
   return ArgmaxOneHot(scores);

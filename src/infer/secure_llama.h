@@ -93,14 +93,19 @@ class SecureLlama {
   SecureLlama(mpc::BinaryContext<P>& ctx, const SecureWeights<P>& weights, SessionOptions options,
               std::unique_ptr<KvMemory<P>> cache);
   mpc::Context<P>& arith() { return ctx_.arith(); }
+  using Lazy = typename mpc::SecureBackend<P>::Vec;  // a value whose truncation may wait
   // Products W x of several linear layers with their inputs, one round (private weights)
-  // or local (public), then one batched truncation by f. Returns the outputs in order.
-  Result<std::vector<Vec>> Linears(const std::vector<const SecureLinear<P>*>& ws,
-                                   const std::vector<const Vec*>& xs);
+  // or local (public): the sums at 2f bits, outputs in order.
+  Result<std::vector<Vec>> LinearSums(const std::vector<const SecureLinear<P>*>& ws,
+                                      const std::vector<const Vec*>& xs);
+  // The same, truncated by f. The truncation is lazy: it rides on the next exchange.
+  Result<Lazy> Linear(const SecureLinear<P>& w, const Vec& x);
   Result<Vec> Embed(const Vec& one_hot);
+  // RoPE of the projection's sums (2f bits) by cos/sin at f bits: 3f bits, local.
   Vec Rope(const Vec& v, int pos) const;
   Status Check() const { return be_.status(); }
   Status Reveal(const std::string& name, const Vec& v);
+  Status Reveal(const std::string& name, const Lazy& v);
 
   mpc::BinaryContext<P>& ctx_;
   const SecureWeights<P>& w_;
@@ -108,7 +113,7 @@ class SecureLlama {
   mpc::SecureBackend<P> be_;
   std::unique_ptr<KvMemory<P>> cache_;
   std::vector<mpc::AttentionShape> step_plan_;
-  Vec x_;  // residual stream after the last Forward
+  Lazy x_;  // residual stream after the last Forward
   DebugTrace trace_;
 };
 

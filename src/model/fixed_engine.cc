@@ -106,13 +106,17 @@ Status FixedEngine::Allocate() {
   return Status::Ok();
 }
 
-// out[i] = Trunc_f(sum_j w[i, j] x[j]): one truncation per output, as the secure matmul.
-FixedEngine::Vec FixedEngine::MatVec(const Vec& w, const Vec& x, std::size_t rows, std::size_t cols,
-                                     const CompactMatrix* compact) {
+// out[i] = sum_j w[i, j] x[j], at 2f bits (compact weights: the f + 24-bit sums brought to
+// 2f, as the secure engine does before RoPE).
+FixedEngine::Vec FixedEngine::MatVecRaw(const Vec& w, const Vec& x, std::size_t rows,
+                                        std::size_t cols, const CompactMatrix* compact) {
   Vec sums(rows);
   if (compact != nullptr) {
+    const int f = fp_.frac_bits;
     CompactMatVec(*compact, x.data(), sums.data(), KernelOptions{options_.threads});
-    return math_.backend().Trunc(sums, kCompactScaleBits);
+    if (kCompactScaleBits > f) return math_.backend().Trunc(sums, kCompactScaleBits - f);
+    for (Ring64& s : sums) s <<= (f - kCompactScaleBits);
+    return sums;
   }
   for (std::size_t i = 0; i < rows; ++i) {
     const Ring64* wr = w.data() + i * cols;
@@ -120,7 +124,19 @@ FixedEngine::Vec FixedEngine::MatVec(const Vec& w, const Vec& x, std::size_t row
     for (std::size_t j = 0; j < cols; ++j) acc += wr[j] * x[j];
     sums[i] = acc;
   }
-  return math_.backend().Trunc(sums, fp_.frac_bits);
+  return sums;
+}
+
+// out[i] = Trunc_f(sum_j w[i, j] x[j]) (Trunc_24 of the sums of compact weights): one
+// truncation per output, as the secure matmul.
+FixedEngine::Vec FixedEngine::MatVec(const Vec& w, const Vec& x, std::size_t rows, std::size_t cols,
+                                     const CompactMatrix* compact) {
+  if (compact != nullptr) {
+    Vec sums(rows);
+    CompactMatVec(*compact, x.data(), sums.data(), KernelOptions{options_.threads});
+    return math_.backend().Trunc(sums, kCompactScaleBits);
+  }
+  return math_.backend().Trunc(MatVecRaw(w, x, rows, cols), fp_.frac_bits);
 }
 
 FixedEngine::Vec FixedEngine::Norm(const Vec& x, const Vec& g) {
@@ -185,6 +201,8 @@ Result<std::span<const double>> FixedEngine::Forward(int token, int pos) {
   std::vector<float> cos_f(hs / 2), sin_f(hs / 2);
   RopeTables(pos, c.head_size(), c.rope_theta, cos_f.data(), sin_f.data());
   Vec cos_r = EncodeAll(fp_, cos_f), sin_r = EncodeAll(fp_, sin_f);
+  // RoPE on the projection's sums (at 2f bits), then ONE truncation by 2f: the secure
+  // engine's truncations ride on the next exchange, and one costs less than two.
   const auto rope = [&](const Vec& v) {
     Vec raw(v.size());
     for (std::size_t i = 0; i < v.size(); i += 2) {
@@ -192,16 +210,17 @@ Result<std::span<const double>> FixedEngine::Forward(int token, int pos) {
       raw[i] = v[i] * cos_r[k] - v[i + 1] * sin_r[k];
       raw[i + 1] = v[i] * sin_r[k] + v[i + 1] * cos_r[k];
     }
-    return be.Trunc(raw, f);
+    return be.Trunc(raw, 2 * f);
   };
-  const Ring64 inv_sqrt_hs = fp_.Encode(1.0 / std::sqrt(static_cast<double>(hs)));
+  const Ring64 inv_sqrt_hs =
+      FixedPoint{kScoreScaleBits}.Encode(1.0 / std::sqrt(static_cast<double>(hs)));
 
   for (std::size_t l = 0; l < static_cast<std::size_t>(c.n_layers); ++l) {
     const EncodedLayer& lw = layers_[l];
     const std::string prefix = "layer" + std::to_string(l) + ".";
     Vec xb = Norm(x, lw.rms_att);
-    Vec q = rope(MatVec(lw.wq, xb, d, d, ct(l, &CompactLayer::wq)));
-    Vec k = rope(MatVec(lw.wk, xb, kv, d, ct(l, &CompactLayer::wk)));
+    Vec q = rope(MatVecRaw(lw.wq, xb, d, d, ct(l, &CompactLayer::wq)));
+    Vec k = rope(MatVecRaw(lw.wk, xb, kv, d, ct(l, &CompactLayer::wk)));
     Vec v = MatVec(lw.wv, xb, kv, d, ct(l, &CompactLayer::wv));
     const int layer = static_cast<int>(l);
     MPCACHE_RETURN_IF_ERROR(kv_->Append(layer, k, v));
@@ -251,7 +270,7 @@ Result<std::span<const double>> FixedEngine::Forward(int token, int pos) {
                   raw.begin() + static_cast<std::ptrdiff_t>(h * cols + att_cols));
       }
     }
-    Vec scores = be.Trunc(be.MulConst(be.Trunc(raw, f), inv_sqrt_hs), f);
+    Vec scores = be.Trunc(be.MulConst(raw, inv_sqrt_hs), f + kScoreScaleBits);
     if (options_.collect_ranges) {
       for (std::size_t h = 0; h < nh; ++h) {
         double mx = -std::numeric_limits<double>::infinity(), sum = 0;
@@ -268,7 +287,7 @@ Result<std::span<const double>> FixedEngine::Forward(int token, int pos) {
         ranges_.softmax_denominator.Add(sum);
       }
     }
-    Vec probs = math_.Softmax(scores, nh, cols);
+    Vec probs = math_.Softmax(scores, nh, cols, kScoreCompareBits);
     if (eviction_ && !kv_->layout().prefill_done() && pos >= eviction_->observe_from()) {
       // The window's queries score every row they attend: their weights (or the sigmoid of
       // their scaled scores), summed over heads.
@@ -311,7 +330,7 @@ Result<std::span<const double>> FixedEngine::Forward(int token, int pos) {
     if (options_.collect_ranges) {
       for (Ring64 g : h1) ranges_.ffn_gate.Add(fp_.Decode(g));
     }
-    Vec gated = be.MulTrunc(math_.Silu(h1), h3, f);
+    Vec gated = math_.SiluTimes(h1, h3);
     Vec ffn_out = MatVec(lw.w2, gated, d, hd, ct(l, &CompactLayer::w2));
     Record(prefix + "ffn_out", ffn_out);
     x = be.Add(x, ffn_out);

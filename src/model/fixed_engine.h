@@ -111,6 +111,9 @@ class FixedEngine {
   // Trunc_f(W x) of the wide encodings `w`, or Trunc_24(W x) of `compact` when given.
   Vec MatVec(const Vec& w, const Vec& x, std::size_t rows, std::size_t cols,
              const CompactMatrix* compact = nullptr);
+  // W x at 2f bits, not truncated (compact: the sums brought from f + 24 to 2f bits).
+  Vec MatVecRaw(const Vec& w, const Vec& x, std::size_t rows, std::size_t cols,
+                const CompactMatrix* compact = nullptr);
   Status Allocate();
   Vec Norm(const Vec& x, const Vec& g);
   void Record(const std::string& name, const Vec& v);

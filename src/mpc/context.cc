@@ -106,6 +106,94 @@ void Context<P>::RecordBroadcast(std::span<const std::uint64_t> values) {
 }
 
 template <typename P>
+Status Context<P>::SendDeferred() {
+  using W = typename P::Word;
+  deferred_active_ = false;
+  deferred_now_.clear();
+  if (deferred_.empty()) return Status::Ok();
+  Shares<P> all;
+  std::vector<std::weak_ptr<DeferredSource<P>>> live;
+  live.reserve(deferred_.size());
+  for (std::size_t k = 0; k < deferred_.size(); ++k) {
+    std::shared_ptr<DeferredSource<P>> src = deferred_[k].lock();
+    if (!src) continue;
+    live.push_back(deferred_[k]);
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> masked, src->Prepare(*this));
+    if (masked.empty()) continue;
+    deferred_now_.emplace_back(std::move(src), masked.size());
+    all.Append(masked);
+  }
+  deferred_.swap(live);
+  if (all.empty()) return Status::Ok();
+  const std::size_t n = all.size();
+  deferred_sum_ = std::move(all.v);
+  deferred_macs_ = std::move(all.m);
+  const std::span<std::uint8_t> bytes(reinterpret_cast<std::uint8_t*>(deferred_sum_.data()),
+                                      n * sizeof(W));
+  if (adversary_ != nullptr) adversary_->OnOpen(Domain::kArith, opens_, n, bytes);
+  ++opens_;
+  for (PartyId p = 0; p < num_parties(); ++p) {
+    if (p != self()) MPCACHE_RETURN_IF_ERROR(channel_.Send(p, bytes));
+  }
+  deferred_read_.assign(static_cast<std::size_t>(num_parties()), false);
+  deferred_active_ = true;
+  return Status::Ok();
+}
+
+template <typename P>
+Status Context<P>::RecvDeferred(PartyId from) {
+  using W = typename P::Word;
+  if (!deferred_active_ || deferred_read_[static_cast<std::size_t>(from)]) return Status::Ok();
+  std::vector<W> in(deferred_sum_.size());
+  MPCACHE_RETURN_IF_ERROR(channel_.RecvValues<W>(from, in));
+  for (std::size_t i = 0; i < in.size(); ++i) deferred_sum_[i] += in[i];
+  deferred_read_[static_cast<std::size_t>(from)] = true;
+  return Status::Ok();
+}
+
+template <typename P>
+Status Context<P>::FinishDeferred() {
+  if (!deferred_active_) return Status::Ok();
+  for (PartyId p = 0; p < num_parties(); ++p) {
+    if (p != self()) MPCACHE_RETURN_IF_ERROR(RecvDeferred(p));
+  }
+  deferred_active_ = false;
+  const std::size_t n = deferred_sum_.size();
+  std::vector<std::uint64_t> low(n);
+  for (std::size_t i = 0; i < n; ++i) low[i] = Low64(deferred_sum_[i]);
+  if constexpr (P::kMalicious) {
+    OpenedChunk chunk;
+    chunk.width = 128;
+    chunk.opened = std::move(deferred_sum_);
+    chunk.macs = std::move(deferred_macs_);
+    log_.push_back(std::move(chunk));
+    pending_ += n;
+  }
+  deferred_sum_.clear();
+  deferred_macs_.clear();
+  deferred_opened_ += n;
+  std::size_t off = 0;
+  auto now = std::move(deferred_now_);
+  deferred_now_.clear();
+  for (auto& [src, count] : now) {
+    MPCACHE_RETURN_IF_ERROR(
+        src->Finish(*this, std::span<const std::uint64_t>(low.data() + off, count)));
+    off += count;
+  }
+  return Status::Ok();
+}
+
+template <typename P>
+Status Context<P>::FlushDeferred() {
+  if (failed_) return MacCheckFailed("a MAC check failed earlier: this session opens nothing");
+  MPCACHE_RETURN_IF_ERROR(SendDeferred());
+  if (!deferred_active_) return Status::Ok();
+  MPCACHE_RETURN_IF_ERROR(channel_.Flush());
+  stats().RecordRound();
+  return FinishDeferred();
+}
+
+template <typename P>
 Result<std::vector<std::uint64_t>> Context<P>::Open(const Shares<P>& x, OpenMode mode,
                                                     PartyId king) {
   Shares<P> copy = x;
@@ -121,6 +209,8 @@ Result<std::vector<std::uint64_t>> Context<P>::OpenOwned(Shares<P>&& x, OpenMode
     return InvalidArgument("an opening keeps 1..64 bits of each value, not " +
                            std::to_string(bits));
   }
+  // Deferred values go first, to every peer (see DeferredSource).
+  MPCACHE_RETURN_IF_ERROR(SendDeferred());
   const std::size_t n = x.size();
   const std::size_t width = OpenBytes<P>(bits);  // bytes per value on the wire
   if (mode == OpenMode::kByRole) {
@@ -191,18 +281,24 @@ Result<std::vector<std::uint64_t>> Context<P>::OpenOwned(Shares<P>&& x, OpenMode
     MPCACHE_RETURN_IF_ERROR(channel_.Flush());
     stats().RecordRound();
     for (PartyId p = 0; p < num_parties(); ++p) {
-      if (p != self()) MPCACHE_RETURN_IF_ERROR(recv_into(p, true));
+      if (p == self()) continue;
+      MPCACHE_RETURN_IF_ERROR(RecvDeferred(p));
+      MPCACHE_RETURN_IF_ERROR(recv_into(p, true));
     }
   } else if (self() != king) {
     MPCACHE_RETURN_IF_ERROR(send_to(king, out));
     MPCACHE_RETURN_IF_ERROR(channel_.Flush());
     stats().RecordRound();
+    MPCACHE_RETURN_IF_ERROR(RecvDeferred(king));
     MPCACHE_RETURN_IF_ERROR(recv_into(king, false));
     stats().RecordRound();
   } else {
+    if (deferred_active_) MPCACHE_RETURN_IF_ERROR(channel_.Flush());
     stats().RecordRound();
     for (PartyId p = 0; p < num_parties(); ++p) {
-      if (p != self()) MPCACHE_RETURN_IF_ERROR(recv_into(p, true));
+      if (p == self()) continue;
+      MPCACHE_RETURN_IF_ERROR(RecvDeferred(p));
+      MPCACHE_RETURN_IF_ERROR(recv_into(p, true));
     }
     for (auto& v : sum) v &= wire_mask;
     out = pack();
@@ -224,6 +320,7 @@ Result<std::vector<std::uint64_t>> Context<P>::OpenOwned(Shares<P>&& x, OpenMode
     MPCACHE_RETURN_IF_ERROR(channel_.Flush());
     stats().RecordRound();
   }
+  MPCACHE_RETURN_IF_ERROR(FinishDeferred());
   const std::uint64_t keep = bits >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bits) - 1;
   if constexpr (P::kMalicious) {
     std::vector<std::uint64_t> low(n);

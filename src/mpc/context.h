@@ -64,6 +64,27 @@ using Digest = std::array<std::uint8_t, 32>;
 
 template <typename P>
 class ContextCheckSteps;
+template <typename P>
+class Context;
+
+// Openings that wait for the session's next exchange, so that they cost no round of their
+// own (mpc/lazy_shares.h: a pending truncation's masked value). A source registered with
+// Context::Defer is asked for its masked values just before an exchange sends anything
+// (Prepare; it may draw preprocessing then) and gets the opened values right after
+// (Finish). Every exchange of the session carries them: Context::Open/OpenOwned in either
+// mode and BinaryContext's openings. In such an exchange each party sends the deferred
+// values (full width, all-to-all) to every peer before any other message, and reads a
+// peer's deferred values before any other message from that peer; they are logged for the
+// MAC check like any opening. Sources are held weakly: one that is gone is skipped.
+template <typename P>
+class DeferredSource {
+ public:
+  virtual ~DeferredSource() = default;
+  // The masked values to open in this exchange (empty: nothing now).
+  virtual Result<Shares<P>> Prepare(Context<P>& ctx) = 0;
+  // Their opened values (low 64 bits), in the same order.
+  virtual Status Finish(Context<P>& ctx, std::span<const std::uint64_t> opened) = 0;
+};
 
 // Cost of one arithmetic CheckMacs() with something pending (malicious mode): rounds, and
 // bytes sent per party: 112 + 32 + (V + 32) to each of 2 peers, V = the check values' bytes:
@@ -128,6 +149,20 @@ class Context {
   // holds them mod 2^bits.
   Result<std::vector<std::uint64_t>> OpenOwned(Shares<P>&& x, OpenMode mode = OpenMode::kByRole,
                                                PartyId king = 0, int bits = 64);
+
+  // Registers a deferred source (see DeferredSource): its values ride the next exchange.
+  void Defer(std::weak_ptr<DeferredSource<P>> source) { deferred_.push_back(std::move(source)); }
+  // An exchange of only the deferred values: 1 round (each party sends 16 B per value in
+  // malicious mode, 8 B semi-honest, to each peer); nothing at all when none is waiting.
+  Status FlushDeferred();
+  // Deferred values opened so far (their bytes are OpenBytes<P>() each, to each peer).
+  std::uint64_t deferred_opened() const { return deferred_opened_; }
+  // The deferred part of an exchange, for exchanges outside this class (the binary
+  // domain's openings): SendDeferred before sending anything, RecvDeferred(p) before
+  // reading anything from p, FinishDeferred after the exchange. No-ops when nothing waits.
+  Status SendDeferred();
+  Status RecvDeferred(PartyId from);
+  Status FinishDeferred();
 
   // Batched MAC check of everything opened (and every input broadcast) since the last check.
   Status CheckMacs();
@@ -201,6 +236,15 @@ class Context {
   Digest broadcast_hash_{};
   Adversary* adversary_ = nullptr;
   std::uint64_t opens_ = 0;  // openings so far (the adversary's index)
+  // Deferred openings: registered sources; the exchange in progress (the sources that
+  // contributed, with their value counts; the running sums; my MAC shares; peers read).
+  std::vector<std::weak_ptr<DeferredSource<P>>> deferred_;
+  std::vector<std::pair<std::shared_ptr<DeferredSource<P>>, std::size_t>> deferred_now_;
+  std::vector<typename P::Word> deferred_sum_;
+  std::vector<u128> deferred_macs_;
+  std::vector<bool> deferred_read_;
+  bool deferred_active_ = false;
+  std::uint64_t deferred_opened_ = 0;
 };
 
 // SHA-256 of the concatenation of `parts` (OpenSSL).

@@ -22,6 +22,11 @@
 //                every block), C[h, t] = sum_i B[h, i] A(t)[kv(h) hs + i], n_heads x L;
 //                kLeft ("mix", p V): B is n_heads x L, C[h, i] = sum_t B[h, t] A(t)[kv(h)
 //                hs + i], n_heads x hs.
+//   FusedTriples the masks of ONE Beaver product whose operands may carry a pending
+//                truncation (mpc/fused_product.h, docs/mpc-core.md "Fused products"): per
+//                operand, [a] (uniform) for its plain share part (kS) and a trunc pair
+//                [r], [r_top], [r_shift] for its pending truncation (kT); then the product
+//                of every pair of the two operands' atoms (kS: a; kT: r_shift, r_top).
 #pragma once
 
 #include <cstddef>
@@ -107,6 +112,63 @@ struct AttentionTriple : MoveOnly {
   Shares<P> b, c;
 };
 
+// The public shape of a fused product's masks (see FusedTriples above).
+struct FusedShape {
+  static constexpr std::uint8_t kS = 1;  // the operand has a plain share part
+  static constexpr std::uint8_t kT = 2;  // the operand has a pending truncation
+  std::uint8_t left = 0;                 // kS | kT, at least one
+  std::uint8_t right = 0;                // the same; 0: a square (the right operand IS the left)
+  std::uint8_t left_bits = 0;            // kT: the truncation's bits (1..61); else 0
+  std::uint8_t right_bits = 0;
+
+  constexpr bool square() const { return right == 0; }
+  // Packed into 24 bits (the dealer request carries it as its frac_bits).
+  std::int32_t Code() const {
+    return static_cast<std::int32_t>(left | (right << 2) | (left_bits << 8) | (right_bits << 16));
+  }
+  static FusedShape FromCode(std::int32_t code) {
+    const auto u = static_cast<std::uint32_t>(code);
+    return FusedShape{static_cast<std::uint8_t>(u & 3), static_cast<std::uint8_t>((u >> 2) & 3),
+                      static_cast<std::uint8_t>((u >> 8) & 0xFF),
+                      static_cast<std::uint8_t>((u >> 16) & 0xFF)};
+  }
+  // A shape that Code() round-trips, with bits exactly where a side has kT.
+  bool Valid() const {
+    const auto side_ok = [](std::uint8_t comps, std::uint8_t bits) {
+      return (comps & kT) != 0 ? bits >= 1 && bits <= 61 : bits == 0;
+    };
+    return left >= 1 && left <= 3 && right <= 3 && side_ok(left, left_bits) &&
+           side_ok(right, right_bits) && FromCode(Code()) == *this;
+  }
+  bool operator==(const FusedShape&) const = default;
+};
+
+// Atoms of an operand with components `comps`: the dealer randoms its secret part is a
+// public combination of, in this order: a (kS), r_shift, r_top (kT).
+constexpr int FusedAtoms(std::uint8_t comps) {
+  return ((comps & FusedShape::kS) != 0 ? 1 : 0) + ((comps & FusedShape::kT) != 0 ? 2 : 0);
+}
+// Number of products: a square has one per pair i <= j of its atoms except r_top r_top (=
+// r_top, a bit); a product one per (left atom i, right atom j), i-major.
+constexpr int FusedProducts(const FusedShape& s) {
+  const int l = FusedAtoms(s.left);
+  if (s.square()) return l * (l + 1) / 2 - ((s.left & FusedShape::kT) != 0 ? 1 : 0);
+  return l * FusedAtoms(s.right);
+}
+
+template <typename P>
+struct FusedSide {
+  Shares<P> a;                  // kS
+  Shares<P> r, r_top, r_shift;  // kT: r uniform, r_top = bit 63, r_shift = (r mod 2^63) >> bits
+};
+
+template <typename P>
+struct FusedTriples : MoveOnly {
+  FusedShape shape;
+  FusedSide<P> left, right;          // right: empty for a square
+  std::vector<Shares<P>> products;   // FusedProducts(shape) vectors, in the order above
+};
+
 template <typename P>
 class Preprocessing {
  public:
@@ -126,6 +188,8 @@ class Preprocessing {
   virtual Result<MatrixTriple<P>> GetMatrixTriple(std::uint64_t mask_id, MaskSide side,
                                                   std::size_t other) = 0;
   virtual Result<AttentionTriple<P>> GetAttentionTriple(const AttentionShape& shape) = 0;
+  // n fused-product masks of one shape (shape.Valid()).
+  virtual Result<FusedTriples<P>> GetFusedTriples(std::size_t n, const FusedShape& shape) = 0;
   // A step's plan: the attention triples it is about to take, in order, so that a remote
   // source can ask for all of them at once (a hint: Get* still works without it).
   virtual Status Announce(const std::vector<AttentionShape>& /*plan*/) { return Status::Ok(); }

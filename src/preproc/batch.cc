@@ -49,8 +49,41 @@ const char* ItemTypeName(ItemType t) {
       return "matrix-triple";
     case ItemType::kAttention:
       return "attention-triple";
+    case ItemType::kFused:
+      return "fused-triple";
   }
   return "unknown";
+}
+
+std::vector<FusedRole> FusedRoles(const mpc::FusedShape& shape) {
+  std::vector<FusedRole> out;
+  const auto side = [&](std::uint8_t comps, int s) {
+    if ((comps & mpc::FusedShape::kS) != 0) out.push_back({FusedRole::kA, s, 0, 0});
+    if ((comps & mpc::FusedShape::kT) != 0) {
+      out.push_back({FusedRole::kR, s, 0, 0});
+      out.push_back({FusedRole::kRTop, s, 0, 0});
+      out.push_back({FusedRole::kRShift, s, 0, 0});
+    }
+  };
+  side(shape.left, 0);
+  if (!shape.square()) side(shape.right, 1);
+  const int nl = mpc::FusedAtoms(shape.left);
+  // The left atom list ends with r_top when the side has kT.
+  const int top = (shape.left & mpc::FusedShape::kT) != 0 ? nl - 1 : -1;
+  if (shape.square()) {
+    for (int i = 0; i < nl; ++i) {
+      for (int j = i; j < nl; ++j) {
+        if (i == top && j == top) continue;  // r_top^2 = r_top
+        out.push_back({FusedRole::kProduct, 0, i, j});
+      }
+    }
+  } else {
+    const int nr = mpc::FusedAtoms(shape.right);
+    for (int i = 0; i < nl; ++i) {
+      for (int j = 0; j < nr; ++j) out.push_back({FusedRole::kProduct, 0, i, j});
+    }
+  }
+  return out;
 }
 
 namespace {
@@ -134,6 +167,17 @@ Result<std::vector<Component>> Components(Security security, const BatchRequest&
       }
       val(false, r.count), val(true, r.count), val(true, r.count);
       break;
+    case ItemType::kFused: {
+      const mpc::FusedShape shape = mpc::FusedShape::FromCode(r.frac_bits);
+      if (!shape.Valid()) {
+        return InvalidArgument(Field(r, "frac_bits") + " = " + std::to_string(r.frac_bits) +
+                               " is not a fused-product shape (mpc::FusedShape::Code)");
+      }
+      for (const FusedRole& role : FusedRoles(shape)) {
+        val(role.kind != FusedRole::kA && role.kind != FusedRole::kR, r.count);
+      }
+      break;
+    }
     case ItemType::kBit:
       val(true, r.count);
       break;

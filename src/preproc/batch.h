@@ -40,8 +40,9 @@ enum class ItemType : std::uint8_t {
   kMatrixMask = 7,
   kMatrixTriple = 8,
   kAttention = 9,
+  kFused = 10,
 };
-inline constexpr int kNumItemTypes = 10;
+inline constexpr int kNumItemTypes = 11;
 
 const char* ItemTypeName(ItemType t);
 
@@ -51,11 +52,12 @@ inline constexpr std::int32_t kStaticCorrector = 2;
 // What to make. count = number of elements (elementwise types); for kMatrixMask rows x
 // cols; for kMatrixTriple mask_id, side and other (m for kRight, n for kLeft); for
 // kAttention (mpc::AttentionShape) side, other = n_heads, rows = head size, cols = kv_dim,
-// masks and lens (at most kMaxAttentionBlocks blocks).
+// masks and lens (at most kMaxAttentionBlocks blocks); for kFused count and frac_bits =
+// mpc::FusedShape::Code().
 struct BatchRequest {
   ItemType type = ItemType::kTriple;
   std::uint64_t count = 0;
-  std::int32_t frac_bits = 0;          // kTrunc
+  std::int32_t frac_bits = 0;          // kTrunc; kFused: the shape's code
   std::int32_t owner = 0;              // kInputMask (mpc::kClient for the client)
   std::uint64_t mask_id = 0;           // kMatrixTriple
   MaskSide side = MaskSide::kRight;    // kMatrixTriple
@@ -127,6 +129,18 @@ std::size_t ElementBytes(Security security, const Component& c);
 // Expected payload size at the corrector (the same checks as Components).
 Result<std::size_t> CorrectionBytes(Security security, const BatchRequest& r,
                                     const BatchLimits& limits = {});
+
+// What each value component of a kFused batch is, in component order: per side (left,
+// then right unless a square) a (kS), then r, r_top, r_shift (kT); then the products, each
+// of two atoms (FusedAtoms order: a, r_shift, r_top) of the left side (i) and of the right
+// side (j; of the left side again for a square).
+struct FusedRole {
+  enum Kind : std::uint8_t { kA, kR, kRTop, kRShift, kProduct };
+  Kind kind = kA;
+  int side = 0;      // 0 left, 1 right (not for products)
+  int i = 0, j = 0;  // kProduct: atom indices
+};
+std::vector<FusedRole> FusedRoles(const mpc::FusedShape& shape);
 
 // The seed of component j of batch (type, seq) for a party with seed `party_seed`.
 Seed ComponentSeed(const Seed& party_seed, ItemType type, std::uint64_t seq, std::uint64_t j);

@@ -226,6 +226,48 @@ Status Dealer::Generate(const BatchRequest& req, std::uint64_t seq,
         }
         break;
       }
+      case ItemType::kFused: {
+        const mpc::FusedShape shape = mpc::FusedShape::FromCode(req.frac_bits);
+        const std::vector<FusedRole> roles = FusedRoles(shape);
+        const std::uint64_t low_mask = (std::uint64_t{1} << 63) - 1;
+        const int bits[2] = {shape.left_bits, shape.right_bits};
+        for (std::size_t t = 0; t < len0; ++t) {
+          // Each side's atoms (a, r_shift, r_top as present), from its free components.
+          std::uint64_t atoms[2][3] = {};
+          int count[2] = {0, 0};
+          std::uint64_t r[2] = {0, 0};
+          for (std::size_t j = 0; j < roles.size(); ++j) {
+            const FusedRole& role = roles[j];
+            const int sd = role.side;
+            switch (role.kind) {
+              case FusedRole::kA:
+                atoms[sd][count[sd]++] = mpc::Low64(vals[j][t]);
+                break;
+              case FusedRole::kR:
+                r[sd] = mpc::Low64(vals[j][t]);
+                break;
+              case FusedRole::kRTop:
+                vals[j][t] = static_cast<W>(r[sd] >> 63);
+                break;
+              case FusedRole::kRShift: {
+                const std::uint64_t shift = (r[sd] & low_mask) >> bits[sd];
+                vals[j][t] = static_cast<W>(shift);
+                atoms[sd][count[sd]++] = shift;
+                atoms[sd][count[sd]++] = r[sd] >> 63;
+                break;
+              }
+              case FusedRole::kProduct: {
+                const int other = shape.square() ? 0 : 1;
+                // The product is meant mod 2^64 (the values' ring); W only widens the result.
+                // NOLINTNEXTLINE(bugprone-misplaced-widening-cast)
+                vals[j][t] = static_cast<W>(atoms[0][role.i] * atoms[other][role.j]);
+                break;
+              }
+            }
+          }
+        }
+        break;
+      }
       case ItemType::kBit:
         clear.resize(len0);
         prg_.FillValues(std::span<std::uint64_t>(clear));

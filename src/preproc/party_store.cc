@@ -142,9 +142,10 @@ Status PartyStore<P>::Accept(const Batch& batch) {
     default:
       break;
   }
-  const std::int32_t param = req.type == ItemType::kTrunc       ? req.frac_bits
-                             : req.type == ItemType::kInputMask ? req.owner
-                                                                : 0;
+  const std::int32_t param =
+      (req.type == ItemType::kTrunc || req.type == ItemType::kFused) ? req.frac_bits
+      : req.type == ItemType::kInputMask                             ? req.owner
+                                                                     : 0;
   Pool& pool = pools_[{req.type, param}];
   pool.available += chunk.size();
   if (chunk.size() > 0) pool.chunks.push_back(std::move(chunk));
@@ -218,10 +219,12 @@ Result<typename PartyStore<P>::Chunk> PartyStore<P>::TakeFront(Pool& pool,
   const std::size_t n = req.count;
   if (n == 0) {
     Chunk empty;
-    const std::size_t nf = req.type == ItemType::kTriple   ? 3
-                           : req.type == ItemType::kSquare ? 2
-                           : req.type == ItemType::kTrunc  ? 3
-                                                           : 1;
+    const std::size_t nf =
+        req.type == ItemType::kTriple   ? 3
+        : req.type == ItemType::kSquare ? 2
+        : req.type == ItemType::kTrunc  ? 3
+        : req.type == ItemType::kFused  ? FusedRoles(mpc::FusedShape::FromCode(req.frac_bits)).size()
+                                        : 1;
     empty.fields.resize(nf);
     return empty;
   }
@@ -281,6 +284,40 @@ Result<mpc::TruncPairs<P>> PartyStore<P>::GetTruncPairs(std::size_t n, int frac_
   t.r = std::move(c.fields[0]);
   t.r_top = std::move(c.fields[1]);
   t.r_shift = std::move(c.fields[2]);
+  return t;
+}
+
+template <typename P>
+Result<mpc::FusedTriples<P>> PartyStore<P>::GetFusedTriples(std::size_t n,
+                                                            const mpc::FusedShape& shape) {
+  if (!shape.Valid()) {
+    return InvalidArgument("fused-triple shape " + std::to_string(shape.Code()) + " is not valid");
+  }
+  BatchRequest req{.type = ItemType::kFused, .count = n, .frac_bits = shape.Code()};
+  MPCACHE_ASSIGN_OR_RETURN(Chunk c, TakeElements(req, shape.Code()));
+  mpc::FusedTriples<P> t;
+  t.shape = shape;
+  const std::vector<FusedRole> roles = FusedRoles(shape);
+  for (std::size_t j = 0; j < roles.size(); ++j) {
+    mpc::FusedSide<P>& side = roles[j].side == 0 ? t.left : t.right;
+    switch (roles[j].kind) {
+      case FusedRole::kA:
+        side.a = std::move(c.fields[j]);
+        break;
+      case FusedRole::kR:
+        side.r = std::move(c.fields[j]);
+        break;
+      case FusedRole::kRTop:
+        side.r_top = std::move(c.fields[j]);
+        break;
+      case FusedRole::kRShift:
+        side.r_shift = std::move(c.fields[j]);
+        break;
+      case FusedRole::kProduct:
+        t.products.push_back(std::move(c.fields[j]));
+        break;
+    }
+  }
   return t;
 }
 

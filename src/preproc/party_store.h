@@ -68,6 +68,8 @@ class PartyStore final : public mpc::Preprocessing<P> {
   Result<mpc::MatrixTriple<P>> GetMatrixTriple(std::uint64_t mask_id, mpc::MaskSide side,
                                                std::size_t other) override;
   Result<mpc::AttentionTriple<P>> GetAttentionTriple(const mpc::AttentionShape& shape) override;
+  Result<mpc::FusedTriples<P>> GetFusedTriples(std::size_t n,
+                                               const mpc::FusedShape& shape) override;
   // Passed to the announce hook (a prefetching source asks for the plan's items ahead).
   Status Announce(const std::vector<mpc::AttentionShape>& plan) override;
   using AnnounceHook = std::function<Status(const std::vector<mpc::AttentionShape>& plan)>;
@@ -92,7 +94,7 @@ class PartyStore final : public mpc::Preprocessing<P> {
     std::size_t offset = 0;
     std::size_t size() const { return fields[0].size(); }
   };
-  using PoolKey = std::pair<ItemType, std::int32_t>;  // (type, frac bits | owner)
+  using PoolKey = std::pair<ItemType, std::int32_t>;  // (type, frac bits | shape | owner)
   struct Pool {
     std::deque<Chunk> chunks;
     std::size_t available = 0;

@@ -161,8 +161,12 @@ Result<std::vector<PublicBits>> BinaryContext<P>::OpenMany(std::vector<BitShares
     split(msg);  // the liar's own view includes its lie
   }
   ++opens_;
+  // The arithmetic domain's deferred values ride this exchange (mpc/context.h): sent to
+  // every peer first, received from a peer before its bits.
+  MPCACHE_RETURN_IF_ERROR(arith_.SendDeferred());
   std::vector<std::uint64_t> in(WordsFor(total_bits) + 1);
   const auto recv = [&](PartyId p) -> Status {
+    MPCACHE_RETURN_IF_ERROR(arith_.RecvDeferred(p));  // p sent them before its bits
     std::fill(in.begin(), in.end(), 0);
     return ch.Recv(p, {reinterpret_cast<std::uint8_t*>(in.data()), total_bytes});
   };
@@ -202,6 +206,7 @@ Result<std::vector<PublicBits>> BinaryContext<P>::OpenMany(std::vector<BitShares
     arith_.stats().RecordRound();
     split(msg);
   }
+  MPCACHE_RETURN_IF_ERROR(arith_.FinishDeferred());
   std::vector<PublicBits> out(xs.size());
   for (std::size_t k = 0; k < xs.size(); ++k) {
     out[k].n = xs[k].n;

@@ -184,7 +184,8 @@ Result<Shares<P>> BitToArith(BinaryContext<P>& ctx, BitShares<P> b) {
 }
 
 template <typename P>
-Result<Shares<P>> LessThanZero(BinaryContext<P>& ctx, const Shares<P>& x, int bits) {
+Result<Shares<P>> LessThanZero(BinaryContext<P>& ctx, const Shares<P>& x, int bits,
+                               const LatePublic& late) {
   const std::size_t n = x.size();
   MPCACHE_RETURN_IF_ERROR(CheckCompareBits(bits));
   if (n == 0) return Shares<P>();
@@ -204,6 +205,12 @@ Result<Shares<P>> LessThanZero(BinaryContext<P>& ctx, const Shares<P>& x, int bi
   MPCACHE_ASSIGN_OR_RETURN(
       std::vector<std::uint64_t> c,
       ctx.arith().OpenOwned(std::move(masked_x), OpenMode::kByRole, 0, bits));
+  if (late) {
+    MPCACHE_RETURN_IF_ERROR(late(c));
+    if (bits < 64) {
+      for (auto& v : c) v &= (std::uint64_t{1} << bits) - 1;
+    }
+  }
   const int top = bits - 1;
   BitShares<P> r_top;
   std::vector<Node<P>> nodes = TupleGroupNodes(ctx.key(), t, layout, c, top, r_top);
@@ -305,7 +312,8 @@ Result<Shares<P>> LessThan(BinaryContext<P>& ctx, const Shares<P>& x, const Shar
 // NOLINTBEGIN(bugprone-macro-parentheses)
 #define MPCACHE_INSTANTIATE_COMPARE(P)                                                          \
   template Result<Shares<P>> BitToArith<P>(BinaryContext<P>&, BitShares<P>);                    \
-  template Result<Shares<P>> LessThanZero<P>(BinaryContext<P>&, const Shares<P>&, int);         \
+  template Result<Shares<P>> LessThanZero<P>(BinaryContext<P>&, const Shares<P>&, int,          \
+                                             const LatePublic&);                                \
   template Result<Shares<P>> LessThan<P>(BinaryContext<P>&, const Shares<P>&, const Shares<P>&, \
                                          int);
 // NOLINTEND(bugprone-macro-parentheses)

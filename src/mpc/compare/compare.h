@@ -37,6 +37,7 @@
 // Exact (no probabilistic error) for |x| < 2^(l-1): LessThan(x, y) needs |x - y| < 2^(l-1).
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "mpc/compare/binary_context.h"
@@ -70,9 +71,16 @@ Result<BitShares<P>> MsbBits(BinaryContext<P>& ctx, const Shares<P>& x, int bits
 template <typename P>
 Result<Shares<P>> BitToArith(BinaryContext<P>& ctx, BitShares<P> b);
 
+// Called right after the opening of c = x + r with the opened values (mod 2^bits), before
+// anything uses them: a caller whose x lacks a public part that becomes known only in that
+// exchange (a truncation deferred into it, mpc/lazy_shares.h) adds it to c here. The
+// result is reduced mod 2^bits afterwards.
+using LatePublic = std::function<Status(std::vector<std::uint64_t>& c)>;
+
 // [x < 0] (x read as a signed `bits`-bit value, |x| < 2^(bits-1)) as an arithmetic 0/1 share.
 template <typename P>
-Result<Shares<P>> LessThanZero(BinaryContext<P>& ctx, const Shares<P>& x, int bits = 64);
+Result<Shares<P>> LessThanZero(BinaryContext<P>& ctx, const Shares<P>& x, int bits = 64,
+                               const LatePublic& late = {});
 
 // [x < y] as an arithmetic 0/1 share (needs |x - y| < 2^(bits-1)).
 template <typename P>

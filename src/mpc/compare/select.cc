@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "mpc/beaver.h"
+
 namespace mpcache::mpc {
 
 namespace {
@@ -74,7 +76,7 @@ Result<Shares<P>> RowMax(BinaryContext<P>& ctx, const Shares<P>& x, std::size_t 
   MPCACHE_RETURN_IF_ERROR(CheckShape(x.size(), rows, cols));
   MPCACHE_RETURN_IF_ERROR(CheckCompareBits(bits));
   SecureBackend<P> be(ctx);
-  Shares<P> out = mpcache::RowMax(be, x, rows, cols, bits);
+  Shares<P> out = be.Materialize(mpcache::RowMax(be, x, rows, cols, bits));
   if (!be.status().ok()) return be.status().error();
   return out;
 }

@@ -89,6 +89,11 @@ class RecordingPrep final : public mpc::Preprocessing<P> {
   Result<mpc::AttentionTriple<P>> GetAttentionTriple(const mpc::AttentionShape& s) override {
     return inner_.GetAttentionTriple(s);
   }
+  Result<mpc::FusedTriples<P>> GetFusedTriples(std::size_t n,
+                                               const mpc::FusedShape& shape) override {
+    Note({.type = ItemType::kFused, .count = n, .frac_bits = shape.Code()});
+    return inner_.GetFusedTriples(n, shape);
+  }
   bool recording = false;
 
  private:
@@ -262,14 +267,16 @@ Result<Shares<P>> RunOp(BinaryContext<P>& ctx, const std::string& op, const Prob
     return std::move(t.selection);
   }
   mpc::SecureBackend<P> be(ctx);
-  Shares<P> out;
-  if (op == "max") out = mpcache::RowMax(be, x, pr.rows, pr.cols, bits);
-  if (op == "exp") out = mpcache::Exp(be, params, x);
-  if (op == "recip") out = mpcache::Reciprocal(be, params, x, kRecipLog2Max);
-  if (op == "rsqrt") out = mpcache::Rsqrt(be, params, x);
-  if (op == "silu") out = mpcache::Silu(be, params, x);
-  if (op == "softmax") out = mpcache::Softmax(be, params, x, pr.rows, pr.cols);
-  if (op == "rmsnorm") out = mpcache::RmsNorm(be, params, x, y, pr.rows, pr.cols, 1e-5);
+  typename mpc::SecureBackend<P>::Vec lazy;
+  if (op == "max") lazy = mpcache::RowMax(be, x, pr.rows, pr.cols, bits);
+  if (op == "exp") lazy = mpcache::Exp(be, params, x);
+  if (op == "recip") lazy = mpcache::Reciprocal(be, params, x, kRecipLog2Max);
+  if (op == "rsqrt") lazy = mpcache::Rsqrt(be, params, x);
+  if (op == "silu") lazy = mpcache::Silu(be, params, x);
+  if (op == "softmax") lazy = mpcache::Softmax(be, params, x, pr.rows, pr.cols);
+  if (op == "rmsnorm") lazy = mpcache::RmsNorm(be, params, x, y, pr.rows, pr.cols, 1e-5);
+  // The result as plain shares (the kernel's last truncation opened: part of its cost).
+  Shares<P> out = be.Materialize(lazy);
   if (!be.status().ok()) return be.status().error();
   theory->rounds = be.theory().rounds;
   theory->bytes = be.theory().bytes_sent;

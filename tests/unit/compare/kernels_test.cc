@@ -51,7 +51,7 @@ SecureRun RunKernel(const Vec& x, const Vec& g, const KernelFn<SecureBackend<P>>
     }
     const auto before = ctx.arith().stats().Total();
     SecureBackend<P> be(ctx);
-    Shares<P> out = fn(be, params, xs, gs);
+    Shares<P> out = be.Materialize(fn(be, params, xs, gs));
     if (!be.status().ok()) return be.status().error();
     const auto after = ctx.arith().stats().Total();
     SecureRun r;

@@ -59,7 +59,7 @@ void CheckSampling(const SamplingParams& s, std::uint64_t noise_seed, const Cost
     MPCACHE_ASSIGN_OR_RETURN(Shares<P> ns, ShareVec(ctx.arith(), n));
     const auto before = ctx.arith().stats().Total();
     SecureBackend<P> be(ctx);
-    Shares<P> scores = SamplingScores(be, params, ls, ns, s);
+    Shares<P> scores = be.Materialize(SamplingScores(be, params, ls, ns, s));
     if (!be.status().ok()) return be.status().error();
     const auto after = ctx.arith().stats().Total();
     Out o;

@@ -159,6 +159,10 @@ class TestPrep final : public mpc::Preprocessing<P>, public mpc::BitPreprocessin
     const std::size_t n = r.ok() ? r->b.size() : 0;
     return Pass(Item::kAttention, n, std::move(r));
   }
+  Result<mpc::FusedTriples<P>> GetFusedTriples(std::size_t n,
+                                               const mpc::FusedShape& shape) override {
+    return Pass(Item::kFused, n, arith_.GetFusedTriples(n, shape));
+  }
   Status Announce(const std::vector<mpc::AttentionShape>& plan) override {
     log_.announced.insert(log_.announced.end(), plan.begin(), plan.end());
     return arith_.Announce(plan);

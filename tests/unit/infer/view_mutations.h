@@ -35,6 +35,7 @@ enum class Item : std::uint8_t {
   kMatrixMask,
   kMatrixTriple,
   kAttention,
+  kFused,
   kBitTriple,
   kEdaBit,
   kDaBit,
@@ -45,10 +46,11 @@ enum class Item : std::uint8_t {
 };
 inline const char* ItemName(Item t) {
   static constexpr const char* kNames[] = {
-      "triples",       "squares",          "trunc",        "bits",
-      "randoms",       "input-masks",      "client-masks", "matrix-mask",
-      "matrix-triple", "attention-triple", "bit-triples",  "edabits",
-      "dabits",        "root-tuples",      "bit-randoms",  "ltz-tuples"};
+      "triples",       "squares",          "trunc",         "bits",
+      "randoms",       "input-masks",      "client-masks",  "matrix-mask",
+      "matrix-triple", "attention-triple", "fused-triples", "bit-triples",
+      "edabits",       "dabits",           "root-tuples",   "bit-randoms",
+      "ltz-tuples"};
   return kNames[static_cast<int>(t)];
 }
 inline constexpr std::uint32_t Bit(Item t) {
@@ -216,6 +218,17 @@ Fields<P> FieldsOf(mpc::MatrixTriple<P>& t) {
 template <typename P>
 Fields<P> FieldsOf(mpc::AttentionTriple<P>& t) {
   return {{&t.b, &t.c}, {}};
+}
+template <typename P>
+Fields<P> FieldsOf(mpc::FusedTriples<P>& t) {
+  Fields<P> f;
+  for (mpc::FusedSide<P>* side : {&t.left, &t.right}) {
+    for (mpc::Shares<P>* s : {&side->a, &side->r, &side->r_top, &side->r_shift}) {
+      if (!s->empty()) f.arith.push_back(s);
+    }
+  }
+  for (auto& p : t.products) f.arith.push_back(&p);
+  return f;
 }
 template <typename P>
 Fields<P> FieldsOf(mpc::BitTriples<P>& t) {

@@ -103,6 +103,9 @@ class TamperPrep final : public Preprocessing<P> {
     if (field_ == kMatrixC) Apply(t.c);
     return t;
   }
+  Result<FusedTriples<P>> GetFusedTriples(std::size_t n, const FusedShape& shape) override {
+    return inner_.GetFusedTriples(n, shape);
+  }
   Result<AttentionTriple<P>> GetAttentionTriple(const AttentionShape& shape) override {
     MPCACHE_ASSIGN_OR_RETURN(AttentionTriple<P> t, inner_.GetAttentionTriple(shape));
     if (field_ == kAttentionB) Apply(t.b);

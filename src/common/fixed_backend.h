@@ -1,0 +1,168 @@
+// The arithmetic backend of the fixed-point kernels (common/fixed_math.h and the headers it
+// includes), their parameters, and the plaintext backend. The kernels over Z_2^64 are
+// written once as templates over a backend so that the plaintext simulation (PlainBackend
+// below) and the secure engine run the *same* sequence of operations. A backend provides
+// only what MPC can do:
+//
+//   using Vec = ...;                         // a batch of ring elements (plain or shared)
+//   std::size_t Size(const Vec&)
+//   Vec Add(const Vec&, const Vec&)          // local
+//   Vec Sub(const Vec&, const Vec&)          // local
+//   Vec AddConst(const Vec&, Ring64 c)       // local: + public c (raw ring element)
+//   Vec MulConst(const Vec&, Ring64 c)       // local: * public c (raw ring product)
+//   Vec Trunc(const Vec&, int bits)          // arithmetic shift right (secure: may be +1 LSB)
+//   Vec Mul(const Vec&, const Vec&)          // secret x secret, raw ring product (one round)
+//   Vec Square(const Vec&)                   // Mul(a, a), one opening per element
+//   Vec MulTrunc(const Vec&, const Vec&, int bits)  // secret x secret, then Trunc (one round)
+//   Vec IsNegative(const Vec&, int bits)     // 1 if the value, read as a signed `bits`-bit
+//                                            // number, is < 0 (bit bits-1), else 0: exact
+//                                            // sign for |x| < 2^(bits-1). One secure
+//                                            // comparison per element, one batch; fewer bits
+//                                            // are cheaper (mpc/compare/compare.h)
+//   Vec Gather(const Vec&, std::span<const std::size_t> idx)  // local: out[i] = a[idx[i]]
+//   Vec Concat(const Vec&, const Vec&)       // local
+//   Vec RowSum(const Vec&, std::size_t cols) // local: sums of consecutive groups of `cols`
+//
+// Every call of Mul/Square/MulTrunc/IsNegative is one batch (one communication round, an
+// IsNegative several, in the secure engine); Trunc costs no round of its own there (it rides
+// on the next product, comparison or exchange: mpc/lazy_shares.h), and the kernels are
+// written so that independent products share a batch and truncations feed products.
+// docs/fixed-point.md states each kernel's algorithm, error bound and exact op counts; the
+// PlainBackend counts them so tests can assert the costs.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "common/fixed_point.h"
+#include "common/prg.h"
+#include "common/result.h"
+
+namespace mpcache {
+
+inline constexpr int kRecommendedFracBits = kDefaultFracBits;
+
+// Parameters of the kernels. All precisions are fractional bits of ring encodings; every
+// intermediate product stays below 2^61 in magnitude inside the stated input domains.
+struct FixedMathParams {
+  // f: inputs and outputs of every kernel. 18, not common/fixed_point.h's 16: on stories260K
+  // f = 16 leaves one greedy step where margin < 2 * logit error (docs/fixed-point.md).
+  int frac_bits = kRecommendedFracBits;
+  // exp(x), x <= 0: exp(x) = 0 for x < -exp_clip, else (1 + z + z^2/2 + z^3/6 + z^4/24)^(2^n)
+  // with z = x / 2^n (|z| <= 1: needs exp_clip <= 2^n).
+  int exp_squarings = 4;   // n
+  int exp_clip = 16;       // integer threshold; exp(-16) = 1.1e-7
+  int exp_frac_bits = 24;  // internal precision; needs f + n <= exp_frac_bits <= 25
+  // 1/d, d in [1, 2^k] (k given per call): recip_sub_buckets buckets per power of two
+  // (k * S - 1 comparisons), the minimax linear start of each bucket (relative error
+  // 9.4e-4 for S = 8), then Newton iterations (the error squares each time).
+  int recip_sub_buckets = 8;
+  int recip_iterations = 1;
+  int recip_frac_bits = 30;  // internal precision of the Newton iterations (<= 30)
+  // sigmoid and SiLU take 1/(1 + e), e in (0, 1], from one linear start on [1, 2] (relative
+  // error 1/17, no comparison) and this many Newton iterations.
+  int sigmoid_recip_iterations = 2;
+  // 1/sqrt(v), v in [2^rsqrt_log2_min, 2^rsqrt_log2_max]: same bucketing (S per power of
+  // two; relative error of the start 3.5e-4 for S = 8), Newton steps.
+  int rsqrt_log2_min = -12;
+  int rsqrt_log2_max = 14;
+  int rsqrt_sub_buckets = 8;
+  int rsqrt_iterations = 1;
+  // Width of the comparisons whose operands the kernels cannot bound from their own
+  // parameters (exp's clipping, sigmoid's sign, softmax's row max, argmax): exact while
+  // |x| < 2^(compare_bits - 1), i.e. |x| < 2^21 = 2M at f = 18. The bucket comparisons of
+  // reciprocal and rsqrt take exactly the width their domain needs.
+  int compare_bits = 40;
+
+  Status Validate() const;
+  // Internal precision of rsqrt (depends on the domain's lower end so y^2 fits).
+  int RsqrtFracBits() const;
+  // Precision of the public constants 1/6 and 1/24 in exp's polynomial: z^2 (1/2 + z/6 +
+  // z^2/24) stays below 0.71 * 2^(2 fe + bits) < 2^62 for |z| <= 1.
+  int ExpCoefBits() const { return 62 - 2 * exp_frac_bits; }
+};
+
+// Operation counts (per call of a kernel, summed over calls).
+struct FixedOpCounts {
+  std::uint64_t mul_batches = 0;    // Mul/MulTrunc calls (rounds of secret products)
+  std::uint64_t mul_elems = 0;      // secret x secret products
+  std::uint64_t trunc_batches = 0;  // standalone Trunc calls
+  std::uint64_t trunc_elems = 0;    // standalone truncations (not counting MulTrunc's)
+  std::uint64_t cmp_batches = 0;    // IsNegative calls
+  std::uint64_t cmp_elems = 0;      // secure comparisons
+  FixedOpCounts& operator+=(const FixedOpCounts& o);
+};
+
+// Plaintext backend: the exact arithmetic the secure engine mirrors. Optionally adds a
+// pseudo-random 0/1 LSB after every truncation, like the secure probabilistic truncation.
+class PlainBackend {
+ public:
+  using Vec = std::vector<Ring64>;
+  PlainBackend() = default;
+  // Truncations add a PRG bit (seeded, reproducible) when `noisy_trunc_seed` is given.
+  explicit PlainBackend(std::uint64_t noisy_trunc_seed);
+
+  static std::size_t Size(const Vec& a) { return a.size(); }
+  Vec Add(const Vec& a, const Vec& b) const;
+  Vec Sub(const Vec& a, const Vec& b) const;
+  Vec AddConst(const Vec& a, Ring64 c) const;
+  Vec MulConst(const Vec& a, Ring64 c) const;
+  Vec Trunc(const Vec& a, int bits);
+  Vec Mul(const Vec& a, const Vec& b);
+  Vec Square(const Vec& a);
+  Vec MulTrunc(const Vec& a, const Vec& b, int bits);
+  Vec IsNegative(const Vec& a, int bits);
+  Vec Gather(const Vec& a, std::span<const std::size_t> idx) const;
+  Vec Concat(const Vec& a, const Vec& b) const;
+  Vec RowSum(const Vec& a, std::size_t cols) const;
+
+  const FixedOpCounts& counts() const { return counts_; }
+  void ResetCounts() { counts_ = {}; }
+
+ private:
+  Ring64 TruncOne(Ring64 v, int bits);
+  FixedOpCounts counts_;
+  std::shared_ptr<Prg> noise_;  // shared by copies; null: exact truncation
+};
+
+
+namespace fixed_detail {
+
+inline Ring64 EncodeAt(double x, int frac_bits) {
+  return FixedPoint{frac_bits}.Encode(x);
+}
+inline Ring64 Neg(Ring64 c) {
+  return ~c + 1;
+}
+// ceil(log2(n)) for n >= 1.
+int CeilLog2(std::size_t n);
+
+// 1 - b for a 0/1 vector.
+template <typename B>
+typename B::Vec OneMinus(B& be, const typename B::Vec& b) {
+  return be.AddConst(be.MulConst(b, Neg(1)), 1);
+}
+
+// Elements [begin, begin + count) of a.
+template <typename B>
+typename B::Vec Slice(B& be, const typename B::Vec& a, std::size_t begin, std::size_t count) {
+  std::vector<std::size_t> idx(count);
+  for (std::size_t i = 0; i < count; ++i) idx[i] = begin + i;
+  return be.Gather(a, idx);
+}
+
+// out[i] = a[i / cols]: one value per row repeated over the row's cols elements.
+inline std::vector<std::size_t> RowBroadcast(std::size_t rows, std::size_t cols) {
+  std::vector<std::size_t> idx(rows * cols);
+  for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i / cols;
+  return idx;
+}
+
+}  // namespace fixed_detail
+
+}  // namespace mpcache
