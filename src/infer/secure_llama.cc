@@ -96,7 +96,7 @@ Result<Shares<P>> SecureLlama<P>::Embed(const Vec& one_hot) {
     // Compact weights: the row's exact integers carry 24 fractional bits; to f.
     const int f = options_.math.frac_bits;
     if (e.is_compact() && f < model::kCompactScaleBits) {
-      row = be_.Trunc(row, model::kCompactScaleBits - f);
+      row = be_.Materialize(be_.Trunc(row, model::kCompactScaleBits - f));
       MPCACHE_RETURN_IF_ERROR(Check());
     } else if (e.is_compact() && f > model::kCompactScaleBits) {
       const std::uint64_t up = std::uint64_t{1} << (f - model::kCompactScaleBits);

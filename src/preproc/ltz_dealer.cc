@@ -142,8 +142,8 @@ void InProcessBitDealer<P>::FillLtzLocked(BitItem item, std::size_t units,
 }
 
 template void InProcessBitDealer<mpc::SemiHonest>::FillLtzLocked(
-    BitItem, std::size_t, const std::vector<std::uint64_t*>&);
-template void InProcessBitDealer<mpc::Spdz2k>::FillLtzLocked(BitItem, std::size_t,
+    BitItem, std::size_t, std::int32_t, const std::vector<std::uint64_t*>&);
+template void InProcessBitDealer<mpc::Spdz2k>::FillLtzLocked(BitItem, std::size_t, std::int32_t,
                                                              const std::vector<std::uint64_t*>&);
 
 }  // namespace mpcache::preproc
