@@ -142,7 +142,7 @@ TYPED_TEST(KernelTest, Exp) {
       [](auto& be, const auto& p, const auto& x, const auto&) { return Exp(be, p, x); },
       [](auto& be, const auto& p, const auto& x, const auto&) { return Exp(be, p, x); }, want, kF,
       4, [](double w) { return 1e-5 * w + 3 * kUlp; },  // relative: small outputs too
-      {18, 62210, 123770});
+      {10, 31106, 61562});
 }
 
 TYPED_TEST(KernelTest, Reciprocal) {
@@ -154,7 +154,7 @@ TYPED_TEST(KernelTest, Reciprocal) {
       Encode(xs), {},
       [](auto& be, const auto& p, const auto& x, const auto&) { return Reciprocal(be, p, x, 9); },
       [](auto& be, const auto& p, const auto& x, const auto&) { return Reciprocal(be, p, x, 9); },
-      want, kF, 4, [](double) { return 2e-5 + 2 * kUlp; }, {13, 67200, 134400});
+      want, kF, 4, [](double) { return 2e-5 + 2 * kUlp; }, {7, 196000, 392000});
 }
 
 TYPED_TEST(KernelTest, Rsqrt) {
@@ -168,7 +168,10 @@ TYPED_TEST(KernelTest, Rsqrt) {
       Encode(xs), {},
       [](auto& be, const auto& p, const auto& x, const auto&) { return Rsqrt(be, p, x); },
       [](auto& be, const auto& p, const auto& x, const auto&) { return Rsqrt(be, p, x); }, want, kF,
-      4, [](double) { return 2e-6 * 32 + 2 * kUlp; }, {17, 134346, 253074});
+      // 8 LSB from the twin: the secure side's probabilistic truncations (+-1 each) now
+      // compose lazily (T_b of T_f) and the one Newton step y (3 - x y^2) / 2 multiplies the
+      // bucket constant's difference by up to ~3; the float bound is unchanged.
+      8, [](double) { return 2e-6 * 32 + 2 * kUlp; }, {8, 653490, 1166426});
 }
 
 TYPED_TEST(KernelTest, SiluAndSigmoid) {
@@ -184,12 +187,12 @@ TYPED_TEST(KernelTest, SiluAndSigmoid) {
       Encode(xs), {},
       [](auto& be, const auto& p, const auto& x, const auto&) { return Silu(be, p, x); },
       [](auto& be, const auto& p, const auto& x, const auto&) { return Silu(be, p, x); }, silu, kF,
-      4, [](double) { return 1e-4 + 8 * kUlp; }, {36, 185092, 368252});
+      4, [](double) { return 1e-4 + 8 * kUlp; }, {15, 119538, 236182});
   CheckKernel<P>(
       Encode(xs), {},
       [](auto& be, const auto& p, const auto& x, const auto&) { return Sigmoid(be, p, x); },
       [](auto& be, const auto& p, const auto& x, const auto&) { return Sigmoid(be, p, x); }, sig,
-      kF, 4, [](double) { return 4e-5 + 3 * kUlp; }, {36, 185092, 368252});
+      kF, 4, [](double) { return 4e-5 + 3 * kUlp; }, {16, 115682, 228470});
 }
 
 TYPED_TEST(KernelTest, Softmax) {
@@ -221,7 +224,7 @@ TYPED_TEST(KernelTest, Softmax) {
       [&](auto& be, const auto& p, const auto& x, const auto&) {
         return Softmax(be, p, x, rows, cols);
       },
-      want, kF, 4, [](double) { return 6e-5 + 3 * kUlp; }, {48, 65662, 130030});
+      want, kF, 4, [](double) { return 6e-5 + 3 * kUlp; }, {32, 50710, 100126});
 }
 
 TYPED_TEST(KernelTest, RmsNorm) {
@@ -254,7 +257,7 @@ TYPED_TEST(KernelTest, RmsNorm) {
       [&](auto& be, const auto& p, const auto& x, const auto& g) {
         return RmsNorm(be, p, x, g, rows, cols, eps);
       },
-      want, kF, 4, [](double w) { return 1e-4 * std::fabs(w) + 4 * kUlp; }, {22, 19988, 39676});
+      want, kF, 4, [](double w) { return 1e-4 * std::fabs(w) + 4 * kUlp; }, {9, 34748, 66596});
 }
 
 }  // namespace

@@ -114,7 +114,9 @@ TEST(FixedMath, ExpOpCounts) {
   EXPECT_EQ(k.cmp_batches, 1u);
   EXPECT_EQ(k.mul_batches, static_cast<std::uint64_t>(n + 3));
   EXPECT_EQ(k.mul_elems, 10u * (n + 3));
-  EXPECT_EQ(k.trunc_batches, 0u);
+  // Each product but the last is truncated by its own call (free in the secure backend,
+  // which fuses it into the next product's opening): z^2, z^2 w and the n squarings.
+  EXPECT_EQ(k.trunc_batches, static_cast<std::uint64_t>(n + 2));
 }
 
 TEST(FixedMath, Reciprocal) {
@@ -136,9 +138,12 @@ TEST(FixedMath, ReciprocalOpCounts) {
   std::vector<Ring64> d(4, FixedPoint{}.Encode(3.0));
   fm.Reciprocal(d, 12);
   const auto& k = fm.backend().counts();
-  EXPECT_EQ(k.cmp_elems, 4u * 11);
+  const FixedMathParams p;
+  // 12 S - 1 bucket comparisons per element (S sub-buckets per power of two), the linear
+  // start's product, 2 per Newton step.
+  EXPECT_EQ(k.cmp_elems, 4u * (12 * p.recip_sub_buckets - 1));
   EXPECT_EQ(k.cmp_batches, 1u);
-  EXPECT_EQ(k.mul_batches, 1u + 2 * 2);
+  EXPECT_EQ(k.mul_batches, 1u + 2 * p.recip_iterations);
   EXPECT_EQ(k.trunc_batches, 0u);
 }
 
@@ -170,9 +175,10 @@ TEST(FixedMath, RsqrtOpCounts) {
   std::vector<Ring64> v(3, FixedPoint{}.Encode(2.0));
   fm.Rsqrt(v);
   const auto& k = fm.backend().counts();
-  EXPECT_EQ(k.cmp_elems, 3u * (p.rsqrt_log2_max - p.rsqrt_log2_min - 1));
+  EXPECT_EQ(k.cmp_elems,
+            3u * ((p.rsqrt_log2_max - p.rsqrt_log2_min) * p.rsqrt_sub_buckets - 1));
   EXPECT_EQ(k.cmp_batches, 1u);
-  EXPECT_EQ(k.mul_batches, 1u + 3 * 2);
+  EXPECT_EQ(k.mul_batches, 1u + 3 * p.rsqrt_iterations);
 }
 
 TEST(FixedMath, SigmoidAndSilu) {
@@ -199,10 +205,14 @@ TEST(FixedMath, SiluOpCounts) {
   std::vector<Ring64> x(5, FixedPoint{}.Encode(-1.5));
   fm.Silu(x);
   const auto& k = fm.backend().counts();
-  EXPECT_EQ(k.cmp_elems, 5u * 2);
-  EXPECT_EQ(k.cmp_batches, 2u);
-  // sign*x, exp (n + 3), reciprocal (1 + 2 iterations * 2), q = e r, |x| q.
-  EXPECT_EQ(k.mul_batches, static_cast<std::uint64_t>(1 + p.exp_squarings + 3 + 5 + 1 + 1));
+  // One comparison batch: [x < 0], [x < -clip] and [x > clip].
+  EXPECT_EQ(k.cmp_elems, 5u * 3);
+  EXPECT_EQ(k.cmp_batches, 1u);
+  // s x and x^2 together; exp from x^2 (z^2 w, n squarings, the clip: n + 2); the
+  // reciprocal on [1, 2] (linear start without comparison, 2 products per step, |x| e
+  // and the multiplier folded into its products).
+  EXPECT_EQ(k.mul_batches,
+            static_cast<std::uint64_t>(1 + p.exp_squarings + 2 + 2 * p.sigmoid_recip_iterations));
 }
 
 TEST(FixedMath, Softmax) {
@@ -300,11 +310,12 @@ TEST(FixedMath, SoftmaxOpCounts) {
   fm.Softmax(x, rows, cols);
   const auto& k = fm.backend().counts();
   // max tournament (widths 100, 25, 7, 2): 150 + 36 + 9 + 1 = 196 comparisons per row in 4
-  // batches, 2 + 2 + 2 + 1 product batches; exp: cols per row; reciprocal over [1, 2^7]: 6
-  // per row.
-  EXPECT_EQ(k.cmp_elems, rows * 196 + rows * cols + rows * 6);
+  // batches, 2 + 2 + 2 + 1 product batches; exp: cols per row; reciprocal over [1, 2^7]:
+  // 7 S - 1 per row, its linear start and 2 products per Newton step, e times 1/sum
+  // folded into the last.
+  EXPECT_EQ(k.cmp_elems, rows * 196 + rows * cols + rows * (7 * p.recip_sub_buckets - 1));
   EXPECT_EQ(k.cmp_batches, 4u + 1 + 1);
-  EXPECT_EQ(k.mul_batches, 7u + (p.exp_squarings + 3) + 5 + 1);
+  EXPECT_EQ(k.mul_batches, 7u + (p.exp_squarings + 3) + 1 + 2 * p.recip_iterations);
 }
 
 TEST(FixedMath, RmsNorm) {
@@ -345,11 +356,17 @@ TEST(FixedMath, RmsNormOpCounts) {
     auto out = fm.RmsNorm(x, g, rows, cols, 1e-5);
     EXPECT_NEAR(FixedPoint{p.frac_bits}.Decode(out[0]), 1.0, 1e-4);
     const auto& k = fm.backend().counts();
-    EXPECT_EQ(k.cmp_elems, rows * (p.rsqrt_log2_max - p.rsqrt_log2_min - 1));
+    EXPECT_EQ(k.cmp_elems,
+              rows * ((p.rsqrt_log2_max - p.rsqrt_log2_min) * p.rsqrt_sub_buckets - 1));
     EXPECT_EQ(k.cmp_batches, 1u);
-    EXPECT_EQ(k.mul_batches, 1u + (1 + 3 * 2) + 1);
-    EXPECT_EQ(k.mul_elems, 2 * rows * cols + rows * (1 + 3 * 2) + rows * cols);
-    EXPECT_EQ(k.trunc_batches, cols == 64 ? 1u : 2u);
+    ASSERT_EQ(p.rsqrt_iterations, 1);
+    // x x and x g in one batch; rsqrt's start; its one Newton step: (v y, xg y) together,
+    // (v y) y, then (xg y)(3 - v y^2).
+    EXPECT_EQ(k.mul_batches, 1u + 1 + 3);
+    EXPECT_EQ(k.mul_elems, 2 * rows * cols + rows + (rows + rows * cols) + rows + rows * cols);
+    // The two halves of the product batch, and two on the mean square (a power of two: the
+    // start's copy and the Newton steps' copy; otherwise the division and the scaling).
+    EXPECT_EQ(k.trunc_batches, 4u);
   }
 }
 
