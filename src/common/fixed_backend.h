@@ -78,6 +78,10 @@ struct FixedMathParams {
   // |x| < 2^(compare_bits - 1), i.e. |x| < 2^21 = 2M at f = 18. The bucket comparisons of
   // reciprocal and rsqrt take exactly the width their domain needs.
   int compare_bits = 40;
+  // Softmax's row max (RowMaxRank): candidates ranked in groups of up to this many per level
+  // (2..64): one level for rows this wide, LtzRounds(compare_bits) + LtzRounds(8) + 1 rounds
+  // per level, g (g - 1) / 2 comparisons per group of g.
+  int softmax_max_group = 16;
 
   Status Validate() const;
   // Internal precision of rsqrt (depends on the domain's lower end so y^2 fits).

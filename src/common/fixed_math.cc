@@ -30,6 +30,10 @@ Status FixedMathParams::Validate() const {
       rsqrt_log2_max < rsqrt_log2_min + 2 || rsqrt_iterations < 0) {
     return bad("fixed point: rsqrt domain [2^lo, 2^hi] needs -frac_bits+2 <= lo, lo+2 <= hi <= 30");
   }
+  if (softmax_max_group < 2 || softmax_max_group > 64) {
+    return bad("fixed point: softmax_max_group must be in [2, 64], got " +
+               std::to_string(softmax_max_group));
+  }
   if (compare_bits < frac_bits + 8 || compare_bits > 64) {
     return bad("fixed point: compare_bits must be in [frac_bits + 8, 64], got " +
                std::to_string(compare_bits));

@@ -137,7 +137,97 @@ typename B::Vec RowMax(B& be, const typename B::Vec& x, std::size_t rows, std::s
 }
 
 
-// Row-wise softmax (max-subtracted) of rows x cols values at f bits: RowMax, Exp, RowSum (in
+// Row-wise max of rows x cols values by ranking, for wide rows in few rounds: each level
+// splits a row of width w into ceil(w / group) groups of balanced sizes (g and g - 1) and
+// ranks every group at once. ONE comparison batch of every pair i < j of every group gives
+// c_ij = [x_i < x_j]; member i's wins w_i = sum_{j > i} (1 - c_ij) + sum_{j < i} c_ji count the
+// members it beats (ties go to the lower index: a strict total order), so exactly one member
+// of a group of g, its first maximum, has w_i = g - 1. A smaller group's members are credited
+// the missing members (w_i + gmax - g), so ONE 8-bit comparison batch gives every
+// is_max_i = 1 - [w_i - (gmax - 1) < 0] (levels whose groups hold at most 2 members use the
+// pair's bit instead), and ONE product batch the groups' maxima sum_i is_max_i x_i. Rounds
+// per level: LtzRounds(bits) + LtzRounds(8) + 1, or LtzRounds(bits) + 1 for pairs. Exact.
+template <typename B>
+typename B::Vec RowMaxRank(B& be, const typename B::Vec& x, std::size_t rows, std::size_t cols,
+                           int bits, std::size_t group) {
+  group = std::clamp<std::size_t>(group, 2, 64);
+  auto cur = x;
+  std::size_t width = cols;
+  while (width > 1) {
+    const std::size_t next = (width + group - 1) / group;
+    // Balanced groups: the first `width % next` hold gmax members, the rest gmax - 1 (or
+    // all gmax when next divides width).
+    const std::size_t gmax = (width + next - 1) / next;
+    const std::size_t big = width % next == 0 ? next : width % next;
+    auto gsize = [&](std::size_t k) { return k < big ? gmax : gmax - 1; };
+    auto gbase = [&](std::size_t k) { return k < big ? k * gmax : big * gmax + (k - big) * (gmax - 1); };
+    std::vector<std::size_t> ia, ib;
+    for (std::size_t r = 0; r < rows; ++r) {
+      for (std::size_t k = 0; k < next; ++k) {
+        const std::size_t g = gsize(k), base = r * width + gbase(k);
+        for (std::size_t i = 0; i < g; ++i) {
+          for (std::size_t j = i + 1; j < g; ++j) {
+            ia.push_back(base + i);
+            ib.push_back(base + j);
+          }
+        }
+      }
+    }
+    const std::size_t npairs = ia.size();
+    auto c = be.IsNegative(be.Sub(be.Gather(cur, ia), be.Gather(cur, ib)), bits);
+    // pool = [1 - c (x_i beats x_j, i < j) | c (x_j beats x_i) | 0 | 1].
+    auto zero = be.MulConst(be.Gather(c, std::vector<std::size_t>{0}), 0);
+    auto pool = be.Concat(be.Concat(fixed_detail::OneMinus(be, c), c),
+                          be.Concat(zero, be.AddConst(zero, 1)));
+    const std::size_t zero_at = 2 * npairs, one_at = zero_at + 1;
+    // Each member's gmax - 1 entries: the pairs it wins, then ones for a smaller group's
+    // missing members.
+    std::vector<std::size_t> win_idx;
+    {
+      std::size_t pair = 0;
+      for (std::size_t r = 0; r < rows; ++r) {
+        for (std::size_t k = 0; k < next; ++k) {
+          const std::size_t g = gsize(k);
+          std::vector<std::vector<std::size_t>> e(g);
+          for (std::size_t i = 0; i < g; ++i) {
+            for (std::size_t j = i + 1; j < g; ++j, ++pair) {
+              e[i].push_back(pair);           // i < j beats j: x_i >= x_j
+              e[j].push_back(npairs + pair);  // j beats i: x_j > x_i
+            }
+          }
+          for (std::size_t i = 0; i < g; ++i) {
+            e[i].resize(gmax - 1, one_at);
+            win_idx.insert(win_idx.end(), e[i].begin(), e[i].end());
+          }
+        }
+      }
+    }
+    typename B::Vec is_max;
+    if (gmax <= 2) {
+      is_max = be.Gather(pool, win_idx);  // one entry per member: its pair's bit, or 1
+    } else {
+      auto wins = be.RowSum(be.Gather(pool, win_idx), gmax - 1);
+      is_max = fixed_detail::OneMinus(
+          be, be.IsNegative(be.AddConst(wins, fixed_detail::Neg(gmax - 1)), 8));
+    }
+    // The groups' maxima: sum of is_max_i x_i over each group (zero-padded to gmax).
+    auto terms = be.Mul(is_max, cur);
+    auto tz = be.Concat(terms, be.MulConst(be.Gather(terms, std::vector<std::size_t>{0}), 0));
+    const std::size_t tzero = B::Size(terms);
+    std::vector<std::size_t> sum_idx;
+    for (std::size_t r = 0; r < rows; ++r) {
+      for (std::size_t k = 0; k < next; ++k) {
+        const std::size_t g = gsize(k), base = r * width + gbase(k);
+        for (std::size_t i = 0; i < gmax; ++i) sum_idx.push_back(i < g ? base + i : tzero);
+      }
+    }
+    cur = be.RowSum(be.Gather(tz, sum_idx), gmax);
+    width = next;
+  }
+  return cur;
+}
+
+// Row-wise softmax (max-subtracted) of rows x cols values at f bits: RowMaxRank, Exp, RowSum (in
 // [1, cols]: the max term is exactly 1), then e * 1/sum with the product folded into the
 // reciprocal's last Newton step. `max_bits` (0: p.compare_bits) is the row max's comparison
 // width: exact while the values differ by less than 2^(max_bits - 1) units (attention scores
@@ -148,7 +238,8 @@ typename B::Vec Softmax(B& be, const FixedMathParams& p, const typename B::Vec& 
   const int f = p.frac_bits;
   Multiplier<B> mult;
   mult.bcast = fixed_detail::RowBroadcast(rows, cols);
-  auto mx = RowMax(be, x, rows, cols, max_bits > 0 ? max_bits : p.compare_bits);
+  auto mx = RowMaxRank(be, x, rows, cols, max_bits > 0 ? max_bits : p.compare_bits,
+                       static_cast<std::size_t>(p.softmax_max_group));
   auto e = Exp(be, p, be.Sub(x, be.Gather(mx, mult.bcast)));
   auto sum = be.RowSum(e, cols);
   mult.m = &e;

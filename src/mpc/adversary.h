@@ -30,6 +30,13 @@ class Adversary {
   // sees the sum it is about to relay to both peers (a lying king), under the same index.
   virtual void OnOpen(Domain /*domain*/, std::uint64_t /*index*/, std::size_t /*n*/,
                       std::span<std::uint8_t> /*outgoing*/) {}
+  // Deferred truncation openings (mpc/context.h), masked by truncation masks only, about to
+  // ride the exchange of opening `index`'s successor; by default the same hook as any
+  // opening (a liar treats them as its own opening).
+  virtual void OnDeferredOpen(Domain domain, std::uint64_t index, std::size_t n,
+                              std::span<std::uint8_t> outgoing) {
+    OnOpen(domain, index, n, outgoing);
+  }
   // This party's part of round `round` of a MAC check of `domain` (layout in the context's
   // header), after it was computed and before it is sent to every peer.
   virtual void OnCheckMessage(Domain /*domain*/, int /*round*/, std::span<std::uint8_t> /*msg*/) {}

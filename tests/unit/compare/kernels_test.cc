@@ -224,7 +224,36 @@ TYPED_TEST(KernelTest, Softmax) {
       [&](auto& be, const auto& p, const auto& x, const auto&) {
         return Softmax(be, p, x, rows, cols);
       },
-      want, kF, 4, [](double) { return 6e-5 + 3 * kUlp; }, {32, 50710, 100126});
+      want, kF, 4, [](double) { return 6e-5 + 3 * kUlp; }, {29, 48304, 94708});
+}
+
+// Softmax's ranked row max on its own: exact (0 LSB from the twin and from the true max).
+TYPED_TEST(KernelTest, RowMaxRank) {
+  using P = TypeParam;
+  const std::size_t rows = 3, cols = 24;
+  Prg prg(TestSeed(19));
+  std::vector<double> xs;
+  for (std::size_t i = 0; i < rows * cols; ++i) xs.push_back(400 * prg.NextDouble() - 200);
+  xs[cols + 7] = xs[cols + 3];  // a tie in row 1
+  for (std::size_t c = 0; c < cols; ++c) xs[2 * cols + c] = 1.5;  // row 2 flat
+  std::vector<double> want(rows);
+  for (std::size_t r = 0; r < rows; ++r) {
+    double mx = -1e300;
+    for (std::size_t c = 0; c < cols; ++c) {
+      mx = std::max(mx, kFp.Decode(kFp.Encode(xs[r * cols + c])));
+    }
+    want[r] = mx;
+  }
+  // Two groups of 12 (66 pairs each), then the pair: (3 + 2 + 1) + (3 + 1) rounds.
+  CheckKernel<P>(
+      Encode(xs), {},
+      [&](auto& be, const auto&, const auto& x, const auto&) {
+        return RowMaxRank(be, x, rows, cols, 40, 16);
+      },
+      [&](auto& be, const auto&, const auto& x, const auto&) {
+        return RowMaxRank(be, x, rows, cols, 40, 16);
+      },
+      want, kF, 0, [](double) { return 0.0; }, {10, 9082, 17230});
 }
 
 TYPED_TEST(KernelTest, RmsNorm) {

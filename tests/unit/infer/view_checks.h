@@ -145,7 +145,8 @@ inline int Bits(const Opening& o) {
 }
 // (A comparison tuple's r stays fixed in the exact family; only its masks move.)
 inline bool MaskedByFixedItems(const Opening& o) {
-  return (o.sources & (Bit(Item::kTrunc) | Bit(Item::kEdaBit) | Bit(Item::kLtzTuple))) != 0;
+  return (o.sources & (Bit(Item::kTrunc) | Bit(Item::kFused) | Bit(Item::kEdaBit) |
+                       Bit(Item::kLtzTuple))) != 0;
 }
 inline std::string Where(const RunRecord& r, std::size_t o, std::size_t e) {
   return r.openings[o].Name() + " element " + std::to_string(e);

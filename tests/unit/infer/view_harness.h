@@ -92,16 +92,50 @@ struct PartyLog {
   std::vector<Message> messages;
   std::vector<std::pair<int, std::size_t>> sent;      // (peer, size) of every send, in order
   std::vector<mpc::AttentionShape> announced, taken;  // attention plans; triples taken
+  static std::string Label(const Request& q) {
+    std::string out = ItemName(q.item);
+    out.append("(");
+    out.append(std::to_string(q.n));
+    if (q.frac_bits != 0) {
+      // (For comparison tuples the third field is the group count.)
+      out.append(q.item == Item::kLtzTuple ? ", g " : ", f ");
+      out.append(std::to_string(q.frac_bits));
+    }
+    out.append(")");
+    return out;
+  }
   void Source(Item t, std::size_t n, int frac_bits) {
     pending_sources |= Bit(t);
     pending.push_back({t, n, frac_bits});
     if (!pending_label.empty()) pending_label += "+";
-    // (For comparison tuples the third field is the group count.)
-    pending_label +=
-        std::string(ItemName(t)) + "(" + std::to_string(n) +
-        (frac_bits ? (t == Item::kLtzTuple ? ", g " : ", f ") + std::to_string(frac_bits)
-                   : std::string()) +
-        ")";
+    pending_label += Label(pending.back());
+  }
+  // Deferred truncations (mpc/context.h) ride the next opening, masked by the truncation
+  // pairs they took just before (the last requests, n values in all: fixed in the exact
+  // family, checked by the noisy one); the items requested before those stay with the
+  // opening they ride.
+  void OpenDeferred(std::uint64_t index, std::size_t n, std::span<const std::uint8_t> b) {
+    std::vector<Request> mine;
+    std::size_t got = 0;
+    while (got < n && !pending.empty() && pending.back().item == Item::kTrunc) {
+      got += pending.back().n;
+      mine.insert(mine.begin(), pending.back());
+      pending.pop_back();
+    }
+    std::string label = "deferred";
+    for (const Request& q : mine) {
+      label.append(" ");
+      label.append(Label(q));
+    }
+    opens.push_back({Kind::kArith, index, n, Bit(Item::kTrunc), std::move(mine), label,
+                     {b.begin(), b.end()}});
+    pending_sources = 0;
+    pending_label.clear();
+    for (const Request& q : pending) {
+      pending_sources |= Bit(q.item);
+      if (!pending_label.empty()) pending_label += "+";
+      pending_label += Label(q);
+    }
   }
   void Open(Kind kind, std::uint64_t index, std::size_t n, std::span<const std::uint8_t> b) {
     opens.push_back(
@@ -161,7 +195,7 @@ class TestPrep final : public mpc::Preprocessing<P>, public mpc::BitPreprocessin
   }
   Result<mpc::FusedTriples<P>> GetFusedTriples(std::size_t n,
                                                const mpc::FusedShape& shape) override {
-    return Pass(Item::kFused, n, arith_.GetFusedTriples(n, shape));
+    return Pass(Item::kFused, n, arith_.GetFusedTriples(n, shape), static_cast<int>(shape.Code()));
   }
   Status Announce(const std::vector<mpc::AttentionShape>& plan) override {
     log_.announced.insert(log_.announced.end(), plan.begin(), plan.end());
@@ -222,6 +256,10 @@ class RecordingAdversary final : public mpc::Adversary {
   void OnOpen(mpc::Domain d, std::uint64_t index, std::size_t n,
               std::span<std::uint8_t> out) override {
     log_.Open(d == mpc::Domain::kArith ? Kind::kArith : Kind::kBinary, index, n, out);
+  }
+  void OnDeferredOpen(mpc::Domain, std::uint64_t index, std::size_t n,
+                      std::span<std::uint8_t> out) override {
+    log_.OpenDeferred(index, n, out);
   }
 
  private:

@@ -158,6 +158,8 @@ TEST_F(FixedGolden, PrecisionSweepAndRanges) {
   for (int f : {12, 14, 16, 17, 18}) {
     FixedEngineOptions o;
     o.math.frac_bits = f;
+    // rsqrt's domain reaches 2^-12 by default, which needs f >= 14 (lo >= 2 - f).
+    o.math.rsqrt_log2_min = std::max(o.math.rsqrt_log2_min, 2 - f);
     const RunResult r = RunGreedy(weights_, *tok_, "", 200, o);
     double logit_err = 0, worst_layer = 0;
     for (const auto& e : r.errors) {

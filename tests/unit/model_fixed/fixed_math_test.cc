@@ -268,6 +268,65 @@ MaxTheory RowMaxTheory(std::size_t cols) {
   return t;
 }
 
+// RowMaxRank per row: a level of width w has n = ceil(w / G) groups of balanced sizes
+// (gmax = ceil(w / n) for the first, gmax - 1 for the rest when n does not divide w), a group
+// of g costs g(g - 1)/2 comparisons; a level is one comparison batch of pairs, one of wins
+// (one per member, skipped when gmax <= 2) and one product batch.
+MaxTheory RowMaxRankTheory(std::size_t cols, std::size_t group, std::uint64_t* win_cmp) {
+  MaxTheory t;
+  for (std::size_t w = cols; w > 1;) {
+    const std::size_t n = (w + group - 1) / group, gmax = (w + n - 1) / n;
+    const std::size_t big = w % n == 0 ? n : w % n;
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::size_t g = k < big ? gmax : gmax - 1;
+      t.cmp_per_row += g * (g - 1) / 2;
+    }
+    t.cmp_batches += gmax > 2 ? 2 : 1;
+    if (gmax > 2) *win_cmp += w;
+    t.mul_batches += 1;
+    w = n;
+  }
+  return t;
+}
+
+TEST(FixedMath, RowMaxRankExactWithTiesAndCounts) {
+  Prg prg(TestSeed(14));
+  for (std::size_t group : {2u, 3u, 4u, 16u, 64u}) {
+    for (std::size_t cols : {1u, 2u, 3u, 5u, 16u, 17u, 24u, 37u, 64u, 100u, 257u}) {
+      const std::size_t rows = 3;
+      std::vector<Ring64> x(rows * cols);
+      for (auto& v : x) {
+        v = static_cast<Ring64>(static_cast<std::int64_t>(prg.Uniform(2001)) - 1000);
+      }
+      if (cols >= 3) x[cols + 2] = x[cols];                        // possible ties in row 1
+      for (std::size_t c = 0; c < cols; ++c) x[2 * cols + c] = 7;  // all equal in row 2
+      PlainBackend be;
+      const auto got = RowMaxRank(be, x, rows, cols, 40, group);
+      ASSERT_EQ(got.size(), rows);
+      for (std::size_t r = 0; r < rows; ++r) {
+        std::int64_t want = static_cast<std::int64_t>(x[r * cols]);
+        for (std::size_t c = 1; c < cols; ++c) {
+          want = std::max(want, static_cast<std::int64_t>(x[r * cols + c]));
+        }
+        EXPECT_EQ(static_cast<std::int64_t>(got[r]), want)
+            << "group " << group << " cols " << cols << " row " << r;
+      }
+      std::uint64_t wins = 0;
+      const MaxTheory t = RowMaxRankTheory(cols, group, &wins);
+      EXPECT_EQ(be.counts().cmp_elems, rows * (t.cmp_per_row + wins)) << group << " " << cols;
+      EXPECT_EQ(be.counts().cmp_batches, t.cmp_batches) << group << " " << cols;
+      EXPECT_EQ(be.counts().mul_batches, t.mul_batches) << group << " " << cols;
+    }
+  }
+  // The decoding widths of stories260K's softmax at G = 16: 24 columns are two groups of 12
+  // (132 comparisons) then a pair; 64 are 4 groups of 16 (480) then a group of 4 (6).
+  std::uint64_t wins = 0;
+  EXPECT_EQ(RowMaxRankTheory(24, 16, &wins).cmp_per_row, 133u);
+  EXPECT_EQ(RowMaxRankTheory(24, 16, &wins).cmp_batches, 3u);
+  EXPECT_EQ(RowMaxRankTheory(64, 16, &wins).cmp_per_row, 486u);
+  EXPECT_EQ(RowMaxRankTheory(64, 16, &wins).cmp_batches, 4u);
+}
+
 TEST(FixedMath, RowMaxExactWithTiesAndCounts) {
   Prg prg(TestSeed(4));
   for (std::size_t cols :
@@ -309,13 +368,14 @@ TEST(FixedMath, SoftmaxOpCounts) {
   std::vector<Ring64> x(rows * cols, 0);
   fm.Softmax(x, rows, cols);
   const auto& k = fm.backend().counts();
-  // max tournament (widths 100, 25, 7, 2): 150 + 36 + 9 + 1 = 196 comparisons per row in 4
-  // batches, 2 + 2 + 2 + 1 product batches; exp: cols per row; reciprocal over [1, 2^7]:
-  // 7 S - 1 per row, its linear start and 2 products per Newton step, e times 1/sum
-  // folded into the last.
-  EXPECT_EQ(k.cmp_elems, rows * 196 + rows * cols + rows * (7 * p.recip_sub_buckets - 1));
+  // ranked max (G = 16): 100 columns are 2 groups of 15 and 5 of 14 (665 pairs) plus 100
+  // wins, then one group of 7 (21 pairs, 7 wins): 793 comparisons per row in 4 batches, 2
+  // product batches; exp: cols per row; reciprocal over [1, 2^7]: 7 S - 1 per row, its
+  // linear start and 2 products per Newton step, e times 1/sum folded into the last.
+  ASSERT_EQ(p.softmax_max_group, 16);
+  EXPECT_EQ(k.cmp_elems, rows * 793 + rows * cols + rows * (7 * p.recip_sub_buckets - 1));
   EXPECT_EQ(k.cmp_batches, 4u + 1 + 1);
-  EXPECT_EQ(k.mul_batches, 7u + (p.exp_squarings + 3) + 1 + 2 * p.recip_iterations);
+  EXPECT_EQ(k.mul_batches, 2u + (p.exp_squarings + 3) + 1 + 2 * p.recip_iterations);
 }
 
 TEST(FixedMath, RmsNorm) {
