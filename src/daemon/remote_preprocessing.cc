@@ -446,7 +446,7 @@ Status RemotePreprocessing<P>::Refill(const BatchRequest& need) {
     const std::size_t before = s.available(need.type, param);
     MPCACHE_RETURN_IF_ERROR(Drain(key));
     const std::uint64_t ahead =
-        need.type == ItemType::kInputMask ? 0 : Ahead(key, need.count, chunk_);
+        need.type == ItemType::kInputMask ? 0 : Ahead(key, need.count, ChunkFor(need.type));
     // Requests of at most max_request_ items (the dealer's pool.capacity_items).
     for (std::size_t got = s.available(need.type, param) - before; got < need.count;
          got = s.available(need.type, param) - before) {
@@ -501,7 +501,7 @@ template <typename P>
 Status RemotePreprocessing<P>::OnTake(const BatchRequest& taken) {
   preproc::PartyStore<P>& s = *store_;
   const QueueKey key = KeyOf(taken);
-  const std::uint64_t ahead = Ahead(key, taken.count, chunk_);
+  const std::uint64_t ahead = Ahead(key, taken.count, ChunkFor(taken.type));
   if (Pending(key) > 0 || in_flight_.size() >= kMaxInFlight) return Status::Ok();
   switch (taken.type) {
     case ItemType::kTriple:

@@ -146,6 +146,17 @@ class RemotePreprocessing {
   std::map<QueueKey, std::uint64_t> largest_;  // largest call per queue
   // From the dealer's Setup: elementwise chunk; largest request it serves (items).
   std::uint64_t chunk_ = 32768, max_request_ = std::uint64_t{1} << 22;
+  // The least an elementwise request asks for: the dealer's chunk, but at most kParamChunk
+  // for items that come in one pool per parameter (truncation pairs per f, fused items per
+  // shape: a step uses a dozen of each, a few hundred to a few thousand items of most), so
+  // that the first position does not fetch 2 x chunk of every one of them (hundreds of MB
+  // to the correcting party); above that a request follows the demand (2 x the largest).
+  static constexpr std::uint64_t kParamChunk = 2048;
+  std::uint64_t ChunkFor(preproc::ItemType t) const {
+    return t == preproc::ItemType::kTrunc || t == preproc::ItemType::kFused
+               ? std::min(chunk_, kParamChunk)
+               : chunk_;
+  }
   // Matrix masks this party asked for: id -> shape; per shape, the (side, other) of the
   // last triple asked for a mask of that shape.
   std::map<std::uint64_t, std::pair<std::uint64_t, std::uint64_t>> mask_shape_;
