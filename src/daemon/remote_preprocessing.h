@@ -149,9 +149,9 @@ class RemotePreprocessing {
   // The least an elementwise request asks for: the dealer's chunk, but at most kParamChunk
   // for items that come in one pool per parameter (truncation pairs per f, fused items per
   // shape: a step uses a dozen of each, a few hundred to a few thousand items of most), so
-  // that the first position does not fetch 2 x chunk of every one of them (hundreds of MB
+  // that the first position does not fetch 2 x 65536 of every one of them (hundreds of MB
   // to the correcting party); above that a request follows the demand (2 x the largest).
-  static constexpr std::uint64_t kParamChunk = 2048;
+  static constexpr std::uint64_t kParamChunk = 8192;
   std::uint64_t ChunkFor(preproc::ItemType t) const {
     return t == preproc::ItemType::kTrunc || t == preproc::ItemType::kFused
                ? std::min(chunk_, kParamChunk)
