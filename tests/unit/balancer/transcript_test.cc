@@ -192,7 +192,7 @@ TEST(Transcript, GenerationMaliciousFullCache) {
   const std::string d = GenerationDigest<mpc::Spdz2k>({}, &tokens, &lines);
   EXPECT_EQ(tokens.size(), 10u);
   ExpectPinned("malicious, full cache", d,
-               "2a0b77506aef7cafa0898ec0334bdc5ec0abec0bcc531d7e32d4555ee920522e", lines);
+               "cfba91dbe35b6e248f8d10e6fb4360e85d834a5684517a54eda259f4ae6f067b", lines);
 }
 
 TEST(Transcript, GenerationSemiHonestFullCache) {
@@ -200,7 +200,7 @@ TEST(Transcript, GenerationSemiHonestFullCache) {
   std::string lines;
   const std::string d = GenerationDigest<mpc::SemiHonest>({}, &tokens, &lines);
   ExpectPinned("semi-honest, full cache", d,
-               "246ef36a6aaaf12859d026a3d1a3bfb315c5291f6beab1c6b7748fcba56d18af", lines);
+               "3aff435e76278be94a33d0d15d1561686dee25d158114eb711a0be7deb0456ca", lines);
 }
 
 TEST(Transcript, GenerationMaliciousMpcachePrivateWeights) {
@@ -215,7 +215,7 @@ TEST(Transcript, GenerationMaliciousMpcachePrivateWeights) {
   std::string lines;
   const std::string d = GenerationDigest<mpc::Spdz2k>(o, &tokens, &lines);
   ExpectPinned("malicious, MPCache, private weights", d,
-               "0d1164b477a2809974fbb6a0ea99020f194c244fcd7871f0f4b3a586a20345d1", lines);
+               "8543e8ed09ec82f84b8c00b95328d875083994234823b2ba58a768a46c1375ce", lines);
 }
 
 // The protocols' king mode, named by the caller: openings, Beaver products, truncation.
