@@ -141,18 +141,15 @@ std::size_t OpeningOf(const RunRecord& r, Item item, int call) {
   return kNone;
 }
 
-// Offset of request `call` of `item` among the elements of its opening (the requests an
-// opening took before it, in order: deferred truncations open several at once).
-std::size_t ElemOffset(const RunRecord& r, Item item, int call) {
-  int left = call;
+// The requests of `item`, in call order (index = the call number of FindCall/OpeningOf).
+std::vector<Request> RequestsOf(const RunRecord& r, Item item) {
+  std::vector<Request> out;
   for (const auto& o : r.openings) {
-    std::size_t off = 0;
     for (const Request& q : o.requests) {
-      if (q.item == item && left-- == 0) return off;
-      off += q.n;
+      if (q.item == item) out.push_back(q);
     }
   }
-  return kNone;
+  return out;
 }
 
 // Every finding of `rep` lies in `allowed` (openings of mutated material).
@@ -254,10 +251,7 @@ void ExpectExactCheckCatchesLeaks() {
   // Beaver triples (the products of the classifier's argmax; the kernels' products take
   // fused items, whose truncation masks keep them fixed in this family: the noisy family
   // checks those): the last batch, deep in the network, and two batches of the same size.
-  int n_triples = 0;
-  for (const auto& o : r.openings) {
-    for (const Request& q : o.requests) n_triples += q.item == Item::kTriple;
-  }
+  const int n_triples = static_cast<int>(RequestsOf(r, Item::kTriple).size());
   const int t4 = FindCall(r, Item::kTriple, 0, n_triples - 1);
   const int t1a = FindCall(r, Item::kTriple, 0, 0);
   const int t1b = FindCall(r, Item::kTriple, 0, 1);
@@ -339,47 +333,31 @@ void ExpectNoisyChecksCatchLeaks() {
   auto shape = RunRecorded<P>(SmallModel(), kPromptA, kSteps, plain);
   ASSERT_TRUE(shape.ok()) << shape.error().ToString();
   const RunRecord& r = *shape;
-  // Truncation pairs (the deferred truncations': mpc/context.h): one zeroed, and two
-  // requests of the same size and f (a pair made for another f would be wrong) reused.
-  // The first two (the first RMSNorm's x x and x g, of the same size and f: exact values,
+  // Truncation pairs (the deferred truncations': mpc/context.h). The first two (the first RMSNorm's x x and x g, of the same size and f: exact values,
   // no run-to-run noise) reused; the zeroed one: another of the fewest bits (its x carries
   // the least noise: the noisy family sees an unmasked value as a small difference between
   // runs).
   const int tr1a = FindCall(r, Item::kTrunc, 0, 0), tr1b = FindCall(r, Item::kTrunc, 0, 1);
+  const std::vector<Request> truncs = RequestsOf(r, Item::kTrunc);
   int tr8 = -1;
-  {
-    int call = 0, best_f = 1 << 30;
-    for (const auto& o : r.openings) {
-      for (const Request& q : o.requests) {
-        if (q.item != Item::kTrunc) continue;
-        if (call >= 2 && q.n >= 2 && q.frac_bits < best_f) {
-          best_f = q.frac_bits;
-          tr8 = call;
-        }
-        ++call;
-      }
+  for (std::size_t i = 2, best_f = 1 << 30; i < truncs.size(); ++i) {
+    if (truncs[i].n >= 2 && static_cast<std::size_t>(truncs[i].frac_bits) < best_f) {
+      best_f = static_cast<std::size_t>(truncs[i].frac_bits);
+      tr8 = static_cast<int>(i);
     }
   }
   // Fused product items (their Beaver masks and truncation masks): one zeroed whole, one
   // reused.
-  int n_fused = 0;
-  for (const auto& o : r.openings) {
-    for (const Request& q : o.requests) n_fused += q.item == Item::kFused;
-  }
-  const int fz = FindCall(r, Item::kFused, 0, n_fused - 1);
-  int fa = -1, fb = -1;  // two of the same shape (its code is the request's third field)
-  {
-    std::vector<Request> seen;
-    for (const auto& o : r.openings) {
-      for (const Request& q : o.requests) {
-        if (q.item != Item::kFused) continue;
-        for (std::size_t i = 0; i < seen.size() && fb < 0; ++i) {
-          if (seen[i].frac_bits == q.frac_bits && seen.size() - i >= 2) {
-            fa = static_cast<int>(i);
-            fb = static_cast<int>(seen.size());
-          }
-        }
-        seen.push_back(q);
+  const std::vector<Request> fused = RequestsOf(r, Item::kFused);
+  const int fz = FindCall(r, Item::kFused, 0, static_cast<int>(fused.size()) - 1);
+  // Two of the same shape (its code is the request's third field), not adjacent: the first
+  // call whose shape occurred at least two calls earlier, and that earlier one.
+  int fa = -1, fb = -1;
+  for (std::size_t j = 0; j < fused.size() && fb < 0; ++j) {
+    for (std::size_t i = 0; i + 2 <= j && fb < 0; ++i) {
+      if (fused[i].frac_bits == fused[j].frac_bits) {
+        fa = static_cast<int>(i);
+        fb = static_cast<int>(j);
       }
     }
   }
@@ -389,16 +367,11 @@ void ExpectNoisyChecksCatchLeaks() {
   // truncation taken in.)
   int eda_a = -1, eda_b = -1;
   {
-    std::vector<Request> seen;
-    for (const auto& o : r.openings) {
-      for (const Request& q : o.requests) {
-        if (q.item == Item::kLtzTuple) seen.push_back(q);
-      }
-    }
-    int widest = 1 << 30;
-    for (const Request& q : seen) widest = std::min(widest, q.frac_bits);
+    const std::vector<Request> seen = RequestsOf(r, Item::kLtzTuple);
+    int narrowest = 1 << 30;
+    for (const Request& q : seen) narrowest = std::min(narrowest, q.frac_bits);
     for (std::size_t i = 0; i < seen.size(); ++i) {
-      if (seen[i].frac_bits != widest) continue;
+      if (seen[i].frac_bits != narrowest) continue;
       if (eda_a < 0 && seen[i].n >= 3) {
         eda_a = static_cast<int>(i);
       } else if (eda_a >= 0 && eda_b < 0 && seen[i].n >= 2) {
@@ -439,21 +412,10 @@ void ExpectNoisyChecksCatchLeaks() {
                                       o_fb,  o_ea,   o_eb,   o_rel, o_in1};
   const Report noisy = CheckNoisy(a);
   Print("noisy, mutated", noisy);
-  // The zeroed pair's values within its (deferred) opening.
-  const std::size_t at_tr8 = ElemOffset(r, Item::kTrunc, tr8);
-  std::size_t n_tr8 = 0;
-  {
-    int left = tr8;
-    for (const auto& o : r.openings) {
-      for (const Request& q : o.requests) {
-        if (q.item == Item::kTrunc && left-- == 0) n_tr8 = q.n;
-      }
-    }
-  }
+  const std::size_t n_tr8 = truncs[static_cast<std::size_t>(tr8)].n;
   ASSERT_GE(n_tr8, 1u);
   // (A deferred opening carries every pending truncation of the session: the zeroed pair's
   // values are n_tr8 of its elements; which ones depends on the sources' order there.)
-  (void)at_tr8;
   std::size_t flagged_tr8 = 0;
   for (std::size_t e = 0; e < r.openings[o_tr8].n; ++e) flagged_tr8 += noisy.Has(o_tr8, e);
   EXPECT_GE(flagged_tr8, n_tr8) << "raw truncation values not flagged";
