@@ -1,0 +1,65 @@
+// Issue 19's per-phase round budget (docs/secure-llama.md, "Fewer rounds"), asserted: one
+// decoded position of a malicious generation costs, per phase, exactly the rounds the table
+// derives from the kernels (rounds are deterministic: they depend on shapes, not on values).
+// The step is isolated as the difference of two runs that differ by one decoded position.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "infer/in_process.h"
+#include "infer/ring_model.h"
+#include "model/synth.h"
+
+namespace mpcache::infer {
+namespace {
+
+std::map<std::string, std::uint64_t> StepRounds(const InProcessResult& longer,
+                                                const InProcessResult& shorter) {
+  std::map<std::string, std::uint64_t> out;
+  for (const auto& [phase, c] : longer.phases[0]) {
+    const auto it = shorter.phases[0].find(phase);
+    out[phase] = c.rounds - (it == shorter.phases[0].end() ? 0 : it->second.rounds);
+  }
+  return out;
+}
+
+TEST(RoundBudget, OneDecodedPositionCostsTheDocumentedRoundsPerPhase) {
+  // 2 layers, 4 heads (2 KV heads), vocabulary 40: every phase of the 64-step golden run's
+  // table, at a context of 3 to 7 positions (one ranking level per row).
+  auto config = model::ParseDims("32x2x4x2x64x40x64");
+  ASSERT_TRUE(config.ok());
+  auto w = model::MakeSyntheticWeights(*config, 3);
+  ASSERT_TRUE(w.ok());
+  auto ring = EncodeModel(*w, kRecommendedFracBits);
+  ASSERT_TRUE(ring.ok());
+  const std::vector<int> prompt = {1, 5, 9};
+  InProcessOptions o;
+  auto a = RunInProcess<mpc::Spdz2k>(*ring, prompt, 1, 3, o);
+  ASSERT_TRUE(a.ok()) << a.error().ToString();
+  auto b = RunInProcess<mpc::Spdz2k>(*ring, prompt, 1, 4, o);
+  ASSERT_TRUE(b.ok()) << b.error().ToString();
+  const std::map<std::string, std::uint64_t> got = StepRounds(*b, *a);
+  const std::uint64_t L = 2;
+  // Per layer: softmax 23 (ranked row max 6 = LtzRounds(31) + LtzRounds(8) + 1, exp 10,
+  // reciprocal 7), two RMSNorms of 9, FFN 15, attention 2, KV append, scores and mix 1 each;
+  // then the final RMSNorm (9), the argmax over 40 logits (the logits' truncation, one
+  // ranking level, the token's opening to the client: 1 + 6 + 1) and the MAC check (3).
+  const std::map<std::string, std::uint64_t> want = {
+      {"softmax", 23 * L},  {"norms", 9 * (2 * L + 1)}, {"ffn", 15 * L},
+      {"attention", 2 * L}, {"kv_append", L},           {"scores", L},
+      {"mix", L},           {"classifier_argmax", 8},   {"mac_check", 3},
+  };
+  for (const auto& [phase, rounds] : want) {
+    const auto it = got.find(phase);
+    ASSERT_NE(it, got.end()) << phase;
+    EXPECT_EQ(it->second, rounds) << phase;
+  }
+  std::uint64_t total = 0, want_total = 0;
+  for (const auto& [phase, rounds] : got) total += rounds;
+  for (const auto& [phase, rounds] : want) want_total += rounds;
+  EXPECT_EQ(total, want_total) << "a phase outside the budget spent rounds";
+}
+
+}  // namespace
+}  // namespace mpcache::infer
