@@ -79,15 +79,9 @@ struct FixedMathParams {
   // reciprocal and rsqrt take exactly the width their domain needs.
   int compare_bits = 40;
   // Softmax's row max (RowMaxRank): candidates ranked in groups of up to this many per level
-  // (2..64), LtzRounds(compare_bits) + LtzRounds(8) + 1 rounds per level, g (g - 1) / 2
-  // comparisons per group of g; a row takes the fewest levels groups this large allow, in the
-  // smallest groups that keep that many (RankGroup in fixed_math.h): one level up to 64
-  // columns at 64.
-  int softmax_max_group = 64;
-  // The classifier's argmax (RowArgMaxRank, the one-hot of the first maximum logit): the same
-  // ranking with groups of up to this many (2..64): a vocabulary of 512 takes 2 levels of 23
-  // (12 rounds), one of 32 000 3 levels of 32 (18 rounds).
-  int argmax_group = 64;
+  // (2..64): one level for rows this wide, LtzRounds(compare_bits) + LtzRounds(8) + 1 rounds
+  // per level, g (g - 1) / 2 comparisons per group of g.
+  int softmax_max_group = 16;
 
   Status Validate() const;
   // Internal precision of rsqrt (depends on the domain's lower end so y^2 fits).

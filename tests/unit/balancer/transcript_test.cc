@@ -205,7 +205,7 @@ TEST(Transcript, GenerationMaliciousFullCache) {
   const std::string d = GenerationDigest<mpc::Spdz2k>({}, &tokens, &lines);
   EXPECT_EQ(tokens.size(), 10u);
   ExpectPinned("malicious, full cache", d,
-               "21a624b98275647db2993270cc7d08cf8c7bb307dd68ae9e0e8b12000c5510a4", lines);
+               "cfba91dbe35b6e248f8d10e6fb4360e85d834a5684517a54eda259f4ae6f067b", lines);
 }
 
 TEST(Transcript, GenerationSemiHonestFullCache) {
@@ -213,7 +213,7 @@ TEST(Transcript, GenerationSemiHonestFullCache) {
   std::string lines;
   const std::string d = GenerationDigest<mpc::SemiHonest>({}, &tokens, &lines);
   ExpectPinned("semi-honest, full cache", d,
-               "a18d441a9f4eaa8c3070ca047ff3e8db4ad9d0b43592037e360707bd1c3d7d42", lines);
+               "3aff435e76278be94a33d0d15d1561686dee25d158114eb711a0be7deb0456ca", lines);
 }
 
 TEST(Transcript, GenerationMaliciousMpcachePrivateWeights) {
@@ -228,7 +228,7 @@ TEST(Transcript, GenerationMaliciousMpcachePrivateWeights) {
   std::string lines;
   const std::string d = GenerationDigest<mpc::Spdz2k>(o, &tokens, &lines);
   ExpectPinned("malicious, MPCache, private weights", d,
-               "2221a3d2992684ccc9b14eadd1a53fb05b2b3190de9dfbd1a8f55958ec67e36e", lines);
+               "8543e8ed09ec82f84b8c00b95328d875083994234823b2ba58a768a46c1375ce", lines);
 }
 
 // The protocols' king mode, named by the caller: openings, Beaver products, truncation.

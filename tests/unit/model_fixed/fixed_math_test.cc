@@ -9,10 +9,7 @@
 #include <cmath>
 #include <iostream>
 #include <string>
-#include <span>
 #include <vector>
-
-#include "common/fixed_sampling.h"
 
 namespace mpcache {
 namespace {
@@ -330,46 +327,6 @@ TEST(FixedMath, RowMaxRankExactWithTiesAndCounts) {
   EXPECT_EQ(RowMaxRankTheory(64, 16, &wins).cmp_batches, 4u);
 }
 
-// RowArgMaxRank: the max of RowMaxRank and the one-hot of the FIRST maximum of each row (what
-// a plaintext scan picks), at the same comparison and product batches as the max alone; the
-// one-hot adds cols products per row on every level after the first.
-TEST(FixedMath, RowArgMaxRankPicksTheFirstMaximumInTheMaxsBatches) {
-  Prg prg(TestSeed(15));
-  for (std::size_t group : {2u, 3u, 16u, 64u}) {
-    for (std::size_t cols : {1u, 2u, 3u, 17u, 37u, 100u, 512u}) {
-      const std::size_t rows = 3;
-      std::vector<Ring64> x(rows * cols);
-      for (auto& v : x) {
-        v = static_cast<Ring64>(static_cast<std::int64_t>(prg.Uniform(61)) - 30);  // many ties
-      }
-      for (std::size_t c = 0; c < cols; ++c) x[2 * cols + c] = 7;  // all equal in row 2
-      PlainBackend be;
-      const auto got = RowArgMaxRank(be, x, rows, cols, 40, group);
-      ASSERT_EQ(got.max.size(), rows);
-      ASSERT_EQ(got.one_hot.size(), rows * cols);
-      std::size_t levels = 0;
-      for (std::size_t w = cols; w > 1; w = (w + group - 1) / group) ++levels;
-      for (std::size_t r = 0; r < rows; ++r) {
-        const std::size_t first = static_cast<std::size_t>(RingArgmax(
-            std::span<const Ring64>(x).subspan(r * cols, cols)));
-        EXPECT_EQ(got.max[r], x[r * cols + first]) << group << " " << cols << " row " << r;
-        for (std::size_t c = 0; c < cols; ++c) {
-          EXPECT_EQ(got.one_hot[r * cols + c], c == first ? 1u : 0u)
-              << "group " << group << " cols " << cols << " row " << r << " col " << c;
-        }
-      }
-      PlainBackend max_only;
-      (void)RowMaxRank(max_only, x, rows, cols, 40, group);
-      EXPECT_EQ(be.counts().cmp_batches, max_only.counts().cmp_batches);
-      EXPECT_EQ(be.counts().cmp_elems, max_only.counts().cmp_elems);
-      EXPECT_EQ(be.counts().mul_batches, max_only.counts().mul_batches);
-      EXPECT_EQ(be.counts().mul_elems,
-                max_only.counts().mul_elems + rows * cols * (levels > 0 ? levels - 1 : 0))
-          << group << " " << cols;
-    }
-  }
-}
-
 TEST(FixedMath, RowMaxExactWithTiesAndCounts) {
   Prg prg(TestSeed(4));
   for (std::size_t cols :
@@ -404,34 +361,6 @@ TEST(FixedMath, RowMaxExactWithTiesAndCounts) {
   EXPECT_EQ(RowMaxTheory(100).mul_batches, 7u);
 }
 
-// RankGroup: the fewest levels groups of up to 64 allow, in the smallest such groups.
-TEST(FixedMath, RankGroupTakesTheFewestLevelsInTheSmallestGroups) {
-  EXPECT_EQ(RankGroup(1, 64), 2u);
-  EXPECT_EQ(RankGroup(2, 64), 2u);
-  EXPECT_EQ(RankGroup(17, 64), 17u);    // one level
-  EXPECT_EQ(RankGroup(64, 64), 64u);    // one level
-  EXPECT_EQ(RankGroup(65, 64), 9u);     // two levels: 9^2 = 81 >= 65 > 8^2
-  EXPECT_EQ(RankGroup(512, 64), 23u);   // 23^2 = 529
-  EXPECT_EQ(RankGroup(32000, 64), 32u);  // three levels: 32^3 = 32 768
-  EXPECT_EQ(RankGroup(100, 16), 10u);   // two levels of up to 16
-  EXPECT_EQ(RankGroup(100, 200), 10u);  // clamped to 64: two levels, so groups of 10
-  for (std::size_t cols : {3u, 50u, 100u, 700u, 5000u, 32000u}) {
-    for (std::size_t m : {2u, 5u, 16u, 64u}) {
-      const std::size_t g = RankGroup(cols, m);
-      auto levels = [&](std::size_t grp) {
-        int l = 0;
-        for (std::size_t w = cols; w > 1; w = (w + grp - 1) / grp) ++l;
-        return l;
-      };
-      EXPECT_LE(g, m);
-      EXPECT_EQ(levels(g), levels(m)) << cols << " " << m;
-      if (g > 2) {
-        EXPECT_GT(levels(g - 1), levels(m)) << cols << " " << m;
-      }
-    }
-  }
-}
-
 TEST(FixedMath, SoftmaxOpCounts) {
   FixedMathParams p;
   FixedMath fm(p);
@@ -439,12 +368,12 @@ TEST(FixedMath, SoftmaxOpCounts) {
   std::vector<Ring64> x(rows * cols, 0);
   fm.Softmax(x, rows, cols);
   const auto& k = fm.backend().counts();
-  // ranked max (groups of up to 64: two levels, so RankGroup takes groups of 10): 100 columns
-  // are 10 groups of 10 (450 pairs) plus 100 wins, then one group of 10 (45 pairs, 10 wins):
-  // 605 comparisons per row in 4 batches, 2 product batches; exp: cols per row; reciprocal over [1, 2^7]: 7 S - 1 per row, its
+  // ranked max (G = 16): 100 columns are 2 groups of 15 and 5 of 14 (665 pairs) plus 100
+  // wins, then one group of 7 (21 pairs, 7 wins): 793 comparisons per row in 4 batches, 2
+  // product batches; exp: cols per row; reciprocal over [1, 2^7]: 7 S - 1 per row, its
   // linear start and 2 products per Newton step, e times 1/sum folded into the last.
-  ASSERT_EQ(p.softmax_max_group, 64);
-  EXPECT_EQ(k.cmp_elems, rows * 605 + rows * cols + rows * (7 * p.recip_sub_buckets - 1));
+  ASSERT_EQ(p.softmax_max_group, 16);
+  EXPECT_EQ(k.cmp_elems, rows * 793 + rows * cols + rows * (7 * p.recip_sub_buckets - 1));
   EXPECT_EQ(k.cmp_batches, 4u + 1 + 1);
   EXPECT_EQ(k.mul_batches, 2u + (p.exp_squarings + 3) + 1 + 2 * p.recip_iterations);
 }
