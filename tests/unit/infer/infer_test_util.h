@@ -4,15 +4,27 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "common/prg.h"
 #include "infer/in_process.h"
+#include "infer/ring_model.h"
 #include "model/fixed_engine.h"
 #include "model/float_engine.h"
+#include "model/synth.h"
 
 namespace mpcache::infer::testing {
+
+// A synthetic model of `dims` (model::ParseDims) with the weights of `seed`, encoded at the
+// recommended fraction bits: what an in-process generation test runs on.
+inline Result<std::shared_ptr<const RingModel>> SyntheticRingModel(const std::string& dims,
+                                                                   std::uint64_t seed) {
+  MPCACHE_ASSIGN_OR_RETURN(model::ModelConfig config, model::ParseDims(dims));
+  MPCACHE_ASSIGN_OR_RETURN(model::ModelWeights w, model::MakeSyntheticWeights(config, seed));
+  return EncodeModel(w, kRecommendedFracBits);
+}
 
 // Signed values in [-2^20, 2^20) as ring elements: keys, values and queries at the scale of
 // f = 16..18 activations, for the KV-memory tests.

@@ -11,9 +11,9 @@
 #include <thread>
 
 #include "infer/in_process.h"
-#include "model/synth.h"
 #include "mpc/io.h"
 #include "preproc/local_parties.h"
+#include "unit/infer/infer_test_util.h"
 
 namespace mpcache::infer {
 namespace {
@@ -188,12 +188,8 @@ TEST(OneHotCheck, TamperedCheckIsAMacFailureNotTheClients) {
 // The whole session: a client that enters two ones at position 1 gets nothing; the
 // parties stop before the first forward pass that would use it.
 TEST(OneHotCheck, SessionRefusesAMaliciousClient) {
-  auto config = model::ParseDims("16x1x2x2x32x20x8");
-  ASSERT_TRUE(config.ok());
-  auto w = model::MakeSyntheticWeights(*config, 4);
-  ASSERT_TRUE(w.ok());
-  auto model = EncodeModel(*w, kRecommendedFracBits);
-  ASSERT_TRUE(model.ok());
+  auto model = testing::SyntheticRingModel("16x1x2x2x32x20x8", 4);
+  ASSERT_TRUE(model.ok()) << model.error().ToString();
   InProcessOptions o;
   o.client_input = [](int pos, Row& x) {
     if (pos == 1) x[7] += 1;

@@ -8,8 +8,7 @@
 #include <string>
 
 #include "infer/in_process.h"
-#include "infer/ring_model.h"
-#include "model/synth.h"
+#include "unit/infer/infer_test_util.h"
 
 namespace mpcache::infer {
 namespace {
@@ -27,12 +26,8 @@ std::map<std::string, std::uint64_t> StepRounds(const InProcessResult& longer,
 TEST(RoundBudget, OneDecodedPositionCostsTheDocumentedRoundsPerPhase) {
   // 2 layers, 4 heads (2 KV heads), vocabulary 40: every phase of the 64-step golden run's
   // table, at a context of 3 to 7 positions (one ranking level per row).
-  auto config = model::ParseDims("32x2x4x2x64x40x64");
-  ASSERT_TRUE(config.ok());
-  auto w = model::MakeSyntheticWeights(*config, 3);
-  ASSERT_TRUE(w.ok());
-  auto ring = EncodeModel(*w, kRecommendedFracBits);
-  ASSERT_TRUE(ring.ok());
+  auto ring = testing::SyntheticRingModel("32x2x4x2x64x40x64", 3);
+  ASSERT_TRUE(ring.ok()) << ring.error().ToString();
   const std::vector<int> prompt = {1, 5, 9};
   InProcessOptions o;
   auto a = RunInProcess<mpc::Spdz2k>(*ring, prompt, 1, 3, o);
