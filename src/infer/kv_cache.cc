@@ -2,6 +2,8 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace mpcache::infer {
 
@@ -24,6 +26,8 @@ Status SecureKvCache<P>::EnsureBlocks(mpc::Context<P>& ctx, int layer, int block
   const std::size_t rows = static_cast<std::size_t>(layout_.block_tokens()), kv = heads_.kv_dim;
   auto& ks = keys_[static_cast<std::size_t>(layer)];
   auto& vs = values_[static_cast<std::size_t>(layer)];
+  // New blocks may move the old ones: a deferred append's D must land first.
+  if (static_cast<int>(ks.size()) < blocks) MPCACHE_RETURN_IF_ERROR(Settle(ctx));
   while (static_cast<int>(ks.size()) < blocks) {
     for (auto* list : {&ks, &vs}) {
       MPCACHE_ASSIGN_OR_RETURN(mpc::MatrixMask<P> mask, ctx.prep().GetMatrixMask(rows, kv));
@@ -72,17 +76,41 @@ Result<std::vector<mpc::AttentionShape>> SecureKvCache<P>::Prepare(mpc::Context<
 }
 
 template <typename P>
+Status SecureKvCache<P>::Settle(mpc::Context<P>& ctx) {
+  bool waiting = false;
+  for (const auto& d : deferred_) waiting = waiting || !d->done();
+  if (waiting) MPCACHE_RETURN_IF_ERROR(ctx.FlushDeferred());
+  for (const auto& d : deferred_) {
+    if (!d->done()) return Internal("KV cache: a deferred append was not opened by a flush");
+  }
+  deferred_.clear();
+  return Status::Ok();
+}
+
+template <typename P>
 Status SecureKvCache<P>::Append(mpc::Context<P>& ctx, int layer, Shares<P> k, Shares<P> v) {
   const std::size_t kv = heads_.kv_dim;
   if (k.size() != kv || v.size() != kv) {
     return InvalidArgument("KV rows must have kv_dim = " + std::to_string(kv) + " values");
   }
-  return LoadPrefill(ctx, layer, k, v);  // one row
+  MPCACHE_ASSIGN_OR_RETURN(auto rows, StageRows(ctx, layer, k, v));
+  // The row's D rides the next exchange (this layer's scores): no round of its own.
+  MPCACHE_ASSIGN_OR_RETURN(auto source, mpc::DeferRows<P>(ctx, std::move(rows)));
+  std::erase_if(deferred_, [](const auto& d) { return d->done(); });
+  deferred_.push_back(std::move(source));
+  return Status::Ok();
 }
 
 template <typename P>
 Status SecureKvCache<P>::LoadPrefill(mpc::Context<P>& ctx, int layer, const Shares<P>& k,
                                      const Shares<P>& v) {
+  MPCACHE_ASSIGN_OR_RETURN(auto rows, StageRows(ctx, layer, k, v));
+  return mpc::AppendRows<P>(ctx, std::move(rows));
+}
+
+template <typename P>
+Result<std::vector<std::pair<mpc::FixedBlock<P>*, Shares<P>>>> SecureKvCache<P>::StageRows(
+    mpc::Context<P>& ctx, int layer, const Shares<P>& k, const Shares<P>& v) {
   const std::size_t kv = heads_.kv_dim;
   if (layer < 0 || layer >= layout_.n_layers() || k.size() % kv != 0 || v.size() != k.size()) {
     return InvalidArgument("KV prefill: layer " + std::to_string(layer) + " with " +
@@ -110,7 +138,7 @@ Status SecureKvCache<P>::LoadPrefill(mpc::Context<P>& ctx, int layer, const Shar
     rows.emplace_back(&keys_[l][b], k.Slice(i * kv, kv));
     rows.emplace_back(&values_[l][b], v.Slice(i * kv, kv));
   }
-  return mpc::AppendRows<P>(ctx, std::move(rows));
+  return rows;
 }
 
 template <typename P>
@@ -138,6 +166,7 @@ Status SecureKvCache<P>::Compact(mpc::Context<P>& ctx, int layer, const Shares<P
                            std::to_string(k.size()) + " key and " + std::to_string(v.size()) +
                            " value shares (whole rows of kv_dim " + std::to_string(kv) + ")");
   }
+  MPCACHE_RETURN_IF_ERROR(Settle(ctx));  // the dropped blocks may await a deferred D
   MPCACHE_RETURN_IF_ERROR(layout_.Compact(layer, static_cast<int>(k.size() / kv)));
   keys_[static_cast<std::size_t>(layer)].clear();
   values_[static_cast<std::size_t>(layer)].clear();

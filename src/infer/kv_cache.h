@@ -1,9 +1,10 @@
 // The full KV cache under MPC: every cached position of a layer is attended at every step.
 // Shares live in blocks of model::KvLayout (block_tokens rows x kv_dim, the row of position t
 // = its key or value, head-major), each block masked ONCE with its own dealer matrix mask:
-// appending a row opens D = X - A for that row only (the key and value rows of a layer in one
-// round, 2 x kv_dim values), and the products of later steps open only the fresh operand,
-// once per layer and step, against all blocks (mpc/attention_product.h):
+// appending a row opens D = X - A for that row only (the key and value rows of a layer, 2 x
+// kv_dim values, riding the layer's scores opening: no round of their own), and the products
+// of later steps open only the fresh operand, once per layer and step, against all blocks
+// (mpc/attention_product.h):
 //   scores: 1 round, dim values          (n_heads x head_size)
 //   mix:    1 round, n_heads x L values  (L = cached positions)
 // so per layer and step the attention's party-to-party bytes grow as O(L x n_heads) (the
@@ -30,6 +31,8 @@ class SecureKvCache final : public KvMemory<P> {
   int length(int layer) const { return layout_.length(layer); }
 
   Result<std::vector<mpc::AttentionShape>> Prepare(mpc::Context<P>& ctx) override;
+  // The row's D = X - A rides the session's next exchange (mpc::DeferRows): the layer's
+  // scores carry it, so an append costs no round of its own.
   Status Append(mpc::Context<P>& ctx, int layer, mpc::Shares<P> k, mpc::Shares<P> v) override;
   Result<mpc::Shares<P>> Scores(mpc::Context<P>& ctx, int layer, const model::KvPlan& plan,
                                 const mpc::Shares<P>& q) override;
@@ -70,10 +73,16 @@ class SecureKvCache final : public KvMemory<P> {
         values_(static_cast<std::size_t>(layout_.n_layers())) {}
   Result<std::vector<mpc::BlockUse<P>>> Uses(const std::vector<mpc::FixedBlock<P>>& blocks,
                                              const model::KvPlan& plan) const;
+  // Rows k, v of `layer` placed in their blocks (layout advanced, blocks fetched).
+  Result<std::vector<std::pair<mpc::FixedBlock<P>*, mpc::Shares<P>>>> StageRows(
+      mpc::Context<P>& ctx, int layer, const mpc::Shares<P>& k, const mpc::Shares<P>& v);
+  // Opens any deferred append still waiting (one round, only then), before the blocks move.
+  Status Settle(mpc::Context<P>& ctx);
 
   model::KvLayout layout_;
   mpc::HeadShape heads_;
-  std::vector<std::vector<mpc::FixedBlock<P>>> keys_, values_;  // [layer][block]
+  std::vector<std::vector<mpc::FixedBlock<P>>> keys_, values_;   // [layer][block]
+  std::vector<std::shared_ptr<mpc::DeferredRows<P>>> deferred_;  // appends whose D may wait
 };
 
 }  // namespace mpcache::infer

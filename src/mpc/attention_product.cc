@@ -75,8 +75,12 @@ AttentionShape ShapeOf(MaskSide side, const HeadShape& h, const std::vector<Bloc
   return s;
 }
 
+namespace {
+
+// Checks the rows against their blocks, stores their shares, counts them and uses up a full
+// block's mask; returns X - A of every row, in order (their D once opened).
 template <typename P>
-Status AppendRows(Context<P>& ctx, std::vector<std::pair<FixedBlock<P>*, Shares<P>>> rows) {
+Result<Shares<P>> StageRows(const std::vector<std::pair<FixedBlock<P>*, Shares<P>>>& rows) {
   Shares<P> masked;
   std::map<const FixedBlock<P>*, std::size_t> next;  // rows taken so far, per block
   for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -92,22 +96,87 @@ Status AppendRows(Context<P>& ctx, std::vector<std::pair<FixedBlock<P>*, Shares<
     }
     masked.Append(Sub(x, b.a.Slice(row * kv, kv)));
   }
-  if (rows.empty()) return Status::Ok();
-  MPCACHE_ASSIGN_OR_RETURN(std::vector<std::uint64_t> d, ctx.OpenOwned(std::move(masked)));
-  std::size_t off = 0;
-  for (auto& [block, x] : rows) {
+  for (const auto& [block, x] : rows) {
     FixedBlock<P>& b = *block;
     const std::size_t kv = x.size(), at = b.rows * kv;
     for (std::size_t e = 0; e < kv; ++e) b.x.v[at + e] = x.v[e];
     if constexpr (P::kMalicious) {
       for (std::size_t e = 0; e < kv; ++e) b.x.m[at + e] = x.m[e];
     }
-    b.d.insert(b.d.end(), d.begin() + static_cast<std::ptrdiff_t>(off),
-               d.begin() + static_cast<std::ptrdiff_t>(off + kv));
-    off += kv;
     if (++b.rows == b.capacity) b.a = Shares<P>();  // the mask is used up
   }
+  return masked;
+}
+
+// Appends the opened D rows to their blocks, in the order they were staged.
+template <typename P>
+Status FillRows(const std::vector<std::pair<FixedBlock<P>*, std::size_t>>& to,
+                std::span<const std::uint64_t> d) {
+  std::size_t off = 0;
+  for (const auto& [block, kv] : to) {
+    if (off + kv > d.size()) return Internal("KV append: fewer D values than rows");
+    block->d.insert(block->d.end(), d.begin() + static_cast<std::ptrdiff_t>(off),
+                    d.begin() + static_cast<std::ptrdiff_t>(off + kv));
+    off += kv;
+  }
+  return off == d.size() ? Status::Ok() : Internal("KV append: more D values than rows");
+}
+
+template <typename P>
+std::vector<std::pair<FixedBlock<P>*, std::size_t>> Targets(
+    const std::vector<std::pair<FixedBlock<P>*, Shares<P>>>& rows) {
+  std::vector<std::pair<FixedBlock<P>*, std::size_t>> to;
+  to.reserve(rows.size());
+  for (const auto& [block, x] : rows) to.emplace_back(block, x.size());
+  return to;
+}
+
+// Every used row's D is there (a deferred append is opened by the product's own exchange).
+template <typename P>
+Status CheckOpenedRows(const HeadShape& h, const std::vector<BlockUse<P>>& blocks) {
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    if (blocks[i].block->d.size() < blocks[i].rows * h.kv_dim) {
+      return Internal("attention product: block " + std::to_string(i) + " uses " +
+                      std::to_string(blocks[i].rows) + " rows but only " +
+                      std::to_string(blocks[i].block->d.size() / h.kv_dim) +
+                      " were opened (a deferred append whose source was dropped?)");
+    }
+  }
   return Status::Ok();
+}
+
+}  // namespace
+
+template <typename P>
+Status AppendRows(Context<P>& ctx, std::vector<std::pair<FixedBlock<P>*, Shares<P>>> rows) {
+  if (rows.empty()) return Status::Ok();
+  MPCACHE_ASSIGN_OR_RETURN(Shares<P> masked, StageRows(rows));
+  MPCACHE_ASSIGN_OR_RETURN(std::vector<std::uint64_t> d, ctx.OpenOwned(std::move(masked)));
+  return FillRows(Targets(rows), d);
+}
+
+template <typename P>
+Result<std::shared_ptr<DeferredRows<P>>> DeferRows(
+    Context<P>& ctx, std::vector<std::pair<FixedBlock<P>*, Shares<P>>> rows) {
+  if (rows.empty()) return std::make_shared<DeferredRows<P>>(Shares<P>(), Targets(rows));
+  MPCACHE_ASSIGN_OR_RETURN(Shares<P> masked, StageRows(rows));
+  auto out = std::make_shared<DeferredRows<P>>(std::move(masked), Targets(rows));
+  ctx.Defer(out);
+  return out;
+}
+
+template <typename P>
+Result<Shares<P>> DeferredRows<P>::Prepare(Context<P>& /*ctx*/) {
+  if (sent_) return Shares<P>();
+  sent_ = true;
+  return std::move(masked_);
+}
+
+template <typename P>
+Status DeferredRows<P>::Finish(Context<P>& /*ctx*/, std::span<const std::uint64_t> opened) {
+  if (done_ || opened.empty()) return Status::Ok();
+  done_ = true;
+  return FillRows(to_, opened);
 }
 
 template <typename P>
@@ -121,6 +190,7 @@ Result<Shares<P>> AttentionScores(Context<P>& ctx, const HeadShape& h, const Sha
                            " values, " + ShapeText(h) + " needs " + std::to_string(nh * hs));
   }
   MPCACHE_ASSIGN_OR_RETURN(Opened<P> o, OpenFresh(ctx, MaskSide::kRight, h, q, keys, nh * len));
+  MPCACHE_RETURN_IF_ERROR(CheckOpenedRows(h, keys));
   const std::vector<std::uint64_t>& e = o.e;
   Shares<P> z = std::move(o.t.c);
   const Shares<P>& b = o.t.b;
@@ -164,6 +234,7 @@ Result<Shares<P>> AttentionMix(Context<P>& ctx, const HeadShape& h, const Shares
                            " values, n_heads x rows = " + std::to_string(nh * len));
   }
   MPCACHE_ASSIGN_OR_RETURN(Opened<P> o, OpenFresh(ctx, MaskSide::kLeft, h, p, values, nh * hs));
+  MPCACHE_RETURN_IF_ERROR(CheckOpenedRows(h, values));
   const std::vector<std::uint64_t>& e = o.e;
   Shares<P> z = std::move(o.t.c);
   const Shares<P>& b = o.t.b;
@@ -201,6 +272,9 @@ Result<Shares<P>> AttentionMix(Context<P>& ctx, const HeadShape& h, const Shares
 #define MPCACHE_INSTANTIATE(P)                                                                  \
   template AttentionShape ShapeOf(MaskSide, const HeadShape&, const std::vector<BlockUse<P>>&); \
   template Status AppendRows(Context<P>&, std::vector<std::pair<FixedBlock<P>*, Shares<P>>>);   \
+  template Result<std::shared_ptr<DeferredRows<P>>> DeferRows(                                  \
+      Context<P>&, std::vector<std::pair<FixedBlock<P>*, Shares<P>>>);                          \
+  template class DeferredRows<P>;                                                               \
   template Result<Shares<P>> AttentionScores(Context<P>&, const HeadShape&, const Shares<P>&,   \
                                              const std::vector<BlockUse<P>>&);                  \
   template Result<Shares<P>> AttentionMix(Context<P>&, const HeadShape&, const Shares<P>&,      \

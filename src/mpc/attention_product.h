@@ -16,6 +16,9 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <span>
+#include <utility>
 #include <vector>
 
 #include "mpc/context.h"
@@ -52,6 +55,32 @@ AttentionShape ShapeOf(MaskSide side, const HeadShape& h, const std::vector<Bloc
 // opening every D row together: 1 round, OpenBytes<P>() x kv_dim x rows.size() per peer.
 template <typename P>
 Status AppendRows(Context<P>& ctx, std::vector<std::pair<FixedBlock<P>*, Shares<P>>> rows);
+
+// AppendRows without a round of its own: the rows' shares enter their blocks now (rows
+// counted, masks used up as in AppendRows) and their D rows ride the session's next exchange
+// (Context::Defer; same bytes, logged for the MAC check like any opening). Until then the
+// blocks hold rows without D: AttentionScores / AttentionMix read D only after their own
+// opening, which carries it, and refuse a block whose D is still missing. The caller keeps
+// the returned source alive until done() (the context holds it weakly) and must neither move
+// nor drop the blocks before.
+template <typename P>
+class DeferredRows final : public DeferredSource<P> {
+ public:
+  DeferredRows(Shares<P> masked, std::vector<std::pair<FixedBlock<P>*, std::size_t>> to)
+      : masked_(std::move(masked)), to_(std::move(to)), done_(to_.empty()) {}
+  bool done() const { return done_; }
+  Result<Shares<P>> Prepare(Context<P>& ctx) override;
+  Status Finish(Context<P>& ctx, std::span<const std::uint64_t> opened) override;
+
+ private:
+  Shares<P> masked_;                                        // X - A of every row, in order
+  std::vector<std::pair<FixedBlock<P>*, std::size_t>> to_;  // each row's block and width
+  bool sent_ = false;
+  bool done_;
+};
+template <typename P>
+Result<std::shared_ptr<DeferredRows<P>>> DeferRows(
+    Context<P>& ctx, std::vector<std::pair<FixedBlock<P>*, Shares<P>>> rows);
 
 // q (n_heads x head_size) against the key blocks: n_heads x L raw scores (2f bits when q
 // and K are at f), head-major (row h, column t in block order).

@@ -137,6 +137,89 @@ TYPED_TEST(AttentionProductTest, ScoresAndMixEqualThePlaintextTwinAndCostTheTheo
   }
 }
 
+// A deferred append (the decoder's) costs no round: its D rows ride the next exchange, here
+// the scores' own opening (2 x kv_dim more values in it), and the products equal the twin. A
+// product over a row whose D never arrived (its source dropped before any exchange) is refused.
+TYPED_TEST(AttentionProductTest, DeferredRowsRideTheScoresOpening) {
+  using P = TypeParam;
+  constexpr std::uint64_t B = OpenBytes<P>();
+  const Case c{{4, 3, 6}, 4, 6};
+  Harness<P> h(24);
+  Prg prg(TestSeed(25));
+  const std::size_t nh = c.h.n_heads, hs = c.h.head_size, kv = c.h.kv_dim;
+  const Vec keys = Random(c.len * kv, prg), values = Random(c.len * kv, prg);
+  const Vec q = Random(nh * hs, prg), p = Random(nh * c.len, prg);
+  const std::size_t blocks = (c.len + c.block - 1) / c.block;
+  auto res = h.Run([&](Context<P>& ctx) -> Result<Vec> {
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> sk, Share(ctx, keys));
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> sv, Share(ctx, values));
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> sq, Share(ctx, q));
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> sp, Share(ctx, p));
+    std::vector<FixedBlock<P>> kb(blocks), vb(blocks);
+    for (std::size_t b = 0; b < blocks; ++b) {
+      for (auto* list : {&kb, &vb}) {
+        MPCACHE_ASSIGN_OR_RETURN(MatrixMask<P> m, ctx.prep().GetMatrixMask(c.block, kv));
+        (*list)[b] = FixedBlock<P>{m.id, c.block, 0, Shares<P>(c.block * kv), {}, std::move(m.a)};
+      }
+    }
+    std::vector<BlockUse<P>> ku, vu;
+    for (std::size_t b = 0; b < blocks; ++b) {
+      const std::size_t rows = std::min(c.block, c.len - b * c.block);
+      ku.push_back({&kb[b], rows});
+      vu.push_back({&vb[b], rows});
+    }
+    // Every row but the last appended at once, then the last one deferred: nothing is sent.
+    std::vector<std::pair<FixedBlock<P>*, Shares<P>>> rows;
+    for (std::size_t t = 0; t + 1 < c.len; ++t) {
+      rows.emplace_back(&kb[t / c.block], sk.Slice(t * kv, kv));
+      rows.emplace_back(&vb[t / c.block], sv.Slice(t * kv, kv));
+    }
+    MPCACHE_RETURN_IF_ERROR(AppendRows<P>(ctx, std::move(rows)));
+    const std::size_t last = c.len - 1;
+    {
+      // A dropped source: its rows are counted but their D never comes.
+      std::vector<BlockUse<P>> dropped_keys = ku;
+      FixedBlock<P> copy{kb[last / c.block].mask_id, c.block,
+                         kb[last / c.block].rows,    kb[last / c.block].x,
+                         kb[last / c.block].d,       kb[last / c.block].a};
+      FixedBlock<P> copy_v = copy;
+      MPCACHE_ASSIGN_OR_RETURN(auto gone, DeferRows<P>(ctx, {{&copy, sk.Slice(last * kv, kv)},
+                                                             {&copy_v, sv.Slice(last * kv, kv)}}));
+      gone.reset();
+      dropped_keys.back().block = &copy;
+      ctx.stats().Reset();
+      auto refused = AttentionScores<P>(ctx, c.h, sq, dropped_keys);
+      if (refused.ok() || refused.error().message().find("were opened") == std::string::npos) {
+        return Internal("scores over a row without D were not refused");
+      }
+    }
+    ctx.stats().Reset();
+    MPCACHE_ASSIGN_OR_RETURN(auto source,
+                             DeferRows<P>(ctx, {{&kb[last / c.block], sk.Slice(last * kv, kv)},
+                                                {&vb[last / c.block], sv.Slice(last * kv, kv)}}));
+    auto cost = ctx.stats().Total();
+    if (cost.rounds != 0 || cost.bytes_sent != 0 || source->done()) {
+      return Internal("a deferred append communicated");
+    }
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> s, AttentionScores<P>(ctx, c.h, sq, ku));
+    cost = ctx.stats().Total();
+    if (!source->done() || cost.rounds != 1 || cost.bytes_sent != 2 * B * (nh * hs + 2 * kv)) {
+      return Internal("scores with the deferred rows cost " + std::to_string(cost.bytes_sent) +
+                      " bytes in " + std::to_string(cost.rounds) + " rounds");
+    }
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> o, AttentionMix<P>(ctx, c.h, sp, vu));
+    s.Append(o);
+    MPCACHE_ASSIGN_OR_RETURN(Vec out, ctx.Open(s));
+    MPCACHE_RETURN_IF_ERROR(ctx.CheckMacs());
+    return out;
+  });
+  ExpectAllOk(res);
+  Vec want = PlainScores(c, q, keys);
+  const Vec mix = PlainMix(c, p, values);
+  want.insert(want.end(), mix.begin(), mix.end());
+  for (const auto& r : res) EXPECT_EQ(r.value(), want);
+}
+
 // Bad shapes are refused with the reason, before anything is opened.
 TYPED_TEST(AttentionProductTest, BadShapesAreRefused) {
   using P = TypeParam;
