@@ -30,11 +30,18 @@ class Adversary {
   // sees the sum it is about to relay to both peers (a lying king), under the same index.
   virtual void OnOpen(Domain /*domain*/, std::uint64_t /*index*/, std::size_t /*n*/,
                       std::span<std::uint8_t> /*outgoing*/) {}
-  // Deferred truncation openings (mpc/context.h), masked by truncation masks only, about to
-  // ride the exchange of opening `index`'s successor; by default the same hook as any
-  // opening (a liar treats them as its own opening).
+  // Deferred openings (mpc/context.h: Context::Defer), about to ride the exchange of opening
+  // `index`'s successor: `parts` splits the n values, in order, by what masks them — lazy
+  // truncations' pairs drawn for this exchange, or a KV row's block mask drawn when the block
+  // was made (mpc/attention_product.h: DeferRows). By default the same hook as any opening (a
+  // liar treats them as its own opening).
+  struct DeferredPart {
+    bool truncation = true;
+    std::size_t n = 0;
+  };
   virtual void OnDeferredOpen(Domain domain, std::uint64_t index, std::size_t n,
-                              std::span<std::uint8_t> outgoing) {
+                              std::span<std::uint8_t> outgoing,
+                              std::span<const DeferredPart> /*parts*/) {
     OnOpen(domain, index, n, outgoing);
   }
   // This party's part of round `round` of a MAC check of `domain` (layout in the context's

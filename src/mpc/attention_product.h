@@ -71,6 +71,7 @@ class DeferredRows final : public DeferredSource<P> {
   bool done() const { return done_; }
   Result<Shares<P>> Prepare(Context<P>& ctx) override;
   Status Finish(Context<P>& ctx, std::span<const std::uint64_t> opened) override;
+  bool truncation() const override { return false; }  // masked by the blocks' own masks
 
  private:
   Shares<P> masked_;                                        // X - A of every row, in order

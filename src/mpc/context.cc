@@ -130,7 +130,17 @@ Status Context<P>::SendDeferred() {
   deferred_macs_ = std::move(all.m);
   const std::span<std::uint8_t> bytes(reinterpret_cast<std::uint8_t*>(deferred_sum_.data()),
                                       n * sizeof(W));
-  if (adversary_ != nullptr) adversary_->OnDeferredOpen(Domain::kArith, opens_, n, bytes);
+  if (adversary_ != nullptr) {
+    std::vector<Adversary::DeferredPart> parts;
+    for (const auto& [src, count] : deferred_now_) {
+      if (!parts.empty() && parts.back().truncation == src->truncation()) {
+        parts.back().n += count;
+      } else {
+        parts.push_back({src->truncation(), count});
+      }
+    }
+    adversary_->OnDeferredOpen(Domain::kArith, opens_, n, bytes, parts);
+  }
   ++opens_;
   for (PartyId p = 0; p < num_parties(); ++p) {
     if (p != self()) MPCACHE_RETURN_IF_ERROR(channel_.Send(p, bytes));

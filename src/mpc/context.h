@@ -84,6 +84,9 @@ class DeferredSource {
   virtual Result<Shares<P>> Prepare(Context<P>& ctx) = 0;
   // Their opened values (low 64 bits), in the same order.
   virtual Status Finish(Context<P>& ctx, std::span<const std::uint64_t> opened) = 0;
+  // Whether the values are masked by truncation pairs drawn in Prepare (a lazy truncation)
+  // rather than by masks drawn earlier (Adversary::DeferredPart, for observers).
+  virtual bool truncation() const { return true; }
 };
 
 // Cost of one arithmetic CheckMacs() with something pending (malicious mode): rounds, and

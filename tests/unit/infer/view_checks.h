@@ -20,8 +20,8 @@
 //   (binomial tail, Bonferroni over the positions).
 // CheckNoisy ("family 2"): runs of the same prompt with every seed different. Secrets then
 //   differ between runs by the truncations' rounding (and what it propagates), so an
-//   unmasked value gives a SMALL d, |d| < 2^(w - slack) for the w-bit opened values, and a
-//   reused mask a small d_i -/+ d_j, in every run; a uniform d is that small with
+//   unmasked value gives a SMALL d, |d| < 2^(w - slack) for the w-bit opened values (d = 0 when w
+//   <= slack), and a reused mask a small d_i -/+ d_j, in every run; a uniform d is that small with
 //   probability 2^-(slack - 1). This is the test for the truncation and comparison
 //   openings, whose masks CheckExact keeps fixed.
 // CompareViews: two prompts, many runs each with every seed different: per position of
@@ -145,8 +145,8 @@ inline int Bits(const Opening& o) {
 }
 // (A comparison tuple's r stays fixed in the exact family; only its masks move.)
 inline bool MaskedByFixedItems(const Opening& o) {
-  return (o.sources & (Bit(Item::kTrunc) | Bit(Item::kFused) | Bit(Item::kEdaBit) |
-                       Bit(Item::kLtzTuple))) != 0;
+  return (o.sources &
+          (Bit(Item::kTrunc) | Bit(Item::kFused) | Bit(Item::kEdaBit) | Bit(Item::kLtzTuple))) != 0;
 }
 inline std::string Where(const RunRecord& r, std::size_t o, std::size_t e) {
   return r.openings[o].Name() + " element " + std::to_string(e);
@@ -313,8 +313,12 @@ inline Report CheckNoisy(const std::vector<RunRecord>& runs, int slack = 16) {
   auto diff = [&](std::size_t k, std::size_t o, std::size_t e, int w) {
     return Low(runs[k].openings[o].values[e] - r0.openings[o].values[e], w);
   };
-  auto small = [&](std::uint64_t d, int w) {  // |d| < 2^(w - slack), d read mod 2^w
-    const std::uint64_t lim = std::uint64_t{1} << (w - slack);
+  // Openings narrower than the slack (an 8-bit comparison's c, opened with nothing riding)
+  // carry no truncation noise: there "small" is d = 0, "near" a gap below 2.
+  auto room = [&](int w) { return std::max(0, w - slack); };
+  int narrowest = 64;
+  auto small = [&](std::uint64_t d, int w) {  // |d| < 2^room(w), d read mod 2^w
+    const std::uint64_t lim = std::uint64_t{1} << room(w);
     return d < lim || Low(0 - d, w) < lim;
   };
   struct Entry {
@@ -338,13 +342,14 @@ inline Report CheckNoisy(const std::vector<RunRecord>& runs, int slack = 16) {
       continue;
     }
     const int w = Bits(op);
+    narrowest = std::min(narrowest, w);
     for (std::size_t e = 0; e < op.n; ++e, ++n) {
       bool all_small = true;
       for (std::size_t k = 1; k < K && all_small; ++k) all_small = small(diff(k, o, e, w), w);
       if (all_small) {
         rep.findings.push_back({o, e, kNone, 0,
                                 Where(r0, o, e) + ": opened value moved by less than 2^" +
-                                    std::to_string(w - slack) + " in all " + std::to_string(K) +
+                                    std::to_string(room(w)) + " in all " + std::to_string(K) +
                                     " runs with different masks: unmasked"});
         continue;
       }
@@ -367,7 +372,7 @@ inline Report CheckNoisy(const std::vector<RunRecord>& runs, int slack = 16) {
     }
     std::sort(list.begin(), list.end(),
               [](const Entry& a, const Entry& b) { return a.key < b.key; });
-    const std::uint64_t near = std::uint64_t{1} << (w - slack + 1);
+    const std::uint64_t near = std::uint64_t{1} << (room(w) + 1);
     for (std::size_t i = 0; i < list.size(); ++i) {
       for (std::size_t step = 1; step < list.size(); ++step) {
         const Entry &a = list[i], &b = list[(i + step) % list.size()];
@@ -386,16 +391,17 @@ inline Report CheckNoisy(const std::vector<RunRecord>& runs, int slack = 16) {
         rep.findings.push_back({a.o, a.e, b.o, b.e,
                                 Where(r0, a.o, a.e) + " and " + Where(r0, b.o, b.e) +
                                     ": opened values moved together (within 2^" +
-                                    std::to_string(w - slack + 1) + " mod 2^" + std::to_string(w) +
+                                    std::to_string(room(w) + 1) + " mod 2^" + std::to_string(w) +
                                     ") in all " + std::to_string(K) +
                                     " runs: one mask used twice"});
       }
     }
   }
-  // A uniform d is small with probability 2^-(slack - 1) per run, a uniform gap near
-  // with 2^-(slack - 2); pairs are compared once per width.
-  const double fp_one = std::ldexp(1.0, -static_cast<int>((slack - 1) * (K - 1)));
-  const double fp_pair = std::ldexp(1.0, -static_cast<int>((slack - 2) * (K - 1)));
+  // A uniform d is small with probability 2^-(s - 1) per run, a uniform gap near with
+  // 2^-(s - 2), s = min(slack, w) at the narrowest width; pairs are compared once per width.
+  const int s_min = std::min(slack, narrowest);
+  const double fp_one = std::ldexp(1.0, -static_cast<int>((s_min - 1) * (K - 1)));
+  const double fp_pair = std::ldexp(1.0, -static_cast<int>((s_min - 2) * (K - 1)));
   const double nn = static_cast<double>(n);
   rep.stats = "noisy check over " + std::to_string(K) + " runs: " + std::to_string(n) +
               " values, slack 2^" + std::to_string(slack) + ", " + std::to_string(widths.size()) +

@@ -110,25 +110,49 @@ struct PartyLog {
     if (!pending_label.empty()) pending_label += "+";
     pending_label += Label(pending.back());
   }
-  // Deferred truncations (mpc/context.h) ride the next opening, masked by the truncation
-  // pairs they took just before (the last requests, n values in all: fixed in the exact
-  // family, checked by the noisy one); the items requested before those stay with the
-  // opening they ride.
-  void OpenDeferred(std::uint64_t index, std::size_t n, std::span<const std::uint8_t> b) {
+  // Deferred openings (mpc/context.h) ride the next opening. Lazy truncations are masked by
+  // the truncation pairs they took just before (the last requests, as many values as the
+  // truncation parts: fixed in the exact family, checked by the noisy one); a KV row's D by
+  // its block's matrix mask, drawn when the block was made (moved by the exact family's burn
+  // like any matrix mask). Each kind is recorded as one opening (same index), its values in
+  // wire order; the items requested before stay with the opening the values ride.
+  void OpenDeferred(std::uint64_t index, std::size_t n, std::span<const std::uint8_t> b,
+                    std::span<const mpc::Adversary::DeferredPart> parts) {
+    const std::size_t width = n == 0 ? 0 : b.size() / n;
+    std::vector<std::uint8_t> trunc_bytes, other_bytes;
+    std::size_t n_trunc = 0, at = 0;
+    for (const auto& part : parts) {
+      auto& to = part.truncation ? trunc_bytes : other_bytes;
+      to.insert(to.end(), b.begin() + static_cast<std::ptrdiff_t>(at * width),
+                b.begin() + static_cast<std::ptrdiff_t>((at + part.n) * width));
+      if (part.truncation) n_trunc += part.n;
+      at += part.n;
+    }
     std::vector<Request> mine;
     std::size_t got = 0;
-    while (got < n && !pending.empty() && pending.back().item == Item::kTrunc) {
+    while (got < n_trunc && !pending.empty() && pending.back().item == Item::kTrunc) {
       got += pending.back().n;
       mine.insert(mine.begin(), pending.back());
       pending.pop_back();
     }
-    std::string label = "deferred";
-    for (const Request& q : mine) {
-      label.append(" ");
-      label.append(Label(q));
+    if (n_trunc > 0) {
+      std::string label = "deferred";
+      for (const Request& q : mine) {
+        label.append(" ");
+        label.append(Label(q));
+      }
+      opens.push_back({Kind::kArith, index, n_trunc, Bit(Item::kTrunc), std::move(mine), label,
+                       std::move(trunc_bytes)});
     }
-    opens.push_back({Kind::kArith, index, n, Bit(Item::kTrunc), std::move(mine), label,
-                     {b.begin(), b.end()}});
+    if (n_trunc < n) {
+      opens.push_back({Kind::kArith,
+                       index,
+                       n - n_trunc,
+                       Bit(Item::kMatrixMask),
+                       {},
+                       "deferred KV rows",
+                       std::move(other_bytes)});
+    }
     pending_sources = 0;
     pending_label.clear();
     for (const Request& q : pending) {
@@ -257,9 +281,9 @@ class RecordingAdversary final : public mpc::Adversary {
               std::span<std::uint8_t> out) override {
     log_.Open(d == mpc::Domain::kArith ? Kind::kArith : Kind::kBinary, index, n, out);
   }
-  void OnDeferredOpen(mpc::Domain, std::uint64_t index, std::size_t n,
-                      std::span<std::uint8_t> out) override {
-    log_.OpenDeferred(index, n, out);
+  void OnDeferredOpen(mpc::Domain, std::uint64_t index, std::size_t n, std::span<std::uint8_t> out,
+                      std::span<const mpc::Adversary::DeferredPart> parts) override {
+    log_.OpenDeferred(index, n, out, parts);
   }
 
  private:

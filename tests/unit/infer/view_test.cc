@@ -26,6 +26,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <set>
 
 #include "model/checkpoint.h"
@@ -333,10 +334,10 @@ void ExpectNoisyChecksCatchLeaks() {
   auto shape = RunRecorded<P>(SmallModel(), kPromptA, kSteps, plain);
   ASSERT_TRUE(shape.ok()) << shape.error().ToString();
   const RunRecord& r = *shape;
-  // Truncation pairs (the deferred truncations': mpc/context.h). The first two (the first RMSNorm's x x and x g, of the same size and f: exact values,
-  // no run-to-run noise) reused; the zeroed one: another of the fewest bits (its x carries
-  // the least noise: the noisy family sees an unmasked value as a small difference between
-  // runs).
+  // Truncation pairs (the deferred truncations': mpc/context.h). The first two (the first RMSNorm's
+  // x x and x g, of the same size and f: exact values, no run-to-run noise) reused; the zeroed one:
+  // another of the fewest bits (its x carries the least noise: the noisy family sees an unmasked
+  // value as a small difference between runs).
   const int tr1a = FindCall(r, Item::kTrunc, 0, 0), tr1b = FindCall(r, Item::kTrunc, 0, 1);
   const std::vector<Request> truncs = RequestsOf(r, Item::kTrunc);
   int tr8 = -1;
@@ -362,14 +363,18 @@ void ExpectNoisyChecksCatchLeaks() {
     }
   }
   // Comparison tuples' r (their edaBit part): zeroed (c = x opened) and reused.
-  // (Two batches of the narrowest comparisons, so that c is opened mod the same 2^l: the
-  // row maxima's win counts, exact integers with no run-to-run noise and no pending
-  // truncation taken in.)
+  // (Two batches of the narrowest comparisons that come in two batches or more, so that c is
+  // opened mod the same 2^l: exact small integers such as the row maxima's win counts or the
+  // reciprocal's bucket tests, with little run-to-run noise.)
   int eda_a = -1, eda_b = -1;
   {
     const std::vector<Request> seen = RequestsOf(r, Item::kLtzTuple);
+    std::map<int, int> batches;  // groups (width) -> batches of 2 or more
+    for (const Request& q : seen) batches[q.frac_bits] += q.n >= 2 ? 1 : 0;
     int narrowest = 1 << 30;
-    for (const Request& q : seen) narrowest = std::min(narrowest, q.frac_bits);
+    for (const auto& [groups, count] : batches) {
+      if (count >= 2) narrowest = std::min(narrowest, groups);
+    }
     for (std::size_t i = 0; i < seen.size(); ++i) {
       if (seen[i].frac_bits != narrowest) continue;
       if (eda_a < 0 && seen[i].n >= 3) {
@@ -391,7 +396,9 @@ void ExpectNoisyChecksCatchLeaks() {
       {Op::kZero, Item::kClientMask, 1, 5},        // prompt A's token entry sent raw
   };
   ASSERT_TRUE(tr8 >= 0 && tr1a >= 0 && tr1b >= 0 && eda_a >= 0 && eda_b >= 0 && release >= 0 &&
-              fz >= 0 && fa >= 0 && fb >= 0);
+              fz >= 0 && fa >= 0 && fb >= 0)
+      << tr8 << " " << tr1a << " " << tr1b << " " << eda_a << " " << eda_b << " " << release << " "
+      << fz << " " << fa << " " << fb;
   const std::size_t o_tr8 = OpeningOf(r, Item::kTrunc, tr8),
                     o_tr1a = OpeningOf(r, Item::kTrunc, tr1a),
                     o_tr1b = OpeningOf(r, Item::kTrunc, tr1b),
@@ -408,7 +415,7 @@ void ExpectNoisyChecksCatchLeaks() {
   const auto b = SeededRuns<P>(SmallModel(), kPromptB, kViewRuns, 200, muts);
   ASSERT_EQ(a.size(), static_cast<std::size_t>(kViewRuns));
   ASSERT_EQ(b.size(), static_cast<std::size_t>(kViewRuns));
-  const std::set<std::size_t> touched{o_tr8, o_tr1a, o_tr1b, o_fz, o_fa,
+  const std::set<std::size_t> touched{o_tr8, o_tr1a, o_tr1b, o_fz,  o_fa,
                                       o_fb,  o_ea,   o_eb,   o_rel, o_in1};
   const Report noisy = CheckNoisy(a);
   Print("noisy, mutated", noisy);
