@@ -62,6 +62,48 @@ Vec PlainMix(const Case& c, const Vec& p, const Vec& values) {
   return out;
 }
 
+// The case's data: keys and values (len x kv_dim), a query (n_heads x head_size) and weights
+// (n_heads x len).
+struct Data {
+  Vec keys, values, q, p;
+};
+Data RandomData(const Case& c, Prg& prg) {
+  const std::size_t nh = c.h.n_heads, hs = c.h.head_size, kv = c.h.kv_dim;
+  Data d;
+  d.keys = Random(c.len * kv, prg);
+  d.values = Random(c.len * kv, prg);
+  d.q = Random(nh * hs, prg);
+  d.p = Random(nh * c.len, prg);
+  return d;
+}
+
+// Empty key and value blocks for the case, each under its own dealer mask, and the uses of
+// all len rows (pointers into k and v: moving the vectors keeps them).
+template <typename P>
+struct Blocks {
+  std::vector<FixedBlock<P>> k, v;
+  std::vector<BlockUse<P>> ku, vu;
+};
+template <typename P>
+Result<Blocks<P>> MakeBlocks(Context<P>& ctx, const Case& c) {
+  const std::size_t kv = c.h.kv_dim, blocks = (c.len + c.block - 1) / c.block;
+  Blocks<P> out;
+  out.k.resize(blocks);
+  out.v.resize(blocks);
+  for (std::size_t b = 0; b < blocks; ++b) {
+    for (auto* list : {&out.k, &out.v}) {
+      MPCACHE_ASSIGN_OR_RETURN(MatrixMask<P> m, ctx.prep().GetMatrixMask(c.block, kv));
+      (*list)[b] = FixedBlock<P>{m.id, c.block, 0, Shares<P>(c.block * kv), {}, std::move(m.a)};
+    }
+  }
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const std::size_t rows = std::min(c.block, c.len - b * c.block);
+    out.ku.push_back({&out.k[b], rows});
+    out.vu.push_back({&out.v[b], rows});
+  }
+  return out;
+}
+
 TYPED_TEST(AttentionProductTest, ScoresAndMixEqualThePlaintextTwinAndCostTheTheory) {
   using P = TypeParam;
   constexpr std::uint64_t B = OpenBytes<P>();
@@ -73,25 +115,15 @@ TYPED_TEST(AttentionProductTest, ScoresAndMixEqualThePlaintextTwinAndCostTheTheo
     Harness<P> h(21);
     Prg prg(TestSeed(22));
     const std::size_t nh = c.h.n_heads, hs = c.h.head_size, kv = c.h.kv_dim;
-    const Vec keys = Random(c.len * kv, prg), values = Random(c.len * kv, prg);
-    const Vec q = Random(nh * hs, prg), p = Random(nh * c.len, prg);
-    const std::size_t blocks = (c.len + c.block - 1) / c.block;
+    const Data data = RandomData(c, prg);
     auto res = h.Run([&](Context<P>& ctx) -> Result<Vec> {
-      MPCACHE_ASSIGN_OR_RETURN(Shares<P> sk, Share(ctx, keys));
-      MPCACHE_ASSIGN_OR_RETURN(Shares<P> sv, Share(ctx, values));
-      MPCACHE_ASSIGN_OR_RETURN(Shares<P> sq, Share(ctx, q));
-      MPCACHE_ASSIGN_OR_RETURN(Shares<P> sp, Share(ctx, p));
-      std::vector<FixedBlock<P>> kb(blocks), vb(blocks);
-      for (std::size_t b = 0; b < blocks; ++b) {
-        for (auto* list : {&kb, &vb}) {
-          MPCACHE_ASSIGN_OR_RETURN(MatrixMask<P> m, ctx.prep().GetMatrixMask(c.block, kv));
-          FixedBlock<P>& f = (*list)[b];
-          f.mask_id = m.id;
-          f.capacity = c.block;
-          f.x = Shares<P>(c.block * kv);
-          f.a = std::move(m.a);
-        }
-      }
+      MPCACHE_ASSIGN_OR_RETURN(Shares<P> sk, Share(ctx, data.keys));
+      MPCACHE_ASSIGN_OR_RETURN(Shares<P> sv, Share(ctx, data.values));
+      MPCACHE_ASSIGN_OR_RETURN(Shares<P> sq, Share(ctx, data.q));
+      MPCACHE_ASSIGN_OR_RETURN(Shares<P> sp, Share(ctx, data.p));
+      MPCACHE_ASSIGN_OR_RETURN(Blocks<P> bl, MakeBlocks(ctx, c));
+      auto& kb = bl.k;
+      auto& vb = bl.v;
       // The first row alone, the rest in one call: 1 round each, every row opened once.
       for (std::size_t first = 0, n = 1; first < c.len; first += n, n = c.len - first) {
         std::vector<std::pair<FixedBlock<P>*, Shares<P>>> rows;
@@ -106,12 +138,8 @@ TYPED_TEST(AttentionProductTest, ScoresAndMixEqualThePlaintextTwinAndCostTheTheo
           return Internal("append cost " + std::to_string(cost.bytes_sent));
         }
       }
-      std::vector<BlockUse<P>> ku, vu;
-      for (std::size_t b = 0; b < blocks; ++b) {
-        const std::size_t rows = std::min(c.block, c.len - b * c.block);
-        ku.push_back({&kb[b], rows});
-        vu.push_back({&vb[b], rows});
-      }
+      const auto& ku = bl.ku;
+      const auto& vu = bl.vu;
       ctx.stats().Reset();
       MPCACHE_ASSIGN_OR_RETURN(Shares<P> s, AttentionScores<P>(ctx, c.h, sq, ku));
       auto cost = ctx.stats().Total();
@@ -130,8 +158,8 @@ TYPED_TEST(AttentionProductTest, ScoresAndMixEqualThePlaintextTwinAndCostTheTheo
       return out;
     });
     ExpectAllOk(res);
-    Vec want = PlainScores(c, q, keys);
-    const Vec mix = PlainMix(c, p, values);
+    Vec want = PlainScores(c, data.q, data.keys);
+    const Vec mix = PlainMix(c, data.p, data.values);
     want.insert(want.end(), mix.begin(), mix.end());
     for (const auto& r : res) EXPECT_EQ(r.value(), want) << c.len << " rows";
   }
@@ -147,27 +175,17 @@ TYPED_TEST(AttentionProductTest, DeferredRowsRideTheScoresOpening) {
   Harness<P> h(24);
   Prg prg(TestSeed(25));
   const std::size_t nh = c.h.n_heads, hs = c.h.head_size, kv = c.h.kv_dim;
-  const Vec keys = Random(c.len * kv, prg), values = Random(c.len * kv, prg);
-  const Vec q = Random(nh * hs, prg), p = Random(nh * c.len, prg);
-  const std::size_t blocks = (c.len + c.block - 1) / c.block;
+  const Data data = RandomData(c, prg);
   auto res = h.Run([&](Context<P>& ctx) -> Result<Vec> {
-    MPCACHE_ASSIGN_OR_RETURN(Shares<P> sk, Share(ctx, keys));
-    MPCACHE_ASSIGN_OR_RETURN(Shares<P> sv, Share(ctx, values));
-    MPCACHE_ASSIGN_OR_RETURN(Shares<P> sq, Share(ctx, q));
-    MPCACHE_ASSIGN_OR_RETURN(Shares<P> sp, Share(ctx, p));
-    std::vector<FixedBlock<P>> kb(blocks), vb(blocks);
-    for (std::size_t b = 0; b < blocks; ++b) {
-      for (auto* list : {&kb, &vb}) {
-        MPCACHE_ASSIGN_OR_RETURN(MatrixMask<P> m, ctx.prep().GetMatrixMask(c.block, kv));
-        (*list)[b] = FixedBlock<P>{m.id, c.block, 0, Shares<P>(c.block * kv), {}, std::move(m.a)};
-      }
-    }
-    std::vector<BlockUse<P>> ku, vu;
-    for (std::size_t b = 0; b < blocks; ++b) {
-      const std::size_t rows = std::min(c.block, c.len - b * c.block);
-      ku.push_back({&kb[b], rows});
-      vu.push_back({&vb[b], rows});
-    }
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> sk, Share(ctx, data.keys));
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> sv, Share(ctx, data.values));
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> sq, Share(ctx, data.q));
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> sp, Share(ctx, data.p));
+    MPCACHE_ASSIGN_OR_RETURN(Blocks<P> bl, MakeBlocks(ctx, c));
+    auto& kb = bl.k;
+    auto& vb = bl.v;
+    const auto& ku = bl.ku;
+    const auto& vu = bl.vu;
     // Every row but the last appended at once, then the last one deferred: nothing is sent.
     std::vector<std::pair<FixedBlock<P>*, Shares<P>>> rows;
     for (std::size_t t = 0; t + 1 < c.len; ++t) {
@@ -214,8 +232,8 @@ TYPED_TEST(AttentionProductTest, DeferredRowsRideTheScoresOpening) {
     return out;
   });
   ExpectAllOk(res);
-  Vec want = PlainScores(c, q, keys);
-  const Vec mix = PlainMix(c, p, values);
+  Vec want = PlainScores(c, data.q, data.keys);
+  const Vec mix = PlainMix(c, data.p, data.values);
   want.insert(want.end(), mix.begin(), mix.end());
   for (const auto& r : res) EXPECT_EQ(r.value(), want);
 }
