@@ -79,13 +79,15 @@ Vec Random(std::size_t n, std::uint64_t seed) {
 // hash agrees and only the MACs can tell.
 // kScores / kMix: the attention products' one opening (the query's, the weights') against
 // a KV cache of 3 rows in 2 blocks, appended (and opened, truthfully) first.
-enum class Kind { kBeaver, kTrunc, kOutput, kClientInput, kScores, kMix };
+enum class Kind { kBeaver, kTrunc, kOutput, kClientInput, kScores, kMix, kDeferredRows };
 const char* Name(Kind k) {
   switch (k) {
     case Kind::kScores:
       return "attention scores opening";
     case Kind::kMix:
       return "attention mix opening";
+    case Kind::kDeferredRows:
+      return "deferred KV rows (riding the scores' opening)";
     case Kind::kClientInput:
       return "client input";
     case Kind::kBeaver:
@@ -116,6 +118,14 @@ Result<Shares<P>> AttentionUnderAttack(Context<P>& ctx, Kind kind, const Shares<
   for (std::size_t t = 0; t < 3; ++t) {
     rows.emplace_back(&blocks[t / 2], a.Slice(t, 2));
     rows.emplace_back(&blocks[2 + t / 2], b.Slice(t, 2));
+  }
+  if (kind == Kind::kDeferredRows) {
+    // The decoder's append: the rows' D ride the scores' exchange as its deferred opening,
+    // number 0 (the liar's target); the scores' own opening is number 1.
+    MPCACHE_ASSIGN_OR_RETURN(auto deferred, DeferRows<P>(ctx, std::move(rows)));
+    auto out = AttentionScores<P>(ctx, heads, a, {{&blocks[0], 2}, {&blocks[1], 1}});
+    if (out.ok() && !deferred->done()) return Internal("the deferred rows were not opened");
+    return out;
   }
   // Opening 0: the rows' masking (the liar waits for opening 1).
   MPCACHE_RETURN_IF_ERROR(AppendRows<P>(ctx, std::move(rows)));
@@ -174,11 +184,14 @@ Tally RunTrials(Kind kind, int bit, int trials, std::uint64_t seed) {
       continue;
     }
     const bool attention = kind == Kind::kScores || kind == Kind::kMix;
-    const std::size_t elem = prg.Uniform(kind == Kind::kBeaver ? 2 * kN
-                                         : kind == Kind::kMix  ? kMixWeights
-                                                               : kN);
+    // (Deferred rows: 3 key and 3 value rows of kv_dim 2.)
+    const std::size_t elem = prg.Uniform(kind == Kind::kBeaver         ? 2 * kN
+                                         : kind == Kind::kMix          ? kMixWeights
+                                         : kind == Kind::kDeferredRows ? 12
+                                                                       : kN);
     // Openings before the target: inputs open nothing, so the operation's own opening
-    // is number 0 (the attention products': 1, after the KV rows' masking).
+    // is number 0 (the attention products': 1, after the KV rows' masking; the deferred
+    // rows: 0, the deferred part of the scores' exchange).
     const std::uint64_t target = attention ? 1 : 0;
     std::array<std::unique_ptr<ConsistentLiar>, 3> liars;
     liars[static_cast<std::size_t>(first)] = std::make_unique<ConsistentLiar>(target, elem, bit);
@@ -206,7 +219,8 @@ Tally RunTrials(Kind kind, int bit, int trials, std::uint64_t seed) {
           break;
         }
         case Kind::kScores:
-        case Kind::kMix: {
+        case Kind::kMix:
+        case Kind::kDeferredRows: {
           MPCACHE_ASSIGN_OR_RETURN(out, AttentionUnderAttack(ctx, kind, a, b));
           break;
         }
@@ -262,7 +276,8 @@ TEST_P(ArithAttack, ConsistentLieAtEveryBitIsRejected) {
 
 INSTANTIATE_TEST_SUITE_P(AllOpenings, ArithAttack,
                          ::testing::Values(Kind::kBeaver, Kind::kTrunc, Kind::kOutput,
-                                           Kind::kClientInput, Kind::kScores, Kind::kMix),
+                                           Kind::kClientInput, Kind::kScores, Kind::kMix,
+                                           Kind::kDeferredRows),
                          [](const ::testing::TestParamInfo<Kind>& i) {
                            switch (i.param) {
                              case Kind::kBeaver:
@@ -277,6 +292,8 @@ INSTANTIATE_TEST_SUITE_P(AllOpenings, ArithAttack,
                                return std::string("AttentionScores");
                              case Kind::kMix:
                                return std::string("AttentionMix");
+                             case Kind::kDeferredRows:
+                               return std::string("DeferredKvRows");
                            }
                            return std::string("x");
                          });
