@@ -77,17 +77,23 @@ Data RandomData(const Case& c, Prg& prg) {
   return d;
 }
 
-// Empty key and value blocks for the case, each under its own dealer mask, and the uses of
-// all len rows (pointers into k and v: moving the vectors keeps them).
+// The data shared (keys, values, query, weights), empty key and value blocks for the case,
+// each under its own dealer mask, and the uses of all len rows (pointers into k and v:
+// moving the vectors keeps them).
 template <typename P>
 struct Blocks {
+  Shares<P> sk, sv, sq, sp;
   std::vector<FixedBlock<P>> k, v;
   std::vector<BlockUse<P>> ku, vu;
 };
 template <typename P>
-Result<Blocks<P>> MakeBlocks(Context<P>& ctx, const Case& c) {
+Result<Blocks<P>> MakeBlocks(Context<P>& ctx, const Case& c, const Data& data) {
   const std::size_t kv = c.h.kv_dim, blocks = (c.len + c.block - 1) / c.block;
   Blocks<P> out;
+  MPCACHE_ASSIGN_OR_RETURN(out.sk, Share(ctx, data.keys));
+  MPCACHE_ASSIGN_OR_RETURN(out.sv, Share(ctx, data.values));
+  MPCACHE_ASSIGN_OR_RETURN(out.sq, Share(ctx, data.q));
+  MPCACHE_ASSIGN_OR_RETURN(out.sp, Share(ctx, data.p));
   out.k.resize(blocks);
   out.v.resize(blocks);
   for (std::size_t b = 0; b < blocks; ++b) {
@@ -117,19 +123,13 @@ TYPED_TEST(AttentionProductTest, ScoresAndMixEqualThePlaintextTwinAndCostTheTheo
     const std::size_t nh = c.h.n_heads, hs = c.h.head_size, kv = c.h.kv_dim;
     const Data data = RandomData(c, prg);
     auto res = h.Run([&](Context<P>& ctx) -> Result<Vec> {
-      MPCACHE_ASSIGN_OR_RETURN(Shares<P> sk, Share(ctx, data.keys));
-      MPCACHE_ASSIGN_OR_RETURN(Shares<P> sv, Share(ctx, data.values));
-      MPCACHE_ASSIGN_OR_RETURN(Shares<P> sq, Share(ctx, data.q));
-      MPCACHE_ASSIGN_OR_RETURN(Shares<P> sp, Share(ctx, data.p));
-      MPCACHE_ASSIGN_OR_RETURN(Blocks<P> bl, MakeBlocks(ctx, c));
-      auto& kb = bl.k;
-      auto& vb = bl.v;
+      MPCACHE_ASSIGN_OR_RETURN(Blocks<P> bl, MakeBlocks(ctx, c, data));
       // The first row alone, the rest in one call: 1 round each, every row opened once.
       for (std::size_t first = 0, n = 1; first < c.len; first += n, n = c.len - first) {
         std::vector<std::pair<FixedBlock<P>*, Shares<P>>> rows;
         for (std::size_t t = first; t < first + n; ++t) {
-          rows.emplace_back(&kb[t / c.block], sk.Slice(t * kv, kv));
-          rows.emplace_back(&vb[t / c.block], sv.Slice(t * kv, kv));
+          rows.emplace_back(&bl.k[t / c.block], bl.sk.Slice(t * kv, kv));
+          rows.emplace_back(&bl.v[t / c.block], bl.sv.Slice(t * kv, kv));
         }
         ctx.stats().Reset();
         MPCACHE_RETURN_IF_ERROR(AppendRows<P>(ctx, std::move(rows)));
@@ -138,16 +138,14 @@ TYPED_TEST(AttentionProductTest, ScoresAndMixEqualThePlaintextTwinAndCostTheTheo
           return Internal("append cost " + std::to_string(cost.bytes_sent));
         }
       }
-      const auto& ku = bl.ku;
-      const auto& vu = bl.vu;
       ctx.stats().Reset();
-      MPCACHE_ASSIGN_OR_RETURN(Shares<P> s, AttentionScores<P>(ctx, c.h, sq, ku));
+      MPCACHE_ASSIGN_OR_RETURN(Shares<P> s, AttentionScores<P>(ctx, c.h, bl.sq, bl.ku));
       auto cost = ctx.stats().Total();
       if (cost.rounds != 1 || cost.bytes_sent != 2 * B * nh * hs) {
         return Internal("scores cost " + std::to_string(cost.bytes_sent));
       }
       ctx.stats().Reset();
-      MPCACHE_ASSIGN_OR_RETURN(Shares<P> o, AttentionMix<P>(ctx, c.h, sp, vu));
+      MPCACHE_ASSIGN_OR_RETURN(Shares<P> o, AttentionMix<P>(ctx, c.h, bl.sp, bl.vu));
       cost = ctx.stats().Total();
       if (cost.rounds != 1 || cost.bytes_sent != 2 * B * nh * c.len) {
         return Internal("mix cost " + std::to_string(cost.bytes_sent));
@@ -177,55 +175,46 @@ TYPED_TEST(AttentionProductTest, DeferredRowsRideTheScoresOpening) {
   const std::size_t nh = c.h.n_heads, hs = c.h.head_size, kv = c.h.kv_dim;
   const Data data = RandomData(c, prg);
   auto res = h.Run([&](Context<P>& ctx) -> Result<Vec> {
-    MPCACHE_ASSIGN_OR_RETURN(Shares<P> sk, Share(ctx, data.keys));
-    MPCACHE_ASSIGN_OR_RETURN(Shares<P> sv, Share(ctx, data.values));
-    MPCACHE_ASSIGN_OR_RETURN(Shares<P> sq, Share(ctx, data.q));
-    MPCACHE_ASSIGN_OR_RETURN(Shares<P> sp, Share(ctx, data.p));
-    MPCACHE_ASSIGN_OR_RETURN(Blocks<P> bl, MakeBlocks(ctx, c));
-    auto& kb = bl.k;
-    auto& vb = bl.v;
-    const auto& ku = bl.ku;
-    const auto& vu = bl.vu;
+    MPCACHE_ASSIGN_OR_RETURN(Blocks<P> bl, MakeBlocks(ctx, c, data));
     // Every row but the last appended at once, then the last one deferred: nothing is sent.
     std::vector<std::pair<FixedBlock<P>*, Shares<P>>> rows;
     for (std::size_t t = 0; t + 1 < c.len; ++t) {
-      rows.emplace_back(&kb[t / c.block], sk.Slice(t * kv, kv));
-      rows.emplace_back(&vb[t / c.block], sv.Slice(t * kv, kv));
+      rows.emplace_back(&bl.k[t / c.block], bl.sk.Slice(t * kv, kv));
+      rows.emplace_back(&bl.v[t / c.block], bl.sv.Slice(t * kv, kv));
     }
     MPCACHE_RETURN_IF_ERROR(AppendRows<P>(ctx, std::move(rows)));
     const std::size_t last = c.len - 1;
     {
       // A dropped source: its rows are counted but their D never comes.
-      std::vector<BlockUse<P>> dropped_keys = ku;
-      FixedBlock<P> copy{kb[last / c.block].mask_id, c.block,
-                         kb[last / c.block].rows,    kb[last / c.block].x,
-                         kb[last / c.block].d,       kb[last / c.block].a};
+      std::vector<BlockUse<P>> dropped_keys = bl.ku;
+      FixedBlock<P> copy = bl.k[last / c.block];
       FixedBlock<P> copy_v = copy;
-      MPCACHE_ASSIGN_OR_RETURN(auto gone, DeferRows<P>(ctx, {{&copy, sk.Slice(last * kv, kv)},
-                                                             {&copy_v, sv.Slice(last * kv, kv)}}));
+      MPCACHE_ASSIGN_OR_RETURN(auto gone,
+                               DeferRows<P>(ctx, {{&copy, bl.sk.Slice(last * kv, kv)},
+                                                  {&copy_v, bl.sv.Slice(last * kv, kv)}}));
       gone.reset();
       dropped_keys.back().block = &copy;
       ctx.stats().Reset();
-      auto refused = AttentionScores<P>(ctx, c.h, sq, dropped_keys);
+      auto refused = AttentionScores<P>(ctx, c.h, bl.sq, dropped_keys);
       if (refused.ok() || refused.error().message().find("were opened") == std::string::npos) {
         return Internal("scores over a row without D were not refused");
       }
     }
     ctx.stats().Reset();
-    MPCACHE_ASSIGN_OR_RETURN(auto source,
-                             DeferRows<P>(ctx, {{&kb[last / c.block], sk.Slice(last * kv, kv)},
-                                                {&vb[last / c.block], sv.Slice(last * kv, kv)}}));
+    MPCACHE_ASSIGN_OR_RETURN(
+        auto source, DeferRows<P>(ctx, {{&bl.k[last / c.block], bl.sk.Slice(last * kv, kv)},
+                                        {&bl.v[last / c.block], bl.sv.Slice(last * kv, kv)}}));
     auto cost = ctx.stats().Total();
     if (cost.rounds != 0 || cost.bytes_sent != 0 || source->done()) {
       return Internal("a deferred append communicated");
     }
-    MPCACHE_ASSIGN_OR_RETURN(Shares<P> s, AttentionScores<P>(ctx, c.h, sq, ku));
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> s, AttentionScores<P>(ctx, c.h, bl.sq, bl.ku));
     cost = ctx.stats().Total();
     if (!source->done() || cost.rounds != 1 || cost.bytes_sent != 2 * B * (nh * hs + 2 * kv)) {
       return Internal("scores with the deferred rows cost " + std::to_string(cost.bytes_sent) +
                       " bytes in " + std::to_string(cost.rounds) + " rounds");
     }
-    MPCACHE_ASSIGN_OR_RETURN(Shares<P> o, AttentionMix<P>(ctx, c.h, sp, vu));
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> o, AttentionMix<P>(ctx, c.h, bl.sp, bl.vu));
     s.Append(o);
     MPCACHE_ASSIGN_OR_RETURN(Vec out, ctx.Open(s));
     MPCACHE_RETURN_IF_ERROR(ctx.CheckMacs());
