@@ -77,6 +77,23 @@ Data RandomData(const Case& c, Prg& prg) {
   return d;
 }
 
+// The twins' scores, then their mix.
+Vec PlainBoth(const Case& c, const Data& d) {
+  Vec want = PlainScores(c, d.q, d.keys);
+  const Vec mix = PlainMix(c, d.p, d.values);
+  want.insert(want.end(), mix.begin(), mix.end());
+  return want;
+}
+
+// Scores then mix opened (after the MAC check in malicious mode).
+template <typename P>
+Result<Vec> OpenChecked(Context<P>& ctx, Shares<P> scores, const Shares<P>& mix) {
+  scores.Append(mix);
+  MPCACHE_ASSIGN_OR_RETURN(Vec out, ctx.Open(scores));
+  MPCACHE_RETURN_IF_ERROR(ctx.CheckMacs());
+  return out;
+}
+
 // The data shared (keys, values, query, weights), empty key and value blocks for the case,
 // each under its own dealer mask, and the uses of all len rows (pointers into k and v:
 // moving the vectors keeps them).
@@ -150,15 +167,10 @@ TYPED_TEST(AttentionProductTest, ScoresAndMixEqualThePlaintextTwinAndCostTheTheo
       if (cost.rounds != 1 || cost.bytes_sent != 2 * B * nh * c.len) {
         return Internal("mix cost " + std::to_string(cost.bytes_sent));
       }
-      s.Append(o);
-      MPCACHE_ASSIGN_OR_RETURN(Vec out, ctx.Open(s));
-      MPCACHE_RETURN_IF_ERROR(ctx.CheckMacs());
-      return out;
+      return OpenChecked(ctx, std::move(s), o);
     });
     ExpectAllOk(res);
-    Vec want = PlainScores(c, data.q, data.keys);
-    const Vec mix = PlainMix(c, data.p, data.values);
-    want.insert(want.end(), mix.begin(), mix.end());
+    const Vec want = PlainBoth(c, data);
     for (const auto& r : res) EXPECT_EQ(r.value(), want) << c.len << " rows";
   }
 }
@@ -215,15 +227,10 @@ TYPED_TEST(AttentionProductTest, DeferredRowsRideTheScoresOpening) {
                       " bytes in " + std::to_string(cost.rounds) + " rounds");
     }
     MPCACHE_ASSIGN_OR_RETURN(Shares<P> o, AttentionMix<P>(ctx, c.h, bl.sp, bl.vu));
-    s.Append(o);
-    MPCACHE_ASSIGN_OR_RETURN(Vec out, ctx.Open(s));
-    MPCACHE_RETURN_IF_ERROR(ctx.CheckMacs());
-    return out;
+    return OpenChecked(ctx, std::move(s), o);
   });
   ExpectAllOk(res);
-  Vec want = PlainScores(c, data.q, data.keys);
-  const Vec mix = PlainMix(c, data.p, data.values);
-  want.insert(want.end(), mix.begin(), mix.end());
+  const Vec want = PlainBoth(c, data);
   for (const auto& r : res) EXPECT_EQ(r.value(), want);
 }
 
