@@ -504,6 +504,13 @@ Result<PartyConfig> ParsePartyConfig(std::string_view yaml, const std::string& f
     MPCACHE_ASSIGN_OR_RETURN(c.balancer.enabled, b.Bool("enabled", false));
     MPCACHE_ASSIGN_OR_RETURN(auto ri, b.Int("reauction_interval_steps", 8, 1, 1000000));
     c.balancer.reauction_interval_steps = static_cast<int>(ri);
+    MPCACHE_ASSIGN_OR_RETURN(c.balancer.max_spread, b.Real("max_spread", 0.15, 0, 1, false));
+    MPCACHE_ASSIGN_OR_RETURN(auto bt, b.Int("bid_timeout_ms", 10000, 1, 86400000));
+    c.balancer.bid_timeout_ms = static_cast<int>(bt);
+    MPCACHE_ASSIGN_OR_RETURN(auto sc, b.Int("static_corrector", 2, 0, 2));
+    c.balancer.static_corrector = static_cast<int>(sc);
+    MPCACHE_ASSIGN_OR_RETURN(auto sk, b.Choice("static_king", {"none", "0", "1", "2"}, 0));
+    c.balancer.static_king = sk - 1;
     MPCACHE_RETURN_IF_ERROR(b.Finish());
   }
   MPCACHE_ASSIGN_OR_RETURN(c.log_level, top.LogLevel("info"));

@@ -88,9 +88,17 @@ struct PartyLimits {
   int queue_timeout_ms = 600000;  // longest wait in the queue
 };
 
+// The role table and its auction (docs/balancer.md); the same at the three parties (a
+// session checks).
 struct BalancerConfig {
-  bool enabled = false;  // true: not available yet (the party refuses it)
-  int reauction_interval_steps = 8;
+  bool enabled = false;              // auction the corrector role of every unit of work
+  int reauction_interval_steps = 8;  // decoding positions between auctions
+  double max_spread = 0.15;          // load-spread rule: loads within this fraction
+  int bid_timeout_ms = 10000;        // the longest wait for a peer's bids
+  // The static assignment (balancer off, and until the first auction): who receives the
+  // dealer's corrections, and the king of every opening (-1: none, all-to-all).
+  int static_corrector = 2;
+  int static_king = -1;
 };
 
 struct PartyConfig {

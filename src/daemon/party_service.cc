@@ -34,6 +34,7 @@ struct PartyService::Impl {
   std::mutex used_mu;                   // (the intake threads use it)
   UsedSessions used_sessions;           // replayed session ids are refused
   AdversaryHook adversary_for_testing;  // TEST ONLY: empty in production
+  balancer::CorrectionMeter correction_meter;  // the balancer's price, across sessions
 
   asio::io_context io;
   std::unique_ptr<asio::ssl::context> tls;
@@ -124,6 +125,24 @@ void PartyService::Impl::DescribeMetrics() {
   m.Add("mpcache_requests_failed_total", 0);
   m.Add("mpcache_mac_check_failures_total", 0);
   m.Add("mpcache_tokens_generated_total", 0);
+  m.Describe("mpcache_dealer_corrected_bytes_total", "counter",
+             "Dealer answers carrying corrections to this party (its corrector role), bytes");
+  m.Describe("mpcache_dealer_corrected_seconds_total", "counter",
+             "Time reading and expanding the answers with corrections");
+  m.Describe("mpcache_balancer_auctions_total", "counter", "Balancer auctions run");
+  m.Describe("mpcache_balancer_excluded_bids_total", "counter",
+             "Parties' bids that did not count (abstained, reveal not matching its commitment)");
+  m.Describe("mpcache_balancer_wins_total", "counter", "Units of work won per party");
+  m.Describe("mpcache_balancer_payments_us_total", "counter",
+             "Second prices paid to each party for the units it won, microseconds");
+  m.Describe("mpcache_balancer_load_us", "gauge",
+             "Each party's load in the last auction (its own bids for the units it won), us");
+  m.Describe("mpcache_balancer_correction_bytes", "gauge",
+             "Correction bytes of the units each party won in the last auction (per interval)");
+  m.Describe("mpcache_balancer_load_spread", "gauge",
+             "(max - min) / max of the parties' loads in the last auction");
+  m.Describe("mpcache_balancer_price_seconds_per_byte", "gauge",
+             "This party's measured price of a byte of dealer corrections");
   m.Describe("mpcache_revealed_selections_total", "counter",
              "MPCache selections revealed to the parties (reveal: plain | dp)");
   m.Describe("mpcache_dp_epsilon_spent_total", "counter",
@@ -224,6 +243,7 @@ void PartyService::Impl::Serve(QueuedRequest queued) {
   rt.log = log;
   rt.metrics = &metrics;
   rt.adversary_for_testing = adversary_for_testing;
+  rt.correction_meter = &correction_meter;
   rt.mesh_listen_fd = mesh_address->native_handle();
   rt.cancelled = [this] { return ShutdownReason(); };
   rt.on_mesh = [this](net::TlsMesh* m) {
@@ -310,17 +330,12 @@ Result<std::unique_ptr<PartyService>> PartyService::Create(config::PartyConfig c
                                                            std::shared_ptr<spdlog::logger> log,
                                                            AdversaryHook adversary_for_testing) {
   // Knobs of features this build does not have are refused, not ignored: a party must not
-  // claim a leakage mode or the balancer while it runs something else.
+  // claim a leakage mode while it runs something else.
   if (cfg.mpcache.reveal == config::Reveal::kPlain && !cfg.debug) {
     return InvalidArgument(cfg.file +
                            ": field 'mpcache.reveal': 'plain' shows every party which tokens were "
                            "selected and is for debugging only; fix: write 'reveal: none' (or "
                            "dp), or set 'debug: true' on a test deployment");
-  }
-  if (cfg.balancer.enabled) {
-    return InvalidArgument(cfg.file +
-                           ": field 'balancer.enabled': the auction load balancer is not "
-                           "available in this build yet; fix: write 'enabled: false'");
   }
   auto impl = std::make_unique<Impl>();
   impl->cfg = std::move(cfg);

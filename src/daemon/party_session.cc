@@ -6,6 +6,7 @@
 #include <chrono>
 #include <string_view>
 
+#include "balancer/session_balancer.h"
 #include "daemon/remote_preprocessing.h"
 #include "daemon/tls_client_link.h"
 #include "infer/secure_weights.h"
@@ -114,6 +115,43 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using ms = std::chrono::milliseconds;
 
+balancer::BalancerSettings SettingsOf(const config::BalancerConfig& b) {
+  balancer::BalancerSettings s;
+  s.enabled = b.enabled;
+  s.reauction_interval_steps = b.reauction_interval_steps;
+  s.max_spread = b.max_spread;
+  s.static_roles = mpc::Roles{b.static_king < 0 ? mpc::kNoKing : b.static_king, b.static_corrector};
+  return s;
+}
+
+// An auction's outcome on /metrics and in the log.
+void Record(const PartyRuntime& rt, const std::string& tag, const balancer::AuctionReport& r,
+            double price) {
+  Metrics& m = *rt.metrics;
+  m.Add("mpcache_balancer_auctions_total", 1);
+  m.Add("mpcache_balancer_excluded_bids_total", static_cast<double>(r.excluded.size()));
+  m.Set("mpcache_balancer_load_spread", r.spread);
+  m.Set("mpcache_balancer_price_seconds_per_byte", price);
+  std::string wins, loads;
+  for (std::size_t p = 0; p < r.wins.size(); ++p) {
+    const std::string l = Label("party", std::to_string(p));
+    m.Add("mpcache_balancer_wins_total", static_cast<double>(r.wins[p]), l);
+    m.Add("mpcache_balancer_payments_us_total", static_cast<double>(r.paid_us[p]), l);
+    m.Set("mpcache_balancer_load_us", static_cast<double>(r.load_us[p]), l);
+    m.Set("mpcache_balancer_correction_bytes", static_cast<double>(r.bytes[p]), l);
+    wins += fmt::format("{}{}", p ? "/" : "", r.wins[p]);
+    loads += fmt::format("{}{}", p ? "/" : "", r.load_us[p]);
+  }
+  rt.log->info(
+      "{} auction #{} after position {}: {} units, wins {}, loads {} us (spread {:.1f}%), "
+      "price here {:.3g} s/byte{}",
+      tag, r.auction, r.position, r.units, wins, loads, 100 * r.spread, price,
+      r.applied ? "" : " (no counted bid: the table is unchanged)");
+  for (const std::string& why : r.excluded) {
+    rt.log->warn("{} auction #{}: excluded: {}", tag, r.auction, why);
+  }
+}
+
 template <typename P>
 Result<client_proto::Done> Run(const PartyRuntime& rt, SyncLink& client,
                                const client_proto::Generate& req, int steps,
@@ -163,6 +201,9 @@ Result<client_proto::Done> Run(const PartyRuntime& rt, SyncLink& client,
   // The three parties compute with the same model (for private weights: share files of one
   // split), or nobody does.
   MPCACHE_RETURN_IF_ERROR(infer::AgreeOnModel(*mesh, rt.identity, cfg.model.checkpoint));
+  // ... and the same role tables: the same balancer settings.
+  const balancer::BalancerSettings bal_settings = SettingsOf(cfg.balancer);
+  MPCACHE_RETURN_IF_ERROR(balancer::AgreeOnSettings(*mesh, bal_settings, cfg.file));
 
   // 4. The masked prompt: exactly prompt_len x vocab values (nothing bigger is taken in).
   MPCACHE_ASSIGN_OR_RETURN(auto payload, client.Recv(recv, client_proto::PromptLimits(req)));
@@ -194,6 +235,20 @@ Result<client_proto::Done> Run(const PartyRuntime& rt, SyncLink& client,
       auto ctx, mpc::Context<P>::Create(*mesh, prep->store(), DeriveSeed(local, 1), copts));
   MPCACHE_ASSIGN_OR_RETURN(auto bctx,
                            mpc::BinaryContext<P>::Create(*ctx, prep->bits(), DeriveSeed(local, 2)));
+  // The role table's static fill (config balancer.static_*), and its auctions when enabled:
+  // this party's price of the corrector role from its own dealer answers.
+  balancer::CorrectionMeter own_meter;
+  balancer::CorrectionMeter& meter = rt.correction_meter ? *rt.correction_meter : own_meter;
+  meter.StartSession();  // this session's dealer counters start from 0
+  const auto prices = [&prep, &meter]() {
+    const DealerTraffic& t = prep->traffic();
+    return balancer::PartyPrices{
+        meter.Update({t.corrected_answers, t.header_answers, t.corrected_bytes, t.corrected_seconds,
+                      t.header_seconds})};
+  };
+  MPCACHE_ASSIGN_OR_RETURN(
+      auto bal, balancer::SessionBalancer::Create(*mesh, ctx->roles(), bal_settings, prices,
+                                                  DeriveSeed(local, 3)));
   infer::SecureWeights<P> weights;
   if (cfg.weights == config::Weights::kPrivate) {
     net::PhaseScope phase(mesh->stats(), "load_weights");
@@ -213,19 +268,31 @@ Result<client_proto::Done> Run(const PartyRuntime& rt, SyncLink& client,
                            infer::GenerationSession<P>::Create(*bctx, weights, options));
   TlsClientLink link(client, req.session, static_cast<int>(req.prompt_len),
                      static_cast<int>(req.vocab), std::move(prompt.d), std::move(noise), recv);
-  // TEST ONLY: the lying-party test binary deviates from here on (empty in production).
-  typename infer::GenerationSession<P>::PositionHook test_hook;
-  if (rt.adversary_for_testing) {
-    test_hook = [&](int pos, infer::SecureLlama<P>&) {
+  // After each position: the balancer's auction when one is due (the same position at every
+  // party: between steps). TEST ONLY: the lying-party test binary deviates from here on
+  // (adversary_for_testing is empty in production).
+  const int prompt_len = static_cast<int>(req.prompt_len);
+  const auto position_hook = [&](int pos, infer::SecureLlama<P>&) -> Status {
+    if (rt.adversary_for_testing) {
       if (mpc::Adversary* a = rt.adversary_for_testing(req.session, pos)) {
         ctx->set_adversary_for_testing(a);
         bctx->set_adversary_for_testing(a);
       }
-      return Status::Ok();
-    };
-  }
+    }
+    if (!bal_settings.enabled) return Status::Ok();
+    net::PhaseScope phase(mesh->stats(), "balancer");
+    mesh->set_recv_timeout(ms(cfg.balancer.bid_timeout_ms));
+    Result<std::optional<balancer::AuctionReport>> auction = bal->AfterPosition(pos, prompt_len);
+    mesh->set_recv_timeout(recv);
+    if (!auction.ok()) {
+      return auction.error().WithContext("balancer auction after position " + std::to_string(pos) +
+                                         " (balancer.bid_timeout_ms bounds the wait)");
+    }
+    if (*auction) Record(rt, tag, **auction, meter.price());
+    return Status::Ok();
+  };
   Result<infer::SessionReport> generated =
-      session->Generate(link, static_cast<int>(req.prompt_len), steps, test_hook);
+      session->Generate(link, prompt_len, steps, position_hook);
   if (!generated.ok()) return generated.error();
   const infer::SessionReport& report = *generated;
 
@@ -265,6 +332,8 @@ Result<client_proto::Done> Run(const PartyRuntime& rt, SyncLink& client,
   m.Add("mpcache_dealer_wait_seconds_total", t.wait_seconds);
   m.Add("mpcache_dealer_requests_prefetched_total", static_cast<double>(t.prefetched));
   m.Add("mpcache_dealer_requests_waited_total", static_cast<double>(t.waited));
+  m.Add("mpcache_dealer_corrected_bytes_total", static_cast<double>(t.corrected_bytes));
+  m.Add("mpcache_dealer_corrected_seconds_total", t.corrected_seconds);
   for (auto type : {preproc::ItemType::kTriple, preproc::ItemType::kTrunc,
                     preproc::ItemType::kInputMask, preproc::ItemType::kRandom}) {
     m.Set("mpcache_preprocessing_pool_items",

@@ -15,6 +15,7 @@
 #include <string>
 #include <unordered_set>
 
+#include "balancer/session_balancer.h"
 #include "common/config.h"
 #include "common/fixed_sampling.h"
 #include "daemon/client_protocol.h"
@@ -51,6 +52,10 @@ struct PartyRuntime {
   // request's mesh binds the address itself.
   int mesh_listen_fd = -1;
   AdversaryHook adversary_for_testing;  // TEST ONLY (daemon/test_hooks.h): empty in production
+  // This party's price of a correction byte, measured over the daemon's sessions (one at a
+  // time): a new request's first auction bids what the last ones measured instead of the
+  // prior. nullptr: a meter of the request's own.
+  balancer::CorrectionMeter* correction_meter = nullptr;
 };
 
 // The session ids this party has served (the most recent `capacity`): a request that

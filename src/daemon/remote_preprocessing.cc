@@ -168,9 +168,7 @@ class RemotePreprocessing<P>::Bits final : public mpc::BitPreprocessing<P> {
   // Files one answer of the dealer into the item's reserve.
   // The answer is a seed-compressed batch (preproc/bit_batch.h) of the n items asked for,
   // expanded with this party's bit seed.
-  void UseRoles(std::shared_ptr<mpc::RoleTable> roles) override {
-    owner_.roles_ = std::move(roles);
-  }
+  void UseRoles(const std::shared_ptr<mpc::RoleTable>& roles) override { owner_.roles_ = roles; }
   Status Deliver(BitItem item, std::uint64_t n, std::int32_t corrector,
                  const std::vector<std::uint8_t>& answer) {
     MPCACHE_ASSIGN_OR_RETURN(preproc::BitBatch batch, dealer_proto::DecodeBitBatch(answer));

@@ -196,7 +196,7 @@ class Preprocessing {
   // The session's role table (mpc/roles.h), from Context::Create: a source that asks a
   // dealer names the table's corrector in every request it makes from here on (the
   // default: a source without a dealer, or one that keeps the static corrector).
-  virtual void UseRoles(std::shared_ptr<RoleTable> /*roles*/) {}
+  virtual void UseRoles(const std::shared_ptr<RoleTable>& /*roles*/) {}
 };
 
 }  // namespace mpcache::mpc

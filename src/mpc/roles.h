@@ -37,7 +37,7 @@ inline constexpr PartyId kNoKing = -1;
 struct WorkUnit {
   int layer = -1;
   std::string phase;
-  auto operator<=>(const WorkUnit&) const = default;
+  auto operator<=>(const WorkUnit&) const = default;  // NOLINT(modernize-use-nullptr)
   // "layer3/scores", "step/embedding".
   std::string Name() const;
 };

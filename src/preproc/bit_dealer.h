@@ -63,7 +63,7 @@ class BitStore final : public mpc::BitPreprocessing<P> {
   Result<mpc::RootTuples<P>> GetRootTuples(std::size_t n) override;
   Result<mpc::BitShares<P>> GetBitRandoms(std::size_t n) override;
   Result<mpc::LtzTuples<P>> GetLtzTuples(std::size_t n, int groups) override;
-  void UseRoles(std::shared_ptr<mpc::RoleTable> roles) override { roles_ = std::move(roles); }
+  void UseRoles(const std::shared_ptr<mpc::RoleTable>& roles) override { roles_ = roles; }
   // Items handed out so far (semi-honest triples/randoms: in units of 64).
   std::uint64_t consumed(BitItem t) const { return consumed_[static_cast<int>(t)]; }
 

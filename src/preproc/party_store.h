@@ -53,7 +53,7 @@ class PartyStore final : public mpc::Preprocessing<P> {
   // table's for the current unit (counting the request's correction bytes as its demand),
   // or req.corrector while no table is bound. Every source that asks a dealer calls it.
   std::int32_t CorrectorFor(const BatchRequest& req);
-  void UseRoles(std::shared_ptr<mpc::RoleTable> roles) override { roles_ = std::move(roles); }
+  void UseRoles(const std::shared_ptr<mpc::RoleTable>& roles) override { roles_ = roles; }
 
   PartyId party() const override { return party_; }
   mpc::u128 mac_key_share() const override { return alpha_; }

@@ -219,7 +219,10 @@ Cluster::Cluster(const ClusterOptions& options) {
       << options.mpcache
       << "logging:\n  level: info\nmetrics:\n  port: " << metrics_[static_cast<std::size_t>(i)]
       << "\n"
-      << options.party_yaml;
+      << options.party_yaml
+      << (static_cast<std::size_t>(i) < options.party_yaml_of.size()
+              ? options.party_yaml_of[static_cast<std::size_t>(i)]
+              : std::string());
   }
   {
     std::ofstream f(dir_ + "/dealer.yaml");

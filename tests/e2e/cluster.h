@@ -59,6 +59,8 @@ struct ClusterOptions {
   std::string mpcache = "  cache: full\n";
   // More top-level sections of every party's YAML (e.g. "limits:\n  max_queued_clients: 1\n").
   std::string party_yaml = {};
+  // More of party i's YAML alone (index = party; missing: nothing), after party_yaml.
+  std::vector<std::string> party_yaml_of = {};
   // A deploy/netns/netns.sh topology (e2e/netns.h): every daemon runs in its own namespace
   // (`ip netns exec <netns>-party0 ...`) at its own address on `subnet`; the test process
   // must have joined <netns>-client. Empty: everything on 127.0.0.1.

@@ -104,7 +104,7 @@ class BitPreprocessing {
   // n comparison tuples for widths with `groups` group nodes (ltz::kMinGroups..kMaxGroups).
   virtual Result<LtzTuples<P>> GetLtzTuples(std::size_t n, int groups) = 0;
   // As Preprocessing::UseRoles (from BinaryContext::Create).
-  virtual void UseRoles(std::shared_ptr<RoleTable> /*roles*/) {}
+  virtual void UseRoles(const std::shared_ptr<RoleTable>& /*roles*/) {}
 };
 
 }  // namespace mpcache::mpc

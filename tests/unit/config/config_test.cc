@@ -182,9 +182,24 @@ INSTANTIATE_TEST_SUITE_P(
         BadField{"  alpha: 0.6", "  alpah: 0.6", "unknown field 'mpcache.alpah'",
                  "did you mean 'alpha'"},
         BadField{"balancer:", "colour: red\nbalancer:", "unknown field 'colour'", "fields here"},
-        BadField{"balancer:\n  enabled: false             # true: not available in this build yet\n"
-                 "  reauction_interval_steps: 8",
-                 "balancer: 8", "field 'balancer'", "indent"},
+        BadField{"balancer:                    # who does the asymmetric work (docs/balancer.md); "
+                 "same at all 3\n  enabled: false             # true: sealed-bid auctions of the "
+                 "dealer-correction role\n  reauction_interval_steps: 8  # decoding positions "
+                 "between auctions\n  max_spread: 0.15           # the auction keeps the parties' "
+                 "loads within this fraction\n  bid_timeout_ms: 10000      # the longest wait "
+                 "for a peer's bids\n  static_corrector: 2        # off (and before the first "
+                 "auction): who gets the corrections\n  static_king: none          # none "
+                 "(all-to-all openings) | 0 | 1 | 2\n",
+                 "balancer: 8\n", "field 'balancer'", "indent"},
+        BadField{"static_corrector: 2", "static_corrector: 3", "field 'balancer.static_corrector'",
+                 "0..2"},
+        BadField{"static_king: none", "static_king: 4", "field 'balancer.static_king'",
+                 "none | 0 | 1 | 2"},
+        BadField{"max_spread: 0.15", "max_spread: 1.5", "field 'balancer.max_spread'", "[0, 1]"},
+        BadField{"bid_timeout_ms: 10000", "bid_timeout_ms: 0", "field 'balancer.bid_timeout_ms'",
+                 "1..86400000"},
+        BadField{"  enabled: false             # true: sealed", "  enabled: yes  # true: sealed",
+                 "field 'balancer.enabled'", "true or false"},
         BadField{"network:\n", "network: [\n", "not valid YAML", "fix: check the indentation"},
         BadField{"stories260K.bin", "${MPCACHE_SURELY_UNSET_VAR}/x.bin", "model.checkpoint",
                  "set MPCACHE_SURELY_UNSET_VAR"}));

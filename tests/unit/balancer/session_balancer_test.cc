@@ -1,0 +1,310 @@
+// The sealed-bid exchange over an in-memory mesh (balancer/sealed_bids.h) and the session's
+// balancer in a whole private generation (balancer/session_balancer.h): the auctions move
+// the corrector role off a slow party, the tokens stay those of the static table, and a
+// party that abstains, lies in its reveal, tells its peers different things or falls silent
+// can neither corrupt the session nor stall it past the timeout.
+#include "balancer/session_balancer.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "balancer/sealed_bids.h"
+#include "infer/in_process.h"
+#include "infer/ring_model.h"
+#include "model/synth.h"
+#include "net/mem_mesh.h"
+#include "net/run_parties.h"
+
+namespace mpcache::balancer {
+namespace {
+
+constexpr int kParties = 3;
+
+BidList Bids(std::uint64_t auction, std::vector<std::pair<std::string, std::int64_t>> units) {
+  BidList l;
+  l.auction = auction;
+  for (auto& [phase, cost] : units) l.bids.push_back({mpc::WorkUnit{1, phase}, cost});
+  return l;
+}
+
+TEST(BidCodec, RoundTripsAndRefusesMalformedLists) {
+  const BidList l = Bids(7, {{"scores", 10}, {"softmax", 99}});
+  auto back = DecodeBids(EncodeBids(l));
+  ASSERT_TRUE(back.ok()) << back.error().ToString();
+  EXPECT_EQ(*back, l);
+  std::vector<std::uint8_t> b = EncodeBids(l);
+  b.push_back(0);
+  EXPECT_FALSE(DecodeBids(b).ok());  // trailing byte
+  EXPECT_FALSE(DecodeBids(std::vector<std::uint8_t>(5, 0)).ok());
+  const BidList twice = Bids(1, {{"x", 1}, {"x", 2}});
+  auto dup = DecodeBids(EncodeBids(twice));
+  ASSERT_FALSE(dup.ok());
+  EXPECT_NE(dup.error().message().find("twice"), std::string::npos);
+}
+
+// The exchange at three parties of a MemMesh; `deviate[p]` is party p's deviation (or null);
+// `silent` parties do not take part (they sleep past the others' timeout).
+// `took[p]`: how long party p's exchange ran.
+std::vector<Result<SealedBidsResult>> Exchange(
+    const std::array<BidList, kParties>& bids,
+    const std::array<const SealedBidsDeviation*, kParties>& deviate = {},
+    std::vector<int> silent = {}, std::chrono::milliseconds timeout = std::chrono::seconds(20),
+    std::array<std::chrono::steady_clock::duration, kParties>* took = nullptr) {
+  auto mesh = net::MemMesh::Create(kParties, {.recv_timeout = timeout}).value();
+  return net::RunParties(*mesh, [&](net::Channel& ch) -> Result<SealedBidsResult> {
+    const int p = ch.self();
+    const auto t0 = std::chrono::steady_clock::now();
+    if (std::find(silent.begin(), silent.end(), p) != silent.end()) {
+      std::this_thread::sleep_for(timeout * 5);
+      return Internal("silent");
+    }
+    auto r = ExchangeSealedBids(ch, 3, bids[static_cast<std::size_t>(p)],
+                                TestSeed(100 + static_cast<std::uint64_t>(p)),
+                                deviate[static_cast<std::size_t>(p)]);
+    if (took != nullptr)
+      (*took)[static_cast<std::size_t>(p)] = std::chrono::steady_clock::now() - t0;
+    return r;
+  });
+}
+
+TEST(SealedBids, HonestPartiesAllSeeEveryBid) {
+  const std::array<BidList, kParties> bids{Bids(3, {{"a", 5}}), Bids(3, {{"a", 6}, {"b", 1}}),
+                                           Bids(3, {})};
+  auto r = Exchange(bids);
+  for (int p = 0; p < kParties; ++p) {
+    ASSERT_TRUE(r[static_cast<std::size_t>(p)].ok())
+        << r[static_cast<std::size_t>(p)].error().ToString();
+    const SealedBidsResult& s = *r[static_cast<std::size_t>(p)];
+    for (int q = 0; q < kParties; ++q) {
+      EXPECT_TRUE(s.valid[static_cast<std::size_t>(q)]) << s.why_not[static_cast<std::size_t>(q)];
+      EXPECT_EQ(s.bids[static_cast<std::size_t>(q)], bids[static_cast<std::size_t>(q)]);
+    }
+  }
+}
+
+TEST(SealedBids, ARevealThatDoesNotMatchItsCommitmentIsExcludedEverywhere) {
+  const std::array<BidList, kParties> bids{Bids(3, {{"a", 5}}), Bids(3, {{"a", 900}}),
+                                           Bids(3, {{"a", 7}})};
+  // Party 1 committed to 900, then (having seen the others' commitments, not their bids)
+  // reveals 1 to win the unit.
+  SealedBidsDeviation liar;
+  liar.reveal_other_bids = true;
+  liar.other = Bids(3, {{"a", 1}});
+  auto r = Exchange(bids, {nullptr, &liar, nullptr});
+  for (int p = 0; p < kParties; ++p) {
+    ASSERT_TRUE(r[static_cast<std::size_t>(p)].ok())
+        << r[static_cast<std::size_t>(p)].error().ToString();
+    const SealedBidsResult& s = *r[static_cast<std::size_t>(p)];
+    EXPECT_FALSE(s.valid[1]);
+    EXPECT_NE(s.why_not[1].find("party 1's reveal does not match its commitment"),
+              std::string::npos)
+        << s.why_not[1];
+    EXPECT_TRUE(s.valid[0] && s.valid[2]);
+    EXPECT_TRUE(s.bids[1].bids.empty());
+  }
+  // A reveal that does not parse (under a matching commitment... of other bytes): excluded.
+  SealedBidsDeviation garbage;
+  garbage.garbage_reveal = true;
+  r = Exchange(bids, {&garbage, nullptr, nullptr});
+  for (const auto& x : r) {
+    ASSERT_TRUE(x.ok()) << x.error().ToString();
+    EXPECT_FALSE(x->valid[0]);
+  }
+}
+
+TEST(SealedBids, APartyThatTellsItsPeersDifferentThingsVoidsTheExchange) {
+  const std::array<BidList, kParties> bids{Bids(3, {{"a", 5}}), Bids(3, {{"a", 6}}),
+                                           Bids(3, {{"a", 7}})};
+  SealedBidsDeviation two_faced;
+  two_faced.equivocate_to = 2;  // party 0 commits to other bids towards party 2
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = Exchange(bids, {&two_faced, nullptr, nullptr});
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  // Every honest party stops (the one that saw the difference, and the other through the
+  // abort), none goes on with a table the others may not hold.
+  for (int p : {1, 2}) {
+    ASSERT_FALSE(r[static_cast<std::size_t>(p)].ok());
+  }
+  // The first party to compare the digests names the cause (any of the three: the
+  // equivocator's peers disagree with each other too); the mesh's abort stops the others.
+  std::string m;
+  for (const auto& x : r) m += (x.ok() ? std::string("ok") : x.error().message()) + " | ";
+  EXPECT_NE(m.find("told its peers different bids"), std::string::npos) << m;
+}
+
+TEST(SealedBids, ASilentPartyFailsTheExchangeAtTheTimeoutNotLater) {
+  const std::array<BidList, kParties> bids{Bids(3, {{"a", 5}}), Bids(3, {{"a", 6}}),
+                                           Bids(3, {{"a", 7}})};
+  std::array<std::chrono::steady_clock::duration, kParties> took{};
+  auto r = Exchange(bids, {}, {1}, std::chrono::milliseconds(300), &took);
+  for (int p : {0, 2}) {
+    const auto pi = static_cast<std::size_t>(p);
+    ASSERT_FALSE(r[pi].ok());
+    // The others stop at the timeout (the silent party sleeps 5 timeouts).
+    EXPECT_LT(took[pi], std::chrono::milliseconds(1200)) << "party " << p;
+  }
+  EXPECT_NE(r[0].error().message().find("1"), std::string::npos) << r[0].error().ToString();
+}
+
+// ---- the session balancer in a whole generation ----
+
+model::ModelWeights Synth() {
+  auto config = model::ParseDims("32x2x4x2x64x40x32");
+  EXPECT_TRUE(config.ok());
+  config->shared_classifier = true;
+  return model::MakeSyntheticWeights(*config, 7).value();
+}
+
+struct BalancedRun {
+  Result<infer::InProcessResult> run = Internal("not run");
+  std::array<std::vector<AuctionReport>, kParties> reports;
+  std::array<std::uint64_t, kParties> dealer_bytes{};
+};
+
+// Runs a generation with a balancer at every party: party p prices a correction byte at
+// price[p] (the "slow" party's is high), `deviation[p]` deviates.
+BalancedRun RunBalanced(
+    const std::array<double, kParties>& price, bool enabled = true,
+    const std::array<const SessionBalancer::Deviation*, kParties>& deviation = {}) {
+  auto ring = infer::EncodeModel(Synth(), kRecommendedFracBits);
+  EXPECT_TRUE(ring.ok());
+  BalancedRun out;
+  std::array<std::unique_ptr<SessionBalancer>, kParties> bal;
+  std::mutex mu;
+  BalancerSettings settings;
+  settings.enabled = enabled;
+  settings.reauction_interval_steps = 3;
+  infer::InProcessOptions o;
+  o.seed = 5;
+  infer::InProcessHook<mpc::Spdz2k> hook = [&](int party, int pos,
+                                               infer::SecureLlama<mpc::Spdz2k>& e) -> Status {
+    const auto pi = static_cast<std::size_t>(party);
+    mpc::Context<mpc::Spdz2k>& ctx = e.context().arith();
+    if (!bal[pi]) {
+      const double mine = price[pi];
+      MPCACHE_ASSIGN_OR_RETURN(
+          bal[pi], SessionBalancer::Create(
+                       ctx.channel(), ctx.roles(), settings, [mine] { return PartyPrices{mine}; },
+                       TestSeed(900 + pi)));
+      bal[pi]->set_deviation_for_testing(deviation[pi]);
+    }
+    MPCACHE_ASSIGN_OR_RETURN(auto report, bal[pi]->AfterPosition(pos, 3));
+    if (report) {
+      std::lock_guard<std::mutex> lock(mu);
+      out.reports[pi].push_back(*report);
+    }
+    return Status::Ok();
+  };
+  out.run = infer::RunInProcess<mpc::Spdz2k>(*ring, {1, 5, 9}, 1, 10, o, hook);
+  if (out.run.ok()) {
+    for (int p = 0; p < kParties; ++p) {
+      out.dealer_bytes[static_cast<std::size_t>(p)] =
+          out.run->offline.bytes_to_party[static_cast<std::size_t>(p)];
+    }
+  }
+  return out;
+}
+
+// The static table's run (balancer off), once for all the tests below.
+const BalancedRun& Fixed() {
+  static const BalancedRun* fixed = new BalancedRun(RunBalanced({1e-9, 1e-9, 1e-9}, false));
+  return *fixed;
+}
+
+TEST(SessionBalancer, AuctionsMoveTheCorrectionsOffASlowPartyAndChangeNoToken) {
+  const BalancedRun& fixed = Fixed();
+  ASSERT_TRUE(fixed.run.ok()) << fixed.run.error().ToString();
+  const BalancedRun slow2 = RunBalanced({1e-9, 1e-9, 20e-9});  // as `price` below
+  ASSERT_TRUE(slow2.run.ok()) << slow2.run.error().ToString();
+  EXPECT_EQ(slow2.run->tokens, fixed.run->tokens);
+  // Auctions after positions 2 (the prompt's last), 5 and 8: the same outcome everywhere.
+  ASSERT_EQ(slow2.reports[0].size(), 3u);
+  for (int p = 1; p < kParties; ++p) {
+    for (std::size_t a = 0; a < 3; ++a) {
+      EXPECT_EQ(slow2.reports[static_cast<std::size_t>(p)][a].wins, slow2.reports[0][a].wins);
+      EXPECT_EQ(slow2.reports[static_cast<std::size_t>(p)][a].load_us, slow2.reports[0][a].load_us);
+    }
+  }
+  const AuctionReport& last = slow2.reports[0].back();
+  EXPECT_TRUE(last.applied);
+  EXPECT_TRUE(last.excluded.empty());
+  // Party 2, 20 times dearer per byte, is left the least of the bytes, and the busiest
+  // party (each load is a party's own time for what it won) finishes within max_spread
+  // (15%) of the best any split of the bytes could do: the loads all equal, L / price_p
+  // bytes to each party p. Units go whole, and here the smallest one worth moving (the
+  // classifier's, ~0.9 ms at party 0's price) costs party 2 more than that balanced share,
+  // so party 2's own load stays far below the others' and the (max - min) / max spread
+  // is not the measure for a party this much slower.
+  EXPECT_LT(last.bytes[2], last.bytes[0]);
+  EXPECT_LT(last.bytes[2], last.bytes[1]);
+  const std::array<double, kParties> price{1e-9, 1e-9, 20e-9};
+  double total_bytes = 0, rate = 0;
+  for (std::size_t p = 0; p < kParties; ++p) {
+    total_bytes += static_cast<double>(last.bytes[p]);
+    rate += 1 / price[p];
+  }
+  const double balanced_us = total_bytes / rate * 1e6;
+  const double busiest =
+      static_cast<double>(*std::max_element(last.load_us.begin(), last.load_us.end()));
+  EXPECT_LE(busiest, 1.15 * balanced_us)
+      << "loads " << last.load_us[0] << " " << last.load_us[1] << " " << last.load_us[2]
+      << ", balanced " << balanced_us;
+  // The static table sends every correction to party 2; the auctions most to 0 and 1.
+  EXPECT_GT(fixed.dealer_bytes[2], 4 * fixed.dealer_bytes[0]);
+  EXPECT_LT(slow2.dealer_bytes[2], fixed.dealer_bytes[2] / 2);
+  EXPECT_GT(slow2.dealer_bytes[0], 2 * fixed.dealer_bytes[0]);
+}
+
+TEST(SessionBalancer, APartyThatStopsBiddingIsLeftOutAndTheSessionGoesOn) {
+  const BalancedRun& fixed = Fixed();
+  ASSERT_TRUE(fixed.run.ok());
+  SessionBalancer::Deviation quits;
+  quits.abstain = true;
+  const BalancedRun r = RunBalanced({1e-9, 1e-9, 1e-9}, true, {nullptr, &quits, nullptr});
+  ASSERT_TRUE(r.run.ok()) << r.run.error().ToString();
+  EXPECT_EQ(r.run->tokens, fixed.run->tokens);
+  for (const AuctionReport& a : r.reports[0]) {
+    EXPECT_EQ(a.wins[1], 0u) << "auction " << a.auction;
+    EXPECT_GT(a.wins[0] + a.wins[2], 0u);
+  }
+}
+
+TEST(SessionBalancer, APartyThatLiesInItsRevealIsExcludedAndCorruptsNothing) {
+  const BalancedRun& fixed = Fixed();
+  ASSERT_TRUE(fixed.run.ok());
+  // Party 2 reveals a bid of 1 us for a unit it did not commit to that way.
+  SessionBalancer::Deviation liar;
+  liar.sealed.reveal_other_bids = true;
+  liar.sealed.other.bids.push_back({mpc::WorkUnit{0, "norms"}, 1});
+  const BalancedRun r = RunBalanced({1e-9, 1e-9, 1e-9}, true, {nullptr, nullptr, &liar});
+  ASSERT_TRUE(r.run.ok()) << r.run.error().ToString();
+  EXPECT_EQ(r.run->tokens, fixed.run->tokens);
+  ASSERT_FALSE(r.reports[0].empty());
+  for (const AuctionReport& a : r.reports[0]) {
+    EXPECT_EQ(a.wins[2], 0u);
+    ASSERT_EQ(a.excluded.size(), 1u);
+    EXPECT_NE(a.excluded[0].find("party 2"), std::string::npos) << a.excluded[0];
+  }
+}
+
+TEST(SessionBalancer, APartyThatTellsItsPeersDifferentBidsStopsTheSessionCleanly) {
+  SessionBalancer::Deviation two_faced;
+  two_faced.sealed.equivocate_to = 1;
+  const auto t0 = std::chrono::steady_clock::now();
+  const BalancedRun r = RunBalanced({1e-9, 1e-9, 1e-9}, true, {nullptr, nullptr, &two_faced});
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(60));
+  ASSERT_FALSE(r.run.ok());
+  EXPECT_NE(r.run.error().message().find("told its peers different bids"), std::string::npos)
+      << r.run.error().ToString();
+}
+
+}  // namespace
+}  // namespace mpcache::balancer
