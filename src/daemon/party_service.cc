@@ -31,9 +31,9 @@ struct PartyService::Impl {
   std::shared_ptr<const infer::RingModel> model;
   infer::ModelIdentity identity;  // compared with the peers' at every session
   Metrics metrics;
-  std::mutex used_mu;                   // (the intake threads use it)
-  UsedSessions used_sessions;           // replayed session ids are refused
-  AdversaryHook adversary_for_testing;  // TEST ONLY: empty in production
+  std::mutex used_mu;                          // (the intake threads use it)
+  UsedSessions used_sessions;                  // replayed session ids are refused
+  AdversaryHook adversary_for_testing;         // TEST ONLY: empty in production
   balancer::CorrectionMeter correction_meter;  // the balancer's price, across sessions
 
   asio::io_context io;

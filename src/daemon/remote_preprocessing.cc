@@ -29,8 +29,8 @@ std::uint64_t RoundUp64(std::uint64_t n) {
 
 std::int32_t Param(const BatchRequest& r) {
   return (r.type == ItemType::kTrunc || r.type == ItemType::kFused) ? r.frac_bits
-         : r.type == ItemType::kInputMask                            ? r.owner
-                                                                     : 0;
+         : r.type == ItemType::kInputMask                           ? r.owner
+                                                                    : 0;
 }
 
 std::string Describe(const BatchRequest& r) {

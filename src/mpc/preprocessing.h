@@ -165,8 +165,8 @@ struct FusedSide {
 template <typename P>
 struct FusedTriples : MoveOnly {
   FusedShape shape;
-  FusedSide<P> left, right;          // right: empty for a square
-  std::vector<Shares<P>> products;   // FusedProducts(shape) vectors, in the order above
+  FusedSide<P> left, right;         // right: empty for a square
+  std::vector<Shares<P>> products;  // FusedProducts(shape) vectors, in the order above
 };
 
 template <typename P>

@@ -254,9 +254,8 @@ TEST(SessionBalancer, AuctionsMoveTheCorrectionsOffASlowPartyAndChangeNoToken) {
   const double balanced_us = total_bytes / rate * 1e6;
   const double busiest =
       static_cast<double>(*std::max_element(last.load_us.begin(), last.load_us.end()));
-  EXPECT_LE(busiest, 1.15 * balanced_us)
-      << "loads " << last.load_us[0] << " " << last.load_us[1] << " " << last.load_us[2]
-      << ", balanced " << balanced_us;
+  EXPECT_LE(busiest, 1.15 * balanced_us) << "loads " << last.load_us[0] << " " << last.load_us[1]
+                                         << " " << last.load_us[2] << ", balanced " << balanced_us;
   // The static table sends every correction to party 2; the auctions most to 0 and 1.
   EXPECT_GT(fixed.dealer_bytes[2], 4 * fixed.dealer_bytes[0]);
   EXPECT_LT(slow2.dealer_bytes[2], fixed.dealer_bytes[2] / 2);
