@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <string_view>
 
 #include "balancer/session_balancer.h"
 #include "daemon/remote_preprocessing.h"
+#include "daemon/step_heartbeat.h"
 #include "daemon/tls_client_link.h"
 #include "infer/secure_weights.h"
 #include "infer/session.h"
@@ -272,7 +274,13 @@ Result<client_proto::Done> Run(const PartyRuntime& rt, SyncLink& client,
   // party: between steps). TEST ONLY: the lying-party test binary deviates from here on
   // (adversary_for_testing is empty in production).
   const int prompt_len = static_cast<int>(req.prompt_len);
+  // While the positions run, a heartbeat to the client (daemon/step_heartbeat.h): a step
+  // slower than the client's receive timeout (a throttled dealer link) is not silence.
+  std::optional<StepHeartbeat> heartbeat;
+  heartbeat.emplace(StepHeartbeat::IntervalFor(recv),
+                    [&link](int pos) { return link.Progress(pos).ok(); });
   const auto position_hook = [&](int pos, infer::SecureLlama<P>&) -> Status {
+    heartbeat->At(pos + 1);
     if (rt.adversary_for_testing) {
       if (mpc::Adversary* a = rt.adversary_for_testing(req.session, pos)) {
         ctx->set_adversary_for_testing(a);
@@ -293,6 +301,7 @@ Result<client_proto::Done> Run(const PartyRuntime& rt, SyncLink& client,
   };
   Result<infer::SessionReport> generated =
       session->Generate(link, prompt_len, steps, position_hook);
+  heartbeat.reset();  // no Progress after the Done or Error that follows
   if (!generated.ok()) return generated.error();
   const infer::SessionReport& report = *generated;
 
