@@ -387,7 +387,8 @@ Result<GenerateResult> Run::Go(std::vector<int> prompt, int max_tokens,
         break;
       }
       case cp::kProgress: {
-        // A heartbeat during the prompt: its arrival restarted this party's receive timer.
+        // A heartbeat (the prompt's positions, and every second of a running step): its
+        // arrival restarted this party's receive timer.
         auto m = cp::Decode<cp::Progress>(payload);
         if (!m.ok()) {
           bad(m.error());

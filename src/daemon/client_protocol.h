@@ -16,10 +16,12 @@
 //                           are served one at a time, in an order the parties agree on:
 //                           daemon/session_order.h): when the count of requests ahead of
 //                           it changes, and every second as a heartbeat
-//   party  -> client        Progress {pos} after each prompt position but the last: a
-//                           heartbeat (public: the prompt length is public), so that the
-//                           client's receive timeout measures a party's silence, not the
-//                           prompt's length, and a stalled party's peers report it first
+//   party  -> client        Progress {pos} after each prompt position but the last, and
+//                           every second while positions run (daemon/step_heartbeat.h): a
+//                           heartbeat (public: the prompt length and the position are), so
+//                           that the client's receive timeout measures a party's silence,
+//                           not the prompt's length or a slow step, and a stalled party's
+//                           peers report it first
 //   party  -> client        Token {pos, mask_seq, token + r'} after every MAC check
 //                           (r': output masks, the last batch; the client checks all three
 //                           agree)
