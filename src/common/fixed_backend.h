@@ -79,9 +79,19 @@ struct FixedMathParams {
   // reciprocal and rsqrt take exactly the width their domain needs.
   int compare_bits = 40;
   // Softmax's row max (RowMaxRank): candidates ranked in groups of up to this many per level
-  // (2..64): one level for rows this wide, LtzRounds(compare_bits) + LtzRounds(8) + 1 rounds
-  // per level, g (g - 1) / 2 comparisons per group of g.
-  int softmax_max_group = 16;
+  // (2..64), LtzRounds(compare_bits) + LtzRounds(8) + 1 rounds per level, g (g - 1) / 2
+  // comparisons per group of g; each row takes the group of at most this many with the
+  // fewest rounds, then the fewest comparisons (RankGroup in fixed_math.h). 24 keeps the
+  // dealer's comparison tuples near those of plain groups of 16 (one ranking level up to 24
+  // columns, two ending in a pair level up to 48).
+  int softmax_max_group = 24;
+  // The classifier's argmax (RowArgMaxRank, the one-hot of the first maximum logit): the same
+  // choice with groups of up to this many (2..64). 8 holds the dealer's comparison tuples to
+  // about 4 per logit: a vocabulary of 512 takes three levels of 8 (18 rounds, 2 044 pairs;
+  // groups of 23 would save 6 rounds for 5 698 pairs, and a party whose dealer link runs at
+  // 50 Mbit/s then stalls its peers past their receive timeout), 32 000 five levels (30 rounds,
+  // 128 K pairs; the 4-ary tournament took 39 rounds for about 64 K).
+  int argmax_group = 8;
 
   Status Validate() const;
   // Internal precision of rsqrt (depends on the domain's lower end so y^2 fits).

@@ -34,6 +34,9 @@ Status FixedMathParams::Validate() const {
     return bad("fixed point: softmax_max_group must be in [2, 64], got " +
                std::to_string(softmax_max_group));
   }
+  if (argmax_group < 2 || argmax_group > 64) {
+    return bad("fixed point: argmax_group must be in [2, 64], got " + std::to_string(argmax_group));
+  }
   if (compare_bits < frac_bits + 8 || compare_bits > 64) {
     return bad("fixed point: compare_bits must be in [frac_bits + 8, 64], got " +
                std::to_string(compare_bits));

@@ -147,12 +147,31 @@ typename B::Vec RowMax(B& be, const typename B::Vec& x, std::size_t rows, std::s
 // is_max_i = 1 - [w_i - (gmax - 1) < 0] (levels whose groups hold at most 2 members use the
 // pair's bit instead), and ONE product batch the groups' maxima sum_i is_max_i x_i. Rounds
 // per level: LtzRounds(bits) + LtzRounds(8) + 1, or LtzRounds(bits) + 1 for pairs. Exact.
+//
+// RowArgMaxRank also returns the one-hot of each row's first maximum (rows x cols): after the
+// first level it is that level's is_max; every later level multiplies each column's entry by
+// the is_max of the member whose range holds the column, in the same product batch as the
+// maxima (cols more products per row per level after the first, no extra round). So an
+// argmax costs exactly the rounds of the max.
 template <typename B>
-typename B::Vec RowMaxRank(B& be, const typename B::Vec& x, std::size_t rows, std::size_t cols,
-                           int bits, std::size_t group) {
+struct RankArgMax {
+  typename B::Vec max;      // rows
+  typename B::Vec one_hot;  // rows x cols (empty unless asked for)
+};
+
+namespace fixed_detail {
+
+template <typename B>
+RankArgMax<B> RankTournament(B& be, const typename B::Vec& x, std::size_t rows, std::size_t cols,
+                             int bits, std::size_t group, bool with_one_hot) {
   group = std::clamp<std::size_t>(group, 2, 64);
+  RankArgMax<B> out;
   auto cur = x;
   std::size_t width = cols;
+  bool have_one_hot = false;
+  // owner[col]: the current level's member (within its row) whose range holds column col.
+  std::vector<std::size_t> owner(cols);
+  for (std::size_t c = 0; c < cols; ++c) owner[c] = c;
   while (width > 1) {
     const std::size_t next = (width + group - 1) / group;
     // Balanced groups: the first `width % next` hold gmax members, the rest gmax - 1 (or
@@ -177,8 +196,7 @@ typename B::Vec RowMaxRank(B& be, const typename B::Vec& x, std::size_t rows, st
     auto c = be.IsNegative(be.Sub(be.Gather(cur, ia), be.Gather(cur, ib)), bits);
     // pool = [1 - c (x_i beats x_j, i < j) | c (x_j beats x_i) | 0 | 1].
     auto zero = be.MulConst(be.Gather(c, std::vector<std::size_t>{0}), 0);
-    auto pool = be.Concat(be.Concat(fixed_detail::OneMinus(be, c), c),
-                          be.Concat(zero, be.AddConst(zero, 1)));
+    auto pool = be.Concat(be.Concat(OneMinus(be, c), c), be.Concat(zero, be.AddConst(zero, 1)));
     const std::size_t zero_at = 2 * npairs, one_at = zero_at + 1;
     // Each member's gmax - 1 entries: the pairs it wins, then ones for a smaller group's
     // missing members.
@@ -207,11 +225,34 @@ typename B::Vec RowMaxRank(B& be, const typename B::Vec& x, std::size_t rows, st
       is_max = be.Gather(pool, win_idx);  // one entry per member: its pair's bit, or 1
     } else {
       auto wins = be.RowSum(be.Gather(pool, win_idx), gmax - 1);
-      is_max = fixed_detail::OneMinus(
-          be, be.IsNegative(be.AddConst(wins, fixed_detail::Neg(gmax - 1)), 8));
+      is_max = OneMinus(be, be.IsNegative(be.AddConst(wins, Neg(gmax - 1)), 8));
     }
-    // The groups' maxima: sum of is_max_i x_i over each group (zero-padded to gmax).
-    auto terms = be.Mul(is_max, cur);
+    // The groups' maxima: sum of is_max_i x_i over each group (zero-padded to gmax); the
+    // one-hot's columns times their owners' is_max in the same batch.
+    const std::size_t members = rows * width;
+    typename B::Vec terms;
+    if (with_one_hot && have_one_hot) {
+      std::vector<std::size_t> oidx(rows * cols);
+      for (std::size_t r = 0; r < rows; ++r) {
+        for (std::size_t col = 0; col < cols; ++col) oidx[r * cols + col] = r * width + owner[col];
+      }
+      auto prod = be.Mul(be.Concat(is_max, be.Gather(is_max, oidx)), be.Concat(cur, out.one_hot));
+      terms = Slice(be, prod, 0, members);
+      out.one_hot = Slice(be, prod, members, rows * cols);
+    } else {
+      terms = be.Mul(is_max, cur);
+      if (with_one_hot) {
+        out.one_hot = is_max;  // the first level: one member per column
+        have_one_hot = true;
+      }
+    }
+    if (with_one_hot) {
+      std::vector<std::size_t> group_of(width);
+      for (std::size_t k = 0; k < next; ++k) {
+        for (std::size_t i = 0; i < gsize(k); ++i) group_of[gbase(k) + i] = k;
+      }
+      for (std::size_t& o : owner) o = group_of[o];
+    }
     auto tz = be.Concat(terms, be.MulConst(be.Gather(terms, std::vector<std::size_t>{0}), 0));
     const std::size_t tzero = B::Size(terms);
     std::vector<std::size_t> sum_idx;
@@ -224,7 +265,68 @@ typename B::Vec RowMaxRank(B& be, const typename B::Vec& x, std::size_t rows, st
     cur = be.RowSum(be.Gather(tz, sum_idx), gmax);
     width = next;
   }
-  return cur;
+  if (with_one_hot && !have_one_hot) {
+    out.one_hot = be.AddConst(be.MulConst(x, 0), 1);  // one column: it is the maximum
+  }
+  out.max = std::move(cur);
+  return out;
+}
+
+}  // namespace fixed_detail
+
+// Rounds and pairs compared of a ranked max of a row `cols` wide in groups of up to `group`
+// (the balanced levels of RankTournament): a level whose groups hold 3 members or more costs
+// LtzRounds(bits) + LtzRounds(8) + 1 = 6 rounds (three-round comparisons of the values, two of
+// the 8-bit win counts, one product), a level of pairs 3 + 1 = 4.
+struct RankCost {
+  std::uint64_t rounds = 0;
+  std::uint64_t pairs = 0;
+};
+inline RankCost RankTournamentCost(std::size_t cols, std::size_t group) {
+  RankCost c;
+  for (std::size_t w = cols; w > 1;) {
+    const std::size_t next = (w + group - 1) / group, gmax = (w + next - 1) / next;
+    const std::size_t big = w % next == 0 ? next : w % next;
+    for (std::size_t k = 0; k < next; ++k) {
+      const std::size_t g = k < big ? gmax : gmax - 1;
+      c.pairs += g * (g - 1) / 2;
+    }
+    c.rounds += gmax > 2 ? 6 : 4;
+    w = next;
+  }
+  return c;
+}
+
+// The group size a ranked max of rows `cols` wide uses: of the groups of up to `max_group`
+// members, the one with the fewest rounds and, among those, the fewest pairs compared (each
+// pair is a comparison tuple from the dealer: the rounds saved by larger groups are paid in
+// dealer traffic, so max_group bounds that). At 24: up to 24 columns rank in one level, 25 to
+// 48 in two ending in a pair level (10 rounds), 49 to 576 in two (12 rounds).
+inline std::size_t RankGroup(std::size_t cols, std::size_t max_group) {
+  max_group = std::clamp<std::size_t>(max_group, 2, 64);
+  if (cols <= 2) return 2;
+  std::size_t best = 2;
+  RankCost best_cost = RankTournamentCost(cols, 2);
+  for (std::size_t g = 3; g <= max_group; ++g) {
+    const RankCost c = RankTournamentCost(cols, g);
+    if (c.rounds < best_cost.rounds || (c.rounds == best_cost.rounds && c.pairs < best_cost.pairs)) {
+      best = g;
+      best_cost = c;
+    }
+  }
+  return best;
+}
+
+template <typename B>
+typename B::Vec RowMaxRank(B& be, const typename B::Vec& x, std::size_t rows, std::size_t cols,
+                           int bits, std::size_t group) {
+  return fixed_detail::RankTournament(be, x, rows, cols, bits, group, false).max;
+}
+
+template <typename B>
+RankArgMax<B> RowArgMaxRank(B& be, const typename B::Vec& x, std::size_t rows, std::size_t cols,
+                            int bits, std::size_t group) {
+  return fixed_detail::RankTournament(be, x, rows, cols, bits, group, true);
 }
 
 // Row-wise softmax (max-subtracted) of rows x cols values at f bits: RowMaxRank, Exp, RowSum (in
@@ -239,7 +341,7 @@ typename B::Vec Softmax(B& be, const FixedMathParams& p, const typename B::Vec& 
   Multiplier<B> mult;
   mult.bcast = fixed_detail::RowBroadcast(rows, cols);
   auto mx = RowMaxRank(be, x, rows, cols, max_bits > 0 ? max_bits : p.compare_bits,
-                       static_cast<std::size_t>(p.softmax_max_group));
+                       RankGroup(cols, static_cast<std::size_t>(p.softmax_max_group)));
   auto e = Exp(be, p, be.Sub(x, be.Gather(mx, mult.bcast)));
   auto sum = be.RowSum(e, cols);
   mult.m = &e;

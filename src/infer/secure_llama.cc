@@ -338,10 +338,13 @@ Result<Shares<P>> SecureLlama<P>::Logits() {
 template <typename P>
 Result<Shares<P>> SecureLlama<P>::ArgmaxOneHot(const Vec& logits) {
   PhaseScope phase(arith().stats(), "classifier_argmax");
-  MPCACHE_ASSIGN_OR_RETURN(
-      mpc::ArgMaxResult<P> am,
-      mpc::RowArgMax<P>(ctx_, logits, 1, logits.size(), options_.math.compare_bits));
-  return std::move(am.one_hot);
+  // Ranked in groups (common/fixed_math.h): exact, the first maximum like a plaintext scan.
+  const RankArgMax<mpc::SecureBackend<P>> am =
+      RowArgMaxRank(be_, Lazy(logits), 1, logits.size(), options_.math.compare_bits,
+                    RankGroup(logits.size(), static_cast<std::size_t>(options_.math.argmax_group)));
+  Vec one_hot = be_.Materialize(am.one_hot);
+  MPCACHE_RETURN_IF_ERROR(Check());
+  return one_hot;
 }
 
 template <typename P>

@@ -205,7 +205,7 @@ TEST(Transcript, GenerationMaliciousFullCache) {
   const std::string d = GenerationDigest<mpc::Spdz2k>({}, &tokens, &lines);
   EXPECT_EQ(tokens.size(), 10u);
   ExpectPinned("malicious, full cache", d,
-               "cfba91dbe35b6e248f8d10e6fb4360e85d834a5684517a54eda259f4ae6f067b", lines);
+               "c1b68a68bcc48d00cba8e3d081dcc7459aa3e4736e468305a9b42315b930062f", lines);
 }
 
 TEST(Transcript, GenerationSemiHonestFullCache) {
@@ -213,7 +213,7 @@ TEST(Transcript, GenerationSemiHonestFullCache) {
   std::string lines;
   const std::string d = GenerationDigest<mpc::SemiHonest>({}, &tokens, &lines);
   ExpectPinned("semi-honest, full cache", d,
-               "3aff435e76278be94a33d0d15d1561686dee25d158114eb711a0be7deb0456ca", lines);
+               "3e864aaae09d75e80d3d5501773aaf04ab85ecb2086556c46d8c387fb76c1ec7", lines);
 }
 
 TEST(Transcript, GenerationMaliciousMpcachePrivateWeights) {
@@ -228,7 +228,7 @@ TEST(Transcript, GenerationMaliciousMpcachePrivateWeights) {
   std::string lines;
   const std::string d = GenerationDigest<mpc::Spdz2k>(o, &tokens, &lines);
   ExpectPinned("malicious, MPCache, private weights", d,
-               "8543e8ed09ec82f84b8c00b95328d875083994234823b2ba58a768a46c1375ce", lines);
+               "f6290bf36be3fd0174d7bd4aa2292745fa7e3fe93816a68598efa8e1379dc177", lines);
 }
 
 // The protocols' king mode, named by the caller: openings, Beaver products, truncation.

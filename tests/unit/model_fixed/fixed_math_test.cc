@@ -9,7 +9,10 @@
 #include <cmath>
 #include <iostream>
 #include <string>
+#include <span>
 #include <vector>
+
+#include "common/fixed_sampling.h"
 
 namespace mpcache {
 namespace {
@@ -327,6 +330,46 @@ TEST(FixedMath, RowMaxRankExactWithTiesAndCounts) {
   EXPECT_EQ(RowMaxRankTheory(64, 16, &wins).cmp_batches, 4u);
 }
 
+// RowArgMaxRank: the max of RowMaxRank and the one-hot of the FIRST maximum of each row (what
+// a plaintext scan picks), at the same comparison and product batches as the max alone; the
+// one-hot adds cols products per row on every level after the first.
+TEST(FixedMath, RowArgMaxRankPicksTheFirstMaximumInTheMaxsBatches) {
+  Prg prg(TestSeed(15));
+  for (std::size_t group : {2u, 3u, 16u, 64u}) {
+    for (std::size_t cols : {1u, 2u, 3u, 17u, 37u, 100u, 512u}) {
+      const std::size_t rows = 3;
+      std::vector<Ring64> x(rows * cols);
+      for (auto& v : x) {
+        v = static_cast<Ring64>(static_cast<std::int64_t>(prg.Uniform(61)) - 30);  // many ties
+      }
+      for (std::size_t c = 0; c < cols; ++c) x[2 * cols + c] = 7;  // all equal in row 2
+      PlainBackend be;
+      const auto got = RowArgMaxRank(be, x, rows, cols, 40, group);
+      ASSERT_EQ(got.max.size(), rows);
+      ASSERT_EQ(got.one_hot.size(), rows * cols);
+      std::size_t levels = 0;
+      for (std::size_t w = cols; w > 1; w = (w + group - 1) / group) ++levels;
+      for (std::size_t r = 0; r < rows; ++r) {
+        const std::size_t first = static_cast<std::size_t>(RingArgmax(
+            std::span<const Ring64>(x).subspan(r * cols, cols)));
+        EXPECT_EQ(got.max[r], x[r * cols + first]) << group << " " << cols << " row " << r;
+        for (std::size_t c = 0; c < cols; ++c) {
+          EXPECT_EQ(got.one_hot[r * cols + c], c == first ? 1u : 0u)
+              << "group " << group << " cols " << cols << " row " << r << " col " << c;
+        }
+      }
+      PlainBackend max_only;
+      (void)RowMaxRank(max_only, x, rows, cols, 40, group);
+      EXPECT_EQ(be.counts().cmp_batches, max_only.counts().cmp_batches);
+      EXPECT_EQ(be.counts().cmp_elems, max_only.counts().cmp_elems);
+      EXPECT_EQ(be.counts().mul_batches, max_only.counts().mul_batches);
+      EXPECT_EQ(be.counts().mul_elems,
+                max_only.counts().mul_elems + rows * cols * (levels > 0 ? levels - 1 : 0))
+          << group << " " << cols;
+    }
+  }
+}
+
 TEST(FixedMath, RowMaxExactWithTiesAndCounts) {
   Prg prg(TestSeed(4));
   for (std::size_t cols :
@@ -361,6 +404,40 @@ TEST(FixedMath, RowMaxExactWithTiesAndCounts) {
   EXPECT_EQ(RowMaxTheory(100).mul_batches, 7u);
 }
 
+// RankGroup: of the groups of up to max_group members, the fewest rounds, then the fewest pairs.
+TEST(FixedMath, RankGroupTakesTheFewestRoundsThenTheFewestPairs) {
+  EXPECT_EQ(RankGroup(2, 24), 2u);
+  EXPECT_EQ(RankGroup(17, 24), 17u);     // one level: 6 rounds
+  EXPECT_EQ(RankGroup(24, 24), 24u);     // one level
+  EXPECT_EQ(RankGroup(30, 24), 15u);     // two groups of 15, then a pair: 6 + 4 rounds
+  EXPECT_EQ(RankGroup(64, 24), 8u);      // 8 groups of 8 (224 pairs), then 8 (28): 12 rounds
+  EXPECT_EQ(RankGroup(512, 24), 23u);    // 23 groups, then 23: 12 rounds, 5 698 pairs
+  EXPECT_EQ(RankGroup(32000, 24), 14u);  // four levels of 14: 24 rounds
+  EXPECT_EQ(RankGroup(24, 16), 12u);     // two groups of 12, then a pair: 10 rounds
+  EXPECT_EQ(RankTournamentCost(64, 8).rounds, 12u);
+  EXPECT_EQ(RankTournamentCost(64, 8).pairs, 252u);
+  EXPECT_EQ(RankTournamentCost(30, 15).rounds, 10u);
+  for (std::size_t cols : {3u, 50u, 100u, 700u, 5000u}) {
+    for (std::size_t m : {2u, 5u, 16u, 24u, 64u}) {
+      const std::size_t g = RankGroup(cols, m);
+      EXPECT_LE(g, m);
+      const RankCost c = RankTournamentCost(cols, g);
+      for (std::size_t h = 2; h <= m; ++h) {
+        const RankCost o = RankTournamentCost(cols, h);
+        EXPECT_TRUE(o.rounds > c.rounds || (o.rounds == c.rounds && o.pairs >= c.pairs))
+            << cols << " " << m << ": group " << h << " beats " << g;
+      }
+      // The tournament's own counts agree with the cost model.
+      PlainBackend be;
+      (void)RowMaxRank(be, std::vector<Ring64>(cols, 1), 1, cols, 40, g);
+      std::uint64_t wins = 0;
+      const MaxTheory t = RowMaxRankTheory(cols, g, &wins);
+      EXPECT_EQ(be.counts().cmp_elems, t.cmp_per_row + wins) << cols << " " << m;
+      EXPECT_EQ(t.cmp_per_row, c.pairs) << cols << " " << m;
+    }
+  }
+}
+
 TEST(FixedMath, SoftmaxOpCounts) {
   FixedMathParams p;
   FixedMath fm(p);
@@ -368,12 +445,12 @@ TEST(FixedMath, SoftmaxOpCounts) {
   std::vector<Ring64> x(rows * cols, 0);
   fm.Softmax(x, rows, cols);
   const auto& k = fm.backend().counts();
-  // ranked max (G = 16): 100 columns are 2 groups of 15 and 5 of 14 (665 pairs) plus 100
-  // wins, then one group of 7 (21 pairs, 7 wins): 793 comparisons per row in 4 batches, 2
-  // product batches; exp: cols per row; reciprocal over [1, 2^7]: 7 S - 1 per row, its
+  // ranked max (groups of up to 24: RankGroup takes two levels of 10, 12 rounds): 100 columns
+  // are 10 groups of 10 (450 pairs) plus 100 wins, then one group of 10 (45 pairs, 10 wins):
+  // 605 comparisons per row in 4 batches, 2 product batches; exp: cols per row; reciprocal over [1, 2^7]: 7 S - 1 per row, its
   // linear start and 2 products per Newton step, e times 1/sum folded into the last.
-  ASSERT_EQ(p.softmax_max_group, 16);
-  EXPECT_EQ(k.cmp_elems, rows * 793 + rows * cols + rows * (7 * p.recip_sub_buckets - 1));
+  ASSERT_EQ(p.softmax_max_group, 24);
+  EXPECT_EQ(k.cmp_elems, rows * 605 + rows * cols + rows * (7 * p.recip_sub_buckets - 1));
   EXPECT_EQ(k.cmp_batches, 4u + 1 + 1);
   EXPECT_EQ(k.mul_batches, 2u + (p.exp_squarings + 3) + 1 + 2 * p.recip_iterations);
 }
