@@ -121,15 +121,27 @@ class RawRequest {
     return m;
   }
 
+  // The next message but this request's step heartbeats (Progress: a running step's, sent
+  // until the party's Done or Error).
+  Result<std::vector<std::uint8_t>> RecvPastProgress(int p) {
+    for (;;) {
+      auto m = Recv(p);
+      if (!m.ok() || cp::TypeOf(*m) != cp::kProgress) return m;
+      auto g = cp::Decode<cp::Progress>(*m);
+      if (!g.ok() || g->session != session_) return ProtocolError("a bad Progress message");
+    }
+  }
+
   // Every party's next message is a Token for `pos`: the unmasked token (-1 if not).
   int ReadTokens(std::uint32_t pos) {
     std::optional<std::uint64_t> masked;
     for (int p = 0; p < 3; ++p) {
       auto m = Recv(p);
-      // Heartbeats of the prompt positions come first, each for this request.
+      // Heartbeats come first (the prompt's positions, and a running step's every second:
+      // daemon/step_heartbeat.h), each for this request and never ahead of the token.
       while (m.ok() && cp::TypeOf(*m) == cp::kProgress) {
         auto g = cp::Decode<cp::Progress>(*m);
-        if (!g.ok() || g->session != session_ || g->pos >= pos) return -1;
+        if (!g.ok() || g->session != session_ || g->pos > pos) return -1;
         m = Recv(p);
       }
       if (!m.ok() || cp::TypeOf(*m) != cp::kToken) return -1;
