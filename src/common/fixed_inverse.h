@@ -223,9 +223,13 @@ typename B::Vec Reciprocal(B& be, const FixedMathParams& p, const typename B::Ve
 // With v_shift > 0, v is given at in_frac + v_shift bits (e.g. a sum whose own truncations
 // the bucket comparisons then take in): the comparisons read it so, the Newton steps read
 // Trunc(v, v_shift) at in_frac.
+// The bucket comparisons are exact for v < 2^hi + 2^lo with cmp_headroom = 0 and for
+// v < 2^(hi + 1) with 1 (the default: one bit of tolerance above the domain); a caller may
+// give the bit up when the narrower comparison saves a round (RmsNorm at large widths).
 template <typename B>
 typename B::Vec RsqrtTimes(B& be, const FixedMathParams& p, const typename B::Vec& v_in,
-                           int in_frac, const Multiplier<B>& mult, int out_frac, int v_shift = 0) {
+                           int in_frac, const Multiplier<B>& mult, int out_frac, int v_shift = 0,
+                           int cmp_headroom = 1) {
   using fixed_detail::Neg;
   using fixed_detail::Slice;
   const int fr = p.RsqrtFracBits();
@@ -234,8 +238,8 @@ typename B::Vec RsqrtTimes(B& be, const FixedMathParams& p, const typename B::Ve
   const auto line = fixed_detail::RsqrtLine(buckets.rho);
   const int cf = in_frac + v_shift;
   const auto cmp_buckets = fixed_detail::MakeBuckets(lo, hi, p.rsqrt_sub_buckets, cf);
-  // |v - a_i| < 2^(hi + cf) inside the domain: that many bits + sign + slack.
-  const int cmp_bits = std::min(64, hi + cf + 2);
+  // v - a_i in [-a_i, 2^hi - a_i) inside the domain: hi + cf bits + sign + headroom.
+  const int cmp_bits = std::min(64, hi + cf + 1 + cmp_headroom);
   auto y = fixed_detail::LinearStart(
       be, v_in, in_frac, buckets, line, [](double a) { return 1.0 / std::sqrt(a); },
       [](double a) { return 1.0 / (a * std::sqrt(a)); }, fr, cmp_bits, v_shift, &cmp_buckets);

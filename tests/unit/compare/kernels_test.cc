@@ -317,5 +317,46 @@ TYPED_TEST(KernelTest, RmsNorm) {
       want, kF, 4, [](double w) { return 1e-4 * std::fabs(w) + 4 * kUlp; }, {9, 34748, 66596});
 }
 
+// The 7B width: C = 4096 at f = 18 is where rsqrt's bucket comparison gives up its bit of
+// headroom above 2^hi so that it can take the squares' truncations in (fixed_math.h):
+// 9 rounds like the narrow norms, not 10, and still exact at the top of the domain — one row's
+// mean square is 16 000 (2^hi = 16 384), one ~1, one ~1.3e-3 (near 2^lo's end).
+TYPED_TEST(KernelTest, RmsNormAtTheSevenBWidthTakesTheTruncationsInAndStaysExactAtTheTop) {
+  using P = TypeParam;
+  const std::size_t rows = 3, cols = 4096;
+  ASSERT_EQ(FixedMathParams{}.rsqrt_log2_max, 14);
+  Prg prg(TestSeed(11));
+  std::vector<double> xs, gs;
+  for (std::size_t i = 0; i < rows * cols; ++i) {
+    const double sign = prg.NextDouble() < 0.5 ? -1.0 : 1.0;
+    if (i < cols) {
+      xs.push_back(sign * std::sqrt(16000.0));
+    } else {
+      xs.push_back((i < 2 * cols ? 1.7 : 0.062) * (2 * prg.NextDouble() - 1));
+    }
+  }
+  for (std::size_t c = 0; c < cols; ++c) gs.push_back(0.5 + prg.NextDouble());
+  std::vector<double> want(xs.size());
+  const double eps = 1e-5;
+  for (std::size_t r = 0; r < rows; ++r) {
+    double ss = 0;
+    for (std::size_t c = 0; c < cols; ++c)
+      ss += std::pow(kFp.Decode(kFp.Encode(xs[r * cols + c])), 2);
+    const double inv = 1.0 / std::sqrt(ss / cols + eps);
+    for (std::size_t c = 0; c < cols; ++c) {
+      want[r * cols + c] =
+          kFp.Decode(kFp.Encode(xs[r * cols + c])) * inv * kFp.Decode(kFp.Encode(gs[c]));
+    }
+  }
+  const auto fn = [&](auto& be, const auto& p, const auto& x, const auto& g) {
+    return RmsNorm(be, p, x, g, rows, cols, eps);
+  };
+  // Secure vs plain: 4096 probabilistic truncations (+-1 each) summed into every mean square
+  // move the outputs by up to 6 LSB (measured 5-6), not 4 as at 64 columns.
+  CheckKernel<P>(Encode(xs), Encode(gs), fn, fn, want, kF, 8,
+                 [](double w) { return 1e-4 * std::fabs(w) + 4 * kUlp; },
+                 {9, 2569642, 5133382});
+}
+
 }  // namespace
 }  // namespace mpcache::mpc
