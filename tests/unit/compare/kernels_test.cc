@@ -354,8 +354,7 @@ TYPED_TEST(KernelTest, RmsNormAtTheSevenBWidthTakesTheTruncationsInAndStaysExact
   // Secure vs plain: 4096 probabilistic truncations (+-1 each) summed into every mean square
   // move the outputs by up to 6 LSB (measured 5-6), not 4 as at 64 columns.
   CheckKernel<P>(Encode(xs), Encode(gs), fn, fn, want, kF, 8,
-                 [](double w) { return 1e-4 * std::fabs(w) + 4 * kUlp; },
-                 {9, 2569642, 5133382});
+                 [](double w) { return 1e-4 * std::fabs(w) + 4 * kUlp; }, {9, 2569642, 5133382});
 }
 
 }  // namespace
