@@ -40,9 +40,9 @@ typename B::Vec ExpClipped(B& be, const FixedMathParams& p, const typename B::Ve
     z2 = be.Trunc(be.Square(z), fe);
   }
   // w = 1/2 + z/6 + z^2/24 at fe + fk bits; base = 1 + z + z^2 w at fe bits.
-  auto w = be.AddConst(be.Add(be.MulConst(z, EncodeAt(1.0 / 6.0, fk)),
-                              be.MulConst(z2, EncodeAt(1.0 / 24.0, fk))),
-                       Ring64{1} << (fe + fk - 1));
+  auto w = be.AddConst(
+      be.Add(be.MulConst(z, EncodeAt(1.0 / 6.0, fk)), be.MulConst(z2, EncodeAt(1.0 / 24.0, fk))),
+      Ring64{1} << (fe + fk - 1));
   typename B::Vec z2w;
   if (extra_a != nullptr) {
     auto both = be.Mul(be.Concat(z2, *extra_a), be.Concat(w, *extra_b));
@@ -66,8 +66,8 @@ typename B::Vec ExpClipped(B& be, const FixedMathParams& p, const typename B::Ve
 // bits (f <= out_frac <= exp_frac_bits). One comparison per element; n + 3 product batches.
 template <typename B>
 typename B::Vec Exp(B& be, const FixedMathParams& p, const typename B::Vec& x, int out_frac) {
-  auto below =
-      be.IsNegative(be.AddConst(x, fixed_detail::EncodeAt(p.exp_clip, p.frac_bits)), p.compare_bits);
+  auto below = be.IsNegative(be.AddConst(x, fixed_detail::EncodeAt(p.exp_clip, p.frac_bits)),
+                             p.compare_bits);
   return fixed_detail::ExpClipped(be, p, x, below, out_frac);
 }
 
@@ -85,7 +85,7 @@ enum class SigmoidUse {
 
 template <typename B>
 struct SigmoidParts {
-  typename B::Vec s, sx;  // [x < 0] and s x
+  typename B::Vec s, sx;   // [x < 0] and s x
   typename B::Vec qm;      // q (kSigmoid, at exp_frac_bits), |x| q or |x| h q (at f bits)
   typename B::Vec relu_h;  // kSiluTimes: relu(x) h at f bits
 };
@@ -104,7 +104,7 @@ SigmoidParts<B> SigmoidCore(B& be, const FixedMathParams& p, const typename B::V
   const int f = p.frac_bits, fs = p.exp_frac_bits;
   const std::size_t n = B::Size(x);
   const Ring64 clip = EncodeAt(p.exp_clip, f);
-  auto plus = be.AddConst(x, clip);                                  // x + clip
+  auto plus = be.AddConst(x, clip);                                      // x + clip
   auto minus = be.AddConst(be.MulConst(x, fixed_detail::Neg(1)), clip);  // clip - x
   auto cmp = be.IsNegative(be.Concat(be.Concat(x, plus), minus), p.compare_bits);
   SigmoidParts<B> out;
@@ -114,7 +114,7 @@ SigmoidParts<B> SigmoidCore(B& be, const FixedMathParams& p, const typename B::V
   auto first = be.Mul(be.Concat(out.s, x), be.Concat(x, x));
   out.sx = Slice(be, first, 0, n);
   const auto x_sq = Slice(be, first, n, n);
-  auto neg_abs = be.Sub(be.MulConst(out.sx, 2), x);     // -|x| = 2 s x - x
+  auto neg_abs = be.Sub(be.MulConst(out.sx, 2), x);  // -|x| = 2 s x - x
   auto abs = be.MulConst(neg_abs, fixed_detail::Neg(1));
   typename B::Vec e, abs_h;
   if (use == SigmoidUse::kSiluTimes) {

@@ -144,7 +144,6 @@ class PlainBackend {
   std::shared_ptr<Prg> noise_;  // shared by copies; null: exact truncation
 };
 
-
 namespace fixed_detail {
 
 inline Ring64 EncodeAt(double x, int frac_bits) {

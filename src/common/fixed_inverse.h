@@ -99,9 +99,9 @@ typename B::Vec SelectConst(B& be, const typename B::Vec& bits, std::size_t n,
 // Trunc(v, v_shift) — truncated after the comparisons, which can then take in v's own
 // pending truncations.
 template <typename B, typename ScaleA, typename ScaleB>
-typename B::Vec LinearStart(B& be, const typename B::Vec& v_in, int in_frac,
-                            const Buckets& buckets, const Line& line, ScaleA a_scale,
-                            ScaleB b_scale, int out_frac, int compare_bits, int v_shift = 0,
+typename B::Vec LinearStart(B& be, const typename B::Vec& v_in, int in_frac, const Buckets& buckets,
+                            const Line& line, ScaleA a_scale, ScaleB b_scale, int out_frac,
+                            int compare_bits, int v_shift = 0,
                             const Buckets* cmp_buckets = nullptr) {
   const std::size_t n = B::Size(v_in);
   // Largest slope product B_i (v - a_i) over the buckets, to choose the slopes' precision.
@@ -194,8 +194,8 @@ typename B::Vec ReciprocalTimes(B& be, const FixedMathParams& p, const typename 
   // Last step folded with the multiplier: m y' = (m y)(2 - d y).
   const std::size_t n = B::Size(m);
   auto both = be.MulTrunc(be.Concat(d, m), be.Concat(y, be.Gather(y, mult.bcast)), in_frac);
-  auto t = Slice(be, both, 0, rows);                // d y at fy
-  auto my = Slice(be, both, rows, n);               // m y at m_frac + fy - in_frac
+  auto t = Slice(be, both, 0, rows);                  // d y at fy
+  auto my = Slice(be, both, rows, n);                 // m y at m_frac + fy - in_frac
   auto e = be.AddConst(be.MulConst(t, Neg(1)), two);  // 2 - d y at fy
   return be.MulTrunc(my, be.Gather(e, mult.bcast), mult.m_frac + 2 * fy - in_frac - out_frac);
 }
@@ -263,8 +263,8 @@ typename B::Vec RsqrtTimes(B& be, const FixedMathParams& p, const typename B::Ve
     } else {
       vy = be.MulTrunc(v, y, in_frac);  // at fr
     }
-    auto h = be.MulTrunc(vy, y, fr);                                  // v y^2 at fr
-    auto t = be.AddConst(be.MulConst(h, Neg(1)), three);              // 3 - v y^2
+    auto h = be.MulTrunc(vy, y, fr);                      // v y^2 at fr
+    auto t = be.AddConst(be.MulConst(h, Neg(1)), three);  // 3 - v y^2
     if (last && has_m) {
       return be.MulTrunc(my, be.Gather(t, mult.bcast),
                          mult.m_frac + 2 * fr + 1 - in_frac - out_frac);

@@ -10,8 +10,7 @@ Status FixedMathParams::Validate() const {
   if (frac_bits < 8 || frac_bits > 24) {
     return bad("fixed point: frac_bits must be in [8, 24], got " + std::to_string(frac_bits));
   }
-  if (exp_squarings < 1 || exp_squarings > 12 || exp_clip < 1 ||
-      exp_clip > (1 << exp_squarings)) {
+  if (exp_squarings < 1 || exp_squarings > 12 || exp_clip < 1 || exp_clip > (1 << exp_squarings)) {
     return bad("fixed point: exp needs 1 <= exp_squarings <= 12 and 1 <= exp_clip <= 2^n");
   }
   if (exp_frac_bits > 25 || exp_frac_bits < frac_bits + exp_squarings) {

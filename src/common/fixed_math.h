@@ -136,7 +136,6 @@ typename B::Vec RowMax(B& be, const typename B::Vec& x, std::size_t rows, std::s
   return cur;
 }
 
-
 // Row-wise max of rows x cols values by ranking, for wide rows in few rounds: each level
 // splits a row of width w into ceil(w / group) groups of balanced sizes (g and g - 1) and
 // ranks every group at once. ONE comparison batch of every pair i < j of every group gives
@@ -179,7 +178,9 @@ RankArgMax<B> RankTournament(B& be, const typename B::Vec& x, std::size_t rows, 
     const std::size_t gmax = (width + next - 1) / next;
     const std::size_t big = width % next == 0 ? next : width % next;
     auto gsize = [&](std::size_t k) { return k < big ? gmax : gmax - 1; };
-    auto gbase = [&](std::size_t k) { return k < big ? k * gmax : big * gmax + (k - big) * (gmax - 1); };
+    auto gbase = [&](std::size_t k) {
+      return k < big ? k * gmax : big * gmax + (k - big) * (gmax - 1);
+    };
     std::vector<std::size_t> ia, ib;
     for (std::size_t r = 0; r < rows; ++r) {
       for (std::size_t k = 0; k < next; ++k) {
@@ -309,7 +310,8 @@ inline std::size_t RankGroup(std::size_t cols, std::size_t max_group) {
   RankCost best_cost = RankTournamentCost(cols, 2);
   for (std::size_t g = 3; g <= max_group; ++g) {
     const RankCost c = RankTournamentCost(cols, g);
-    if (c.rounds < best_cost.rounds || (c.rounds == best_cost.rounds && c.pairs < best_cost.pairs)) {
+    if (c.rounds < best_cost.rounds ||
+        (c.rounds == best_cost.rounds && c.pairs < best_cost.pairs)) {
       best = g;
       best_cost = c;
     }

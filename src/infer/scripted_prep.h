@@ -83,12 +83,11 @@ class ScriptedPrep final : public mpc::Preprocessing<P>, public mpc::BitPreproce
   Result<mpc::LtzTuples<P>> GetLtzTuples(std::size_t n, int groups) override;
 
  private:
-  using Item =
-      std::variant<mpc::Triples<P>, mpc::SquarePairs<P>, mpc::TruncPairs<P>, mpc::Shares<P>,
-                   mpc::InputMasks<P>, mpc::MatrixMask<P>, mpc::MatrixTriple<P>,
-                   mpc::AttentionTriple<P>, mpc::FusedTriples<P>, mpc::BitTriples<P>,
-                   mpc::EdaBits<P>, mpc::DaBits<P>, mpc::RootTuples<P>, mpc::BitShares<P>,
-                   mpc::LtzTuples<P>>;
+  using Item = std::variant<mpc::Triples<P>, mpc::SquarePairs<P>, mpc::TruncPairs<P>,
+                            mpc::Shares<P>, mpc::InputMasks<P>, mpc::MatrixMask<P>,
+                            mpc::MatrixTriple<P>, mpc::AttentionTriple<P>, mpc::FusedTriples<P>,
+                            mpc::BitTriples<P>, mpc::EdaBits<P>, mpc::DaBits<P>, mpc::RootTuples<P>,
+                            mpc::BitShares<P>, mpc::LtzTuples<P>>;
   Result<Item> Fetch(const PrepRequest& r);
   template <typename T>
   Result<T> Serve(const PrepRequest& r);

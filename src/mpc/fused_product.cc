@@ -152,7 +152,8 @@ Status FusedBatch<P>::Exchange() {
       if (j.shape.square()) {
         const Opened<P>& u = x[0];
         constant = u.u0 * u.u0;
-        for (int a = 0; a < u.count; ++a) add(2 * u.u0 * u.lam[static_cast<std::size_t>(a)], *u.atom[static_cast<std::size_t>(a)]);
+        for (int a = 0; a < u.count; ++a)
+          add(2 * u.u0 * u.lam[static_cast<std::size_t>(a)], *u.atom[static_cast<std::size_t>(a)]);
         for (int a = 0; a < u.count; ++a) {
           for (int b = a; b < u.count; ++b) {
             const std::uint64_t c = u.lam[static_cast<std::size_t>(a)] *
@@ -168,11 +169,14 @@ Status FusedBatch<P>::Exchange() {
         const Opened<P>& u = x[0];
         const Opened<P>& w = x[1];
         constant = u.u0 * w.u0;
-        for (int a = 0; a < u.count; ++a) add(w.u0 * u.lam[static_cast<std::size_t>(a)], *u.atom[static_cast<std::size_t>(a)]);
-        for (int b = 0; b < w.count; ++b) add(u.u0 * w.lam[static_cast<std::size_t>(b)], *w.atom[static_cast<std::size_t>(b)]);
+        for (int a = 0; a < u.count; ++a)
+          add(w.u0 * u.lam[static_cast<std::size_t>(a)], *u.atom[static_cast<std::size_t>(a)]);
+        for (int b = 0; b < w.count; ++b)
+          add(u.u0 * w.lam[static_cast<std::size_t>(b)], *w.atom[static_cast<std::size_t>(b)]);
         for (int a = 0; a < u.count; ++a) {
           for (int b = 0; b < w.count; ++b) {
-            add(u.lam[static_cast<std::size_t>(a)] * w.lam[static_cast<std::size_t>(b)], t.products[prod++]);
+            add(u.lam[static_cast<std::size_t>(a)] * w.lam[static_cast<std::size_t>(b)],
+                t.products[prod++]);
           }
         }
       }

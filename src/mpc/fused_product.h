@@ -61,9 +61,7 @@ class FusedBatch {
   // Results (moved out; once per handle, after Exchange()): the raw products, and the
   // truncations T_bits(z) of the left (side 0) or right (side 1) operand's kT part.
   Shares<P> TakeProduct(std::size_t handle) { return std::move(jobs_[handle].out); }
-  Shares<P> TakeTrunc(std::size_t handle, int side) {
-    return std::move(jobs_[handle].trunc[side]);
-  }
+  Shares<P> TakeTrunc(std::size_t handle, int side) { return std::move(jobs_[handle].trunc[side]); }
 
  private:
   struct Job {

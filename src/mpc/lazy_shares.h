@@ -73,11 +73,11 @@ struct LazyShares {
     std::uint32_t at = 0;   // the element of the source
     std::uint64_t coef = 0;
   };
-  Shares<P> s;                      // zeros where !has_s
-  std::vector<std::uint8_t> has_s;  // n
-  std::vector<std::uint64_t> pub;   // n
+  Shares<P> s;                                        // zeros where !has_s
+  std::vector<std::uint8_t> has_s;                    // n
+  std::vector<std::uint64_t> pub;                     // n
   std::vector<std::shared_ptr<PendingTrunc<P>>> src;  // the distinct sources used
-  std::vector<std::uint32_t> off;   // n + 1: element i's terms are terms[off[i], off[i+1])
+  std::vector<std::uint32_t> off;  // n + 1: element i's terms are terms[off[i], off[i+1])
   std::vector<Term> terms;
 
   LazyShares() : off(1, 0) {}

@@ -22,9 +22,9 @@ inline TruncOpened TruncFromOpened(std::uint64_t c, int frac_bits) {
   const std::uint64_t c_top = c >> 63;
   const std::uint64_t top_weight = std::uint64_t{1} << (63 - frac_bits);
   const std::uint64_t low_mask = (std::uint64_t{1} << 63) - 1;
-  return {((c & low_mask) >> frac_bits) + c_top * top_weight -
-              (std::uint64_t{1} << (62 - frac_bits)),
-          (1 - 2 * c_top) * top_weight};
+  return {
+      ((c & low_mask) >> frac_bits) + c_top * top_weight - (std::uint64_t{1} << (62 - frac_bits)),
+      (1 - 2 * c_top) * top_weight};
 }
 // The bias every truncation adds before opening (x + 2^62 + r): |x| < 2^62 stays positive.
 inline constexpr std::uint64_t kTruncBias = std::uint64_t{1} << 62;

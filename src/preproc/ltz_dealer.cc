@@ -49,12 +49,11 @@ std::uint64_t RootMono(const mpc::ltz::RootMonos& root, std::size_t k, unsigned 
 }  // namespace
 
 template <typename P>
-void InProcessBitDealer<P>::FillLtzLocked(BitItem item, std::size_t units,
-                                          std::int32_t corrector,
+void InProcessBitDealer<P>::FillLtzLocked(BitItem item, std::size_t units, std::int32_t corrector,
                                           const std::vector<std::uint64_t*>& part) {
   const mpc::ltz::LtzLayout& l = mpc::ltz::LtzLayoutFor(LtzItemGroups(item));
   const std::size_t uw = UnitWords(item), np = seeds_.size(),
-              last = static_cast<std::size_t>(corrector);
+                    last = static_cast<std::size_t>(corrector);
   const auto nb = static_cast<std::size_t>(l.num_binary);
   const auto nfree = static_cast<std::size_t>(l.free_values);
   const auto root_masks = static_cast<std::size_t>(l.root_masks);

@@ -142,10 +142,10 @@ Status PartyStore<P>::Accept(const Batch& batch) {
     default:
       break;
   }
-  const std::int32_t param =
-      (req.type == ItemType::kTrunc || req.type == ItemType::kFused) ? req.frac_bits
-      : req.type == ItemType::kInputMask                             ? req.owner
-                                                                     : 0;
+  const std::int32_t param = (req.type == ItemType::kTrunc || req.type == ItemType::kFused)
+                                 ? req.frac_bits
+                             : req.type == ItemType::kInputMask ? req.owner
+                                                                : 0;
   Pool& pool = pools_[{req.type, param}];
   pool.available += chunk.size();
   if (chunk.size() > 0) pool.chunks.push_back(std::move(chunk));
@@ -219,12 +219,12 @@ Result<typename PartyStore<P>::Chunk> PartyStore<P>::TakeFront(Pool& pool,
   const std::size_t n = req.count;
   if (n == 0) {
     Chunk empty;
-    const std::size_t nf =
-        req.type == ItemType::kTriple   ? 3
-        : req.type == ItemType::kSquare ? 2
-        : req.type == ItemType::kTrunc  ? 3
-        : req.type == ItemType::kFused  ? FusedRoles(mpc::FusedShape::FromCode(req.frac_bits)).size()
-                                        : 1;
+    const std::size_t nf = req.type == ItemType::kTriple   ? 3
+                           : req.type == ItemType::kSquare ? 2
+                           : req.type == ItemType::kTrunc  ? 3
+                           : req.type == ItemType::kFused
+                               ? FusedRoles(mpc::FusedShape::FromCode(req.frac_bits)).size()
+                               : 1;
     empty.fields.resize(nf);
     return empty;
   }

@@ -202,9 +202,8 @@ Result<Shares<P>> LessThanZero(BinaryContext<P>& ctx, const Shares<P>& x, int bi
   }
   // Round 1: c = x + r, then the group nodes (local).
   Shares<P> masked_x = Add(x, t.r);
-  MPCACHE_ASSIGN_OR_RETURN(
-      std::vector<std::uint64_t> c,
-      ctx.arith().OpenOwned(std::move(masked_x), OpenMode::kByRole, 0, bits));
+  MPCACHE_ASSIGN_OR_RETURN(std::vector<std::uint64_t> c,
+                           ctx.arith().OpenOwned(std::move(masked_x), OpenMode::kByRole, 0, bits));
   if (late) {
     MPCACHE_RETURN_IF_ERROR(late(c));
     if (bits < 64) {

@@ -397,7 +397,8 @@ typename SecureBackend<P>::Vec SecureBackend<P>::Product(const Vec& a, const Vec
     FusedShape shape;
     shape.left = lc;
     shape.right = b != nullptr ? rc : 0;
-    if (x.pending(i)) shape.left_bits = static_cast<std::uint8_t>(x.source(x.terms[x.off[i]]).bits());
+    if (x.pending(i))
+      shape.left_bits = static_cast<std::uint8_t>(x.source(x.terms[x.off[i]]).bits());
     if (b != nullptr && y.pending(i)) {
       shape.right_bits = static_cast<std::uint8_t>(y.source(y.terms[y.off[i]]).bits());
     }

@@ -105,10 +105,9 @@ TEST(ClientLinkLimits, UnexpectedTypesAndBadFragmentsAreRefused) {
 TEST(ClientLinkLimits, EveryPartyMessageAtItsLimitPassesAndOneByteMoreIsRefused) {
   const MessageLimits limits = cp::PartyMessageLimits();
   cp::ErrorMsg longest{1, 0, 2, std::string(cp::kMaxErrorText, 'x')};
-  const std::vector<std::vector<std::uint8_t>> all{cp::Encode(cp::SeedShare{}),
-                                                   cp::Encode(cp::Progress{1, 3}),
-                                                   cp::Encode(cp::Token{1, 5, 5, 77}),
-                                                   cp::Encode(cp::Done{}), cp::Encode(longest)};
+  const std::vector<std::vector<std::uint8_t>> all{
+      cp::Encode(cp::SeedShare{}), cp::Encode(cp::Progress{1, 3}),
+      cp::Encode(cp::Token{1, 5, 5, 77}), cp::Encode(cp::Done{}), cp::Encode(longest)};
   for (const auto& bytes : all) {
     SCOPED_TRACE(cp::TypeName(bytes[0]));
     ASSERT_TRUE(Feed(bytes, limits).status.ok());

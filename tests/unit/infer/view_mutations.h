@@ -46,11 +46,10 @@ enum class Item : std::uint8_t {
 };
 inline const char* ItemName(Item t) {
   static constexpr const char* kNames[] = {
-      "triples",       "squares",          "trunc",         "bits",
-      "randoms",       "input-masks",      "client-masks",  "matrix-mask",
-      "matrix-triple", "attention-triple", "fused-triples", "bit-triples",
-      "edabits",       "dabits",           "root-tuples",   "bit-randoms",
-      "ltz-tuples"};
+      "triples",       "squares",      "trunc",       "bits",          "randoms",
+      "input-masks",   "client-masks", "matrix-mask", "matrix-triple", "attention-triple",
+      "fused-triples", "bit-triples",  "edabits",     "dabits",        "root-tuples",
+      "bit-randoms",   "ltz-tuples"};
   return kNames[static_cast<int>(t)];
 }
 inline constexpr std::uint32_t Bit(Item t) {

@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <cmath>
 #include <iostream>
-#include <string>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "common/fixed_sampling.h"
@@ -178,8 +178,7 @@ TEST(FixedMath, RsqrtOpCounts) {
   std::vector<Ring64> v(3, FixedPoint{}.Encode(2.0));
   fm.Rsqrt(v);
   const auto& k = fm.backend().counts();
-  EXPECT_EQ(k.cmp_elems,
-            3u * ((p.rsqrt_log2_max - p.rsqrt_log2_min) * p.rsqrt_sub_buckets - 1));
+  EXPECT_EQ(k.cmp_elems, 3u * ((p.rsqrt_log2_max - p.rsqrt_log2_min) * p.rsqrt_sub_buckets - 1));
   EXPECT_EQ(k.cmp_batches, 1u);
   EXPECT_EQ(k.mul_batches, 1u + 3 * p.rsqrt_iterations);
 }
@@ -350,8 +349,8 @@ TEST(FixedMath, RowArgMaxRankPicksTheFirstMaximumInTheMaxsBatches) {
       std::size_t levels = 0;
       for (std::size_t w = cols; w > 1; w = (w + group - 1) / group) ++levels;
       for (std::size_t r = 0; r < rows; ++r) {
-        const std::size_t first = static_cast<std::size_t>(RingArgmax(
-            std::span<const Ring64>(x).subspan(r * cols, cols)));
+        const std::size_t first = static_cast<std::size_t>(
+            RingArgmax(std::span<const Ring64>(x).subspan(r * cols, cols)));
         EXPECT_EQ(got.max[r], x[r * cols + first]) << group << " " << cols << " row " << r;
         for (std::size_t c = 0; c < cols; ++c) {
           EXPECT_EQ(got.one_hot[r * cols + c], c == first ? 1u : 0u)
@@ -447,8 +446,9 @@ TEST(FixedMath, SoftmaxOpCounts) {
   const auto& k = fm.backend().counts();
   // ranked max (groups of up to 24: RankGroup takes two levels of 10, 12 rounds): 100 columns
   // are 10 groups of 10 (450 pairs) plus 100 wins, then one group of 10 (45 pairs, 10 wins):
-  // 605 comparisons per row in 4 batches, 2 product batches; exp: cols per row; reciprocal over [1, 2^7]: 7 S - 1 per row, its
-  // linear start and 2 products per Newton step, e times 1/sum folded into the last.
+  // 605 comparisons per row in 4 batches, 2 product batches; exp: cols per row; reciprocal over [1,
+  // 2^7]: 7 S - 1 per row, its linear start and 2 products per Newton step, e times 1/sum folded
+  // into the last.
   ASSERT_EQ(p.softmax_max_group, 24);
   EXPECT_EQ(k.cmp_elems, rows * 605 + rows * cols + rows * (7 * p.recip_sub_buckets - 1));
   EXPECT_EQ(k.cmp_batches, 4u + 1 + 1);

@@ -4,6 +4,8 @@
 // bytes FusedOpenings says; a pending truncation rides on an unrelated exchange or is
 // flushed in one round; and the optimal attacker — a consistent lie on any bit of any value
 // these exchanges open — is caught by the MAC check.
+#include "mpc/fused_product.h"
+
 #include <gtest/gtest.h>
 
 #include <array>
@@ -13,7 +15,6 @@
 #include "common/prg.h"
 #include "harness.h"
 #include "mpc/adversary.h"
-#include "mpc/fused_product.h"
 #include "mpc/lazy_shares.h"
 #include "unit/mpc/lie.h"
 
@@ -247,7 +248,8 @@ TYPED_TEST(FusedTest, PendingTruncationRidesOnTheNextExchange) {
 // includes the lie.
 class ConsistentLiar final : public Adversary {
  public:
-  ConsistentLiar(std::uint64_t rel, std::size_t elem, int bit) : rel_(rel), elem_(elem), bit_(bit) {}
+  ConsistentLiar(std::uint64_t rel, std::size_t elem, int bit)
+      : rel_(rel), elem_(elem), bit_(bit) {}
   void Arm() { armed_ = true; }
   void OnOpen(Domain d, std::uint64_t /*index*/, std::size_t n,
               std::span<std::uint8_t> out) override {
