@@ -30,10 +30,16 @@ Result<Outcome> LoadSpreadAuction::Award(std::span<const Bid> bids, std::uint64_
     return !std::binary_search(all.excluded.begin(), all.excluded.end(), b.party);
   };
   double best = std::numeric_limits<double>::infinity();
+  double least = std::numeric_limits<double>::infinity();  // the lowest load of a bidder
   for (const Bid& b : bids) {
-    if (counted(b)) best = std::min(best, finish(b));
+    if (!counted(b)) continue;
+    best = std::min(best, finish(b));
+    least = std::min(least, static_cast<double>(load_[static_cast<std::size_t>(b.party)]));
   }
-  const double limit = best * (1 + options_.max_spread);
+  // A bidder may finish up to max_spread past the least loaded bidder's load, and the best
+  // finish is always allowed. (Measured from the best finish instead, a cheap party could
+  // run ahead of a slow one by the slow party's whole cost of the unit.)
+  const double limit = std::max(best, least * (1 + options_.max_spread));
   std::vector<Bid> eligible;
   for (const Bid& b : bids) {
     if (counted(b) && finish(b) <= limit) eligible.push_back(b);

@@ -1,10 +1,12 @@
 // Units of work awarded one by one, by second-price auction, while keeping the parties'
 // loads together (issue 13: per-party load within 15%). A party's load is the sum of its
 // own bids for the units it won (its expected busy time). A unit is auctioned among the
-// parties whose load after taking it stays within (1 + max_spread) of the best finish any
-// party offers, min_q (load_q + bid_q): the cheapest bidder wins while it is not running
-// ahead of the others, and a slow party is left the units it can finish in step. The party
-// with the best finish is always eligible, so every unit with a valid bid is awarded.
+// parties whose load after taking it stays within (1 + max_spread) of the least loaded
+// bidder's load, or is the best finish any party offers, min_q (load_q + bid_q): the
+// cheapest bidder wins while it is not running ahead of the others, and a slow party is
+// left the units it can finish in step. The party with the best finish is always eligible,
+// so every unit with a valid bid is awarded; once units are small against the loads, the
+// loads end within max_spread of each other (plus one unit of the party that took it).
 #pragma once
 
 #include <cstdint>

@@ -134,6 +134,11 @@ Result<std::unique_ptr<SessionBalancer>> SessionBalancer::Create(net::Channel& c
   if (!(settings.max_spread >= 0 && settings.max_spread <= 1)) {
     return InvalidArgument("balancer: max_spread must be between 0 and 1");
   }
+  if (settings.unit_slices < 1 || settings.unit_slices > kMaxUnitSlices) {
+    return InvalidArgument("balancer: unit_slices must be between 1 and " +
+                           std::to_string(kMaxUnitSlices) + ", got " +
+                           std::to_string(settings.unit_slices));
+  }
   if (roles.num_parties() != channel.num_parties()) {
     return InvalidArgument("balancer: the role table is for another number of parties");
   }
@@ -202,38 +207,73 @@ Result<AuctionReport> SessionBalancer::RunAuction(int pos) {
   }
   report.units = units.size();
   if (units.empty()) return report;  // nothing to auction: the table keeps its fill
-  // Biggest units first (the load-spread rule balances best that way): by the highest bid,
-  // then by name; the unit's place in that order is its tie key.
-  std::vector<const std::pair<const mpc::WorkUnit, std::vector<Bid>>*> order;
-  order.reserve(units.size());
-  for (const auto& u : units) order.push_back(&u);
-  const auto top = [](const std::vector<Bid>& bids) {
-    std::int64_t m = 0;
-    for (const Bid& b : bids) m = std::max(m, b.cost_us);
-    return m;
+  // Every unit as S equal slices, each bid its party's bid / S (rounded up, at least 1 us).
+  // Biggest slices first (the load-spread rule balances best that way): by the highest bid,
+  // then by unit and slice; a slice's place in that order is its tie key.
+  const auto slices = static_cast<std::int64_t>(settings_.unit_slices);
+  struct Slice {
+    const mpc::WorkUnit* unit;
+    int index;
+    std::vector<Bid> bids;
+    std::int64_t top = 0;
   };
-  std::sort(order.begin(), order.end(), [&](const auto* a, const auto* b) {
-    const std::int64_t ta = top(a->second), tb = top(b->second);
-    if (ta != tb) return ta > tb;
-    return a->first < b->first;
+  std::vector<Slice> order;
+  order.reserve(units.size() * static_cast<std::size_t>(slices));
+  for (const auto& [unit, bids] : units) {
+    std::vector<Bid> part;
+    std::int64_t top = 0;
+    for (const Bid& b : bids) {
+      // An out-of-range bid stays out of range (SecondPrice excludes it).
+      const std::int64_t c = (b.cost_us < 0 || b.cost_us > kMaxBidMicros)
+                                 ? b.cost_us
+                                 : std::max<std::int64_t>(1, (b.cost_us + slices - 1) / slices);
+      part.push_back({b.party, c});
+      top = std::max(top, c);
+    }
+    for (int k = 0; k < settings_.unit_slices; ++k) order.push_back({&unit, k, part, top});
+  }
+  std::stable_sort(order.begin(), order.end(), [](const Slice& a, const Slice& b) {
+    if (a.top != b.top) return a.top > b.top;
+    if (*a.unit != *b.unit) return *a.unit < *b.unit;
+    return a.index < b.index;
   });
   LoadSpreadOptions lso;
   lso.max_spread = settings_.max_spread;
   MPCACHE_ASSIGN_OR_RETURN(LoadSpreadAuction awards, LoadSpreadAuction::Create(n, lso));
-  std::map<mpc::WorkUnit, mpc::Roles> fill;
+  std::map<mpc::WorkUnit, std::vector<std::uint32_t>> won;  // slices per party, per unit
   std::vector<std::int64_t> total_bid(un, 0);
   for (std::size_t k = 0; k < order.size(); ++k) {
-    const auto& [unit, bids] = *order[k];
-    Result<Outcome> o = awards.Award(bids, auction * 1000003 + k);
+    const Slice& slice = order[k];
+    Result<Outcome> o = awards.Award(slice.bids, auction * 1000003 + k);
     if (!o.ok()) continue;  // no valid bid for this unit (bids out of range): default roles
     MPCACHE_RETURN_IF_ERROR(ledger_.Settle(*o));
     const auto w = static_cast<std::size_t>(o->winner);
     report.wins[w] += 1;
     report.paid_us[w] += o->price_us;
-    auto it = bytes.find(unit);
-    if (it != bytes.end()) report.bytes[w] += it->second;
-    fill[unit] = mpc::Roles{settings_.static_roles.king, o->winner};
-    for (const Bid& b : bids) total_bid[static_cast<std::size_t>(b.party)] += b.cost_us;
+    auto& counts = won[*slice.unit];
+    counts.resize(un, 0);
+    counts[w] += 1;
+    for (const Bid& b : slice.bids) {
+      if (b.cost_us >= 0 && b.cost_us <= kMaxBidMicros) {
+        total_bid[static_cast<std::size_t>(b.party)] += b.cost_us;
+      }
+    }
+  }
+  // The table: a unit won whole names its winner; one shared names the party with the most
+  // slices as corrector and deals its requests out by the slices won.
+  std::map<mpc::WorkUnit, mpc::Roles> fill;
+  for (auto& [unit, counts] : won) {
+    const auto most = std::max_element(counts.begin(), counts.end());
+    mpc::Roles r{settings_.static_roles.king, static_cast<mpc::PartyId>(most - counts.begin()), {}};
+    std::uint32_t holders = 0;
+    for (const std::uint32_t c : counts) holders += c > 0 ? 1 : 0;
+    const auto it = bytes.find(unit);
+    const std::uint64_t unit_bytes = it != bytes.end() ? it->second : 0;
+    for (std::size_t p = 0; p < un; ++p) {
+      report.bytes[p] += unit_bytes / static_cast<std::uint64_t>(slices) * counts[p];
+    }
+    if (holders > 1) r.split = counts;
+    fill[unit] = std::move(r);
   }
   for (int p = 0; p < n; ++p) report.load_us[static_cast<std::size_t>(p)] = awards.load_us(p);
   report.spread = awards.spread();

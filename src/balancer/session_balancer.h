@@ -39,14 +39,21 @@
 namespace mpcache::balancer {
 
 inline constexpr double kPriorSecondsPerByte = 1e-9;
+inline constexpr int kMaxUnitSlices = 256;
 
 struct BalancerSettings {
   bool enabled = false;
   int reauction_interval_steps = 8;
   double max_spread = 0.15;
+  // Each unit is auctioned as this many equal slices of its bytes (1: units go whole), and
+  // the table deals a unit's requests out in proportion to the slices each party won
+  // (mpc::Roles::split): loads can then come within max_spread even when a few units carry
+  // most of the bytes and one party is many times dearer. Not a config key: every party
+  // runs the same value (issue 13, docs/balancer.md).
+  int unit_slices = 64;
   // The static fill (balancer off, and until the first auction). Its king is kept by the
   // auctions.
-  mpc::Roles static_roles{mpc::kNoKing, 2};
+  mpc::Roles static_roles{mpc::kNoKing, 2, {}};
 };
 
 // This party's price of the corrector role: seconds one more byte of dealer corrections
@@ -82,7 +89,7 @@ struct AuctionReport {
   int position = 0;
   std::size_t units = 0;
   std::vector<std::string> excluded;  // why a party's bids did not count
-  std::vector<std::uint64_t> wins;    // per party: units won in this auction
+  std::vector<std::uint64_t> wins;    // per party: unit slices won in this auction
   std::vector<std::int64_t> paid_us;  // per party: prices of those units
   std::vector<std::int64_t> load_us;  // per party: its own bids for them
   std::vector<std::uint64_t> bytes;   // per party: correction bytes (last interval) won

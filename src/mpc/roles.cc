@@ -24,11 +24,24 @@ Status RoleTable::Fill(Roles defaults, std::map<WorkUnit, Roles> units) {
                              where + " is not a party (0.." + std::to_string(num_parties_ - 1) +
                              ")");
     }
+    if (!r.split.empty()) {
+      if (r.split.size() != static_cast<std::size_t>(num_parties_)) {
+        return InvalidArgument("role table: the split of " + where + " has " +
+                               std::to_string(r.split.size()) + " weights, not one per party (" +
+                               std::to_string(num_parties_) + ")");
+      }
+      std::uint64_t sum = 0;
+      for (const std::uint32_t w : r.split) sum += w;
+      if (sum == 0) {
+        return InvalidArgument("role table: the split of " + where +
+                               " gives no party any weight (leave it empty for one corrector)");
+      }
+    }
     return Status::Ok();
   };
   MPCACHE_RETURN_IF_ERROR(check(defaults, "the default"));
   for (const auto& [unit, roles] : units) MPCACHE_RETURN_IF_ERROR(check(roles, unit.Name()));
-  defaults_ = defaults;
+  defaults_ = std::move(defaults);
   units_ = std::move(units);
   ++fills_;
   return Status::Ok();
@@ -54,7 +67,25 @@ PartyId RoleTable::KingFor(std::uint64_t opened_bytes) {
 
 PartyId RoleTable::CorrectorFor(std::uint64_t correction_bytes) {
   WorkUnit u = Current();
-  const PartyId corrector = For(u).corrector;
+  const Roles& roles = For(u);
+  PartyId corrector = roles.corrector;
+  if (!roles.split.empty()) {
+    std::vector<__int128>& credit = credit_[u];
+    credit.resize(roles.split.size(), 0);
+    __int128 sum = 0;
+    const auto bytes = static_cast<__int128>(correction_bytes);
+    for (std::size_t p = 0; p < roles.split.size(); ++p) {
+      credit[p] += static_cast<__int128>(roles.split[p]) * bytes;
+      sum += roles.split[p];
+    }
+    std::size_t most = roles.split.size();
+    for (std::size_t p = 0; p < roles.split.size(); ++p) {
+      if (roles.split[p] == 0) continue;
+      if (most == roles.split.size() || credit[p] > credit[most]) most = p;
+    }
+    credit[most] -= sum * bytes;
+    corrector = static_cast<PartyId>(most);
+  }
   UnitDemand& d = demand_[std::move(u)];
   d.correction_bytes += correction_bytes;
   d.requests += 1;

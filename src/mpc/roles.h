@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "common/result.h"
 #include "mpc/share.h"
@@ -45,6 +46,10 @@ struct WorkUnit {
 struct Roles {
   PartyId king = kNoKing;  // kNoKing: all-to-all openings
   PartyId corrector = 0;
+  // Empty: every request of the unit corrected by `corrector`. Otherwise one weight per
+  // party: the unit's correction bytes are dealt out in these proportions, request by
+  // request (RoleTable::CorrectorFor), so that a unit need not go whole to one party.
+  std::vector<std::uint32_t> split;
   bool operator==(const Roles&) const = default;
 };
 
@@ -62,7 +67,7 @@ class RoleTable {
   explicit RoleTable(int num_parties);
 
   // All-to-all openings, corrections to the last party.
-  static Roles StaticRoles(int num_parties) { return {kNoKing, num_parties - 1}; }
+  static Roles StaticRoles(int num_parties) { return {kNoKing, num_parties - 1, {}}; }
 
   int num_parties() const { return num_parties_; }
   // A new fill: `defaults` for every unit not listed. kInvalidArgument (nothing changes)
@@ -80,6 +85,11 @@ class RoleTable {
   WorkUnit Current() const;
 
   // The roles of the current unit for work no caller assigned, counting the unit's demand.
+  // A split unit's request goes by smooth weighted round robin over its bytes: every party
+  // is credited its weight x the request's bytes, the most credited (ties: the lowest
+  // party) takes the request and is debited the weights' sum x its bytes. Credits carry
+  // over fills, so a share smaller than one request per interval is still served in the
+  // long run. The same choice at every party, whose requests are the same.
   PartyId KingFor(std::uint64_t opened_bytes);
   PartyId CorrectorFor(std::uint64_t correction_bytes);
 
@@ -95,6 +105,8 @@ class RoleTable {
   const net::CommStats* stats_ = nullptr;
   int layer_ = -1;
   std::map<WorkUnit, UnitDemand> demand_;
+  // Per split unit: each party's credit (weight x bytes), kept across fills.
+  std::map<WorkUnit, std::vector<__int128>> credit_;
 };
 
 // RAII: the engine is in `layer` (restores the previous layer).

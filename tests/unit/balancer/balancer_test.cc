@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <random>
 #include <vector>
 
@@ -211,6 +212,23 @@ TEST(LoadSpread, RandomCostsKeepTheSpreadBoundOnceLoadsExceedAUnit) {
     const std::int64_t unit = std::max({costs[0], costs[1], costs[2]});
     EXPECT_LE(static_cast<double>(hi - lo), 0.15 * static_cast<double>(hi) + unit)
         << "costs " << costs[0] << " " << costs[1] << " " << costs[2];
+  }
+}
+
+TEST(LoadSpread, ACheapPartyDoesNotRunAheadByTheSlowPartysWholeUnit) {
+  // Party 2 is 20x dearer. Measured from the best finish (the rule before slices), the
+  // cheap parties could take units until they were 15% past party 2's load *plus its
+  // whole unit* (20 of theirs); measured from the least loaded bidder, they stop 15% past
+  // its load, and the loads end within 15% plus one cheap unit.
+  for (const int units : {300, 301, 350, 420, 517}) {
+    std::vector<int> wins;
+    const auto a = AwardAll({1000, 1000, 20000}, units, 0.15, &wins);
+    const std::int64_t hi = std::max({a.load_us(0), a.load_us(1), a.load_us(2)});
+    const std::int64_t lo = std::min({a.load_us(0), a.load_us(1), a.load_us(2)});
+    std::printf("%d units: loads %lld %lld %lld\n", units, static_cast<long long>(a.load_us(0)),
+                static_cast<long long>(a.load_us(1)), static_cast<long long>(a.load_us(2)));
+    EXPECT_GT(wins[2], 0) << units;
+    EXPECT_LE(static_cast<double>(hi), 1.15 * static_cast<double>(lo) + 1000) << units;
   }
 }
 

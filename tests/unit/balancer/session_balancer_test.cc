@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cstdio>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -236,15 +237,23 @@ TEST(SessionBalancer, AuctionsMoveTheCorrectionsOffASlowPartyAndChangeNoToken) {
   const AuctionReport& last = slow2.reports[0].back();
   EXPECT_TRUE(last.applied);
   EXPECT_TRUE(last.excluded.empty());
-  // Party 2, 20 times dearer per byte, is left the least of the bytes, and the busiest
-  // party (each load is a party's own time for what it won) finishes within max_spread
-  // (15%) of the best any split of the bytes could do: the loads all equal, L / price_p
-  // bytes to each party p. Units go whole, and here the smallest one worth moving (the
-  // classifier's, ~0.9 ms at party 0's price) costs party 2 more than that balanced share,
-  // so party 2's own load stays far below the others' and the (max - min) / max spread
-  // is not the measure for a party this much slower.
+  // Party 2, 20 times dearer per byte, is left the least of the bytes but some, the loads
+  // (each a party's own time for what it won) are within max_spread (15%) of each other —
+  // units are auctioned in 64 slices, so the few large ones (a layer's norms: ~5 ms of a
+  // fast party's time) no longer decide the spread (whole, it was 0.14-0.94) — and the
+  // busiest party finishes within 15% of the best any split of the bytes could do: the
+  // loads all equal, L / price_p bytes to each party p.
   EXPECT_LT(last.bytes[2], last.bytes[0]);
   EXPECT_LT(last.bytes[2], last.bytes[1]);
+  EXPECT_GT(last.bytes[2], 0u);
+  std::printf("last auction: loads %lld %lld %lld us, spread %.3f, bytes %llu %llu %llu\n",
+              static_cast<long long>(last.load_us[0]), static_cast<long long>(last.load_us[1]),
+              static_cast<long long>(last.load_us[2]), last.spread,
+              static_cast<unsigned long long>(last.bytes[0]),
+              static_cast<unsigned long long>(last.bytes[1]),
+              static_cast<unsigned long long>(last.bytes[2]));
+  EXPECT_LE(last.spread, 0.15) << "loads " << last.load_us[0] << " " << last.load_us[1] << " "
+                               << last.load_us[2];
   const std::array<double, kParties> price{1e-9, 1e-9, 20e-9};
   double total_bytes = 0, rate = 0;
   for (std::size_t p = 0; p < kParties; ++p) {
