@@ -83,30 +83,23 @@ Status AgreeOnSettings(net::Channel& channel, const BalancerSettings& mine,
     std::array<std::uint8_t, 17> in{};
     MPCACHE_RETURN_IF_ERROR(channel.Recv(p, in));
     const SettingsWire t = Decode(in);
-    std::string field, theirs, ours;
-    if (t.enabled != w.enabled) {
-      field = "balancer.enabled";
-      theirs = t.enabled != 0 ? "true" : "false";
-      ours = w.enabled != 0 ? "true" : "false";
-    } else if (t.interval != w.interval) {
-      field = "balancer.reauction_interval_steps";
-      theirs = std::to_string(t.interval);
-      ours = std::to_string(w.interval);
-    } else if (t.spread_millionths != w.spread_millionths) {
-      field = "balancer.max_spread";
-      theirs = std::to_string(t.spread_millionths / 1e6);
-      ours = std::to_string(w.spread_millionths / 1e6);
-    } else if (t.corrector != w.corrector) {
-      field = "balancer.static_corrector";
-      theirs = std::to_string(t.corrector);
-      ours = std::to_string(w.corrector);
-    } else if (t.king != w.king) {
-      field = "balancer.static_king";
-      theirs = KingName(t.king);
-      ours = KingName(w.king);
-    } else {
-      continue;
-    }
+    // The fields in the config file's order: name, theirs, ours.
+    const auto flag = [](std::uint8_t b) { return std::string(b != 0 ? "true" : "false"); };
+    const std::array<std::array<std::string, 3>, 5> fields{{
+        {"balancer.enabled", flag(t.enabled), flag(w.enabled)},
+        {"balancer.reauction_interval_steps", std::to_string(t.interval),
+         std::to_string(w.interval)},
+        {"balancer.max_spread", std::to_string(t.spread_millionths / 1e6),
+         std::to_string(w.spread_millionths / 1e6)},
+        {"balancer.static_corrector", std::to_string(t.corrector), std::to_string(w.corrector)},
+        {"balancer.static_king", KingName(t.king), KingName(w.king)},
+    }};
+    const auto differs =
+        std::find_if(fields.begin(), fields.end(), [](const auto& f) { return f[1] != f[2]; });
+    if (differs == fields.end()) continue;
+    const std::string& field = (*differs)[0];
+    const std::string& theirs = (*differs)[1];
+    const std::string& ours = (*differs)[2];
     std::string why = "the parties' balancer settings differ: party ";
     why += std::to_string(p);
     why += " has " + field;

@@ -97,7 +97,7 @@ struct AuctionReport {
   bool applied = false;               // the table was filled with the outcome
 };
 
-// At the start of a session (1 round, 20 B to each peer): the three parties' settings must
+// At the start of a session (1 round, 17 B to each peer): the three parties' settings must
 // be equal, or their role tables would differ. kInvalidArgument names the first field that
 // differs (as the config file spells it: balancer.enabled, ...), the peer, both values,
 // `my_file` and the fix.
