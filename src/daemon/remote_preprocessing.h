@@ -35,28 +35,12 @@
 
 #include "daemon/dealer_protocol.h"
 #include "daemon/message_link.h"
+#include "daemon/shape_limits.h"
 #include "model/mpcache_policy.h"
 #include "model/weights.h"
 #include "preproc/party_store.h"
 
 namespace mpcache::daemon {
-
-// The matrix items a party's model can ever need from the dealer: the party asks for, and
-// accepts, no mask or matrix triple beyond these (nor any batch other than the one it asked
-// for). The defaults are the built-in bounds; ShapeLimitsForModel gives a model's.
-struct MatrixShapeLimits {
-  std::uint64_t max_elements = preproc::kMaxBatchElements;  // a mask's rows x cols; B; C
-  std::uint64_t max_dim = preproc::kMaxBatchElements;       // a mask's rows or cols
-  std::uint64_t max_other = preproc::kMaxBatchElements;     // a matrix triple's `other`
-  std::string source = "the built-in bounds";               // named in refusals
-};
-// The shapes the secure Llama forward uses for a model of config c (infer/): the private
-// weights' matrices, the KV-cache rows (head_size x n_kv_heads and back), and their triples
-// (other = 1 for the linear layers and the embedding, n_heads for the attention), and with
-// MPCache (infer/mpcache_kv.h) the selection's one-hot (kept x candidate clusters) and its
-// gather and scatter triples (other = n_heads x cluster_tokens).
-Result<MatrixShapeLimits> ShapeLimitsForModel(
-    const model::ModelConfig& c, const std::optional<model::MpcachePolicy>& mpcache = {});
 
 struct DealerTraffic {
   std::uint64_t requests = 0;        // requests sent
