@@ -284,6 +284,23 @@ TYPED_TEST(KernelTest, RowArgMaxRank) {
                  {12, 13554, 25898});
 }
 
+// RMSNorm in double of the encoded inputs (rows x cols values, cols gains).
+std::vector<double> RmsNormWant(const std::vector<double>& xs, const std::vector<double>& gs,
+                                std::size_t rows, std::size_t cols, double eps) {
+  std::vector<double> want(xs.size());
+  for (std::size_t r = 0; r < rows; ++r) {
+    double ss = 0;
+    for (std::size_t c = 0; c < cols; ++c)
+      ss += std::pow(kFp.Decode(kFp.Encode(xs[r * cols + c])), 2);
+    const double inv = 1.0 / std::sqrt(ss / static_cast<double>(cols) + eps);
+    for (std::size_t c = 0; c < cols; ++c) {
+      want[r * cols + c] =
+          kFp.Decode(kFp.Encode(xs[r * cols + c])) * inv * kFp.Decode(kFp.Encode(gs[c]));
+    }
+  }
+  return want;
+}
+
 TYPED_TEST(KernelTest, RmsNorm) {
   using P = TypeParam;
   const std::size_t rows = 2, cols = 64;
@@ -294,18 +311,8 @@ TYPED_TEST(KernelTest, RmsNorm) {
     xs.push_back(scale * (2 * prg.NextDouble() - 1));
   }
   for (std::size_t c = 0; c < cols; ++c) gs.push_back(0.5 + prg.NextDouble());
-  std::vector<double> want(xs.size());
   const double eps = 1e-5;
-  for (std::size_t r = 0; r < rows; ++r) {
-    double ss = 0;
-    for (std::size_t c = 0; c < cols; ++c)
-      ss += std::pow(kFp.Decode(kFp.Encode(xs[r * cols + c])), 2);
-    const double inv = 1.0 / std::sqrt(ss / cols + eps);
-    for (std::size_t c = 0; c < cols; ++c) {
-      want[r * cols + c] =
-          kFp.Decode(kFp.Encode(xs[r * cols + c])) * inv * kFp.Decode(kFp.Encode(gs[c]));
-    }
-  }
+  const std::vector<double> want = RmsNormWant(xs, gs, rows, cols, eps);
   CheckKernel<P>(
       Encode(xs), Encode(gs),
       [&](auto& be, const auto& p, const auto& x, const auto& g) {
@@ -336,18 +343,8 @@ TYPED_TEST(KernelTest, RmsNormAtTheSevenBWidthTakesTheTruncationsInAndStaysExact
     }
   }
   for (std::size_t c = 0; c < cols; ++c) gs.push_back(0.5 + prg.NextDouble());
-  std::vector<double> want(xs.size());
   const double eps = 1e-5;
-  for (std::size_t r = 0; r < rows; ++r) {
-    double ss = 0;
-    for (std::size_t c = 0; c < cols; ++c)
-      ss += std::pow(kFp.Decode(kFp.Encode(xs[r * cols + c])), 2);
-    const double inv = 1.0 / std::sqrt(ss / cols + eps);
-    for (std::size_t c = 0; c < cols; ++c) {
-      want[r * cols + c] =
-          kFp.Decode(kFp.Encode(xs[r * cols + c])) * inv * kFp.Decode(kFp.Encode(gs[c]));
-    }
-  }
+  const std::vector<double> want = RmsNormWant(xs, gs, rows, cols, eps);
   const auto fn = [&](auto& be, const auto& p, const auto& x, const auto& g) {
     return RmsNorm(be, p, x, g, rows, cols, eps);
   };
