@@ -19,6 +19,25 @@ Result<LoadSpreadAuction> LoadSpreadAuction::Create(int num_parties, LoadSpreadO
   return LoadSpreadAuction(num_parties, options);
 }
 
+Result<LoadSpreadAuction> LoadSpreadAuction::Create(int num_parties, LoadSpreadOptions options,
+                                                    std::span<const std::int64_t> base_us) {
+  MPCACHE_ASSIGN_OR_RETURN(LoadSpreadAuction a, Create(num_parties, options));
+  if (base_us.size() != static_cast<std::size_t>(num_parties)) {
+    return InvalidArgument("load-spread auction: " + std::to_string(base_us.size()) +
+                           " base loads for " + std::to_string(num_parties) +
+                           " parties (one per party)");
+  }
+  for (std::size_t p = 0; p < base_us.size(); ++p) {
+    if (base_us[p] < 0) {
+      return InvalidArgument("load-spread auction: party " + std::to_string(p) +
+                             "'s base load is negative (" + std::to_string(base_us[p]) + " us)");
+    }
+    a.base_[p] = base_us[p];
+    a.load_[p] = base_us[p];
+  }
+  return a;
+}
+
 Result<Outcome> LoadSpreadAuction::Award(std::span<const Bid> bids, std::uint64_t unit_id) {
   // The valid bids first (SecondPrice's rules), then those eligible by load among them.
   MPCACHE_ASSIGN_OR_RETURN(Outcome all, SecondPrice(bids, num_parties(), unit_id));
@@ -52,13 +71,34 @@ Result<Outcome> LoadSpreadAuction::Award(std::span<const Bid> bids, std::uint64_
     return Exhausted("load-spread auction: a load would overflow (start a new one)");
   }
   load = next;
+  won_[static_cast<std::size_t>(out.winner)] = true;
   return out;
 }
 
+namespace {
+
+double Spread(std::int64_t lo, std::int64_t hi) {
+  if (hi == 0) return 0;
+  return static_cast<double>(hi - lo) / static_cast<double>(hi);
+}
+
+}  // namespace
+
 double LoadSpreadAuction::spread() const {
   const auto [lo, hi] = std::minmax_element(load_.begin(), load_.end());
-  if (*hi == 0) return 0;
-  return static_cast<double>(*hi - *lo) / static_cast<double>(*hi);
+  return Spread(*lo, *hi);
+}
+
+double LoadSpreadAuction::winners_spread() const {
+  const bool any = std::find(won_.begin(), won_.end(), true) != won_.end();
+  std::int64_t lo = std::numeric_limits<std::int64_t>::max();
+  std::int64_t hi = 0;
+  for (std::size_t p = 0; p < load_.size(); ++p) {
+    if (any && !won_[p]) continue;
+    lo = std::min(lo, load_[p]);
+    hi = std::max(hi, load_[p]);
+  }
+  return Spread(lo, hi);
 }
 
 }  // namespace mpcache::balancer

@@ -66,6 +66,21 @@ std::string KingName(std::int32_t k) {
 
 }  // namespace
 
+std::int64_t BaseLoadUs(const BidList& bids, const std::map<mpc::WorkUnit, mpc::UnitDemand>& demand,
+                        std::uint64_t online_bytes) {
+  double bid_us = 0, bytes = 0;
+  for (const UnitBid& b : bids.bids) {
+    const auto it = demand.find(b.unit);
+    if (it == demand.end() || it->second.correction_bytes == 0) continue;
+    if (b.cost_us < 0 || b.cost_us > kMaxBidMicros) continue;  // SecondPrice excludes it
+    bid_us += static_cast<double>(b.cost_us);
+    bytes += static_cast<double>(it->second.correction_bytes);
+  }
+  if (!(bytes > 0)) return 0;
+  const double us = 2.0 * static_cast<double>(online_bytes) * (bid_us / bytes);
+  return static_cast<std::int64_t>(std::min(std::ceil(us), static_cast<double>(kMaxBidMicros)));
+}
+
 Status AgreeOnSettings(net::Channel& channel, const BalancerSettings& mine,
                        const std::string& my_file) {
   const SettingsWire w{static_cast<std::uint8_t>(mine.enabled ? 1 : 0),
@@ -138,7 +153,7 @@ Result<std::unique_ptr<SessionBalancer>> SessionBalancer::Create(net::Channel& c
   MPCACHE_ASSIGN_OR_RETURN(CreditLedger ledger, CreditLedger::Create(channel.num_parties()));
   MPCACHE_RETURN_IF_ERROR(roles.Fill(settings.static_roles));
   return std::unique_ptr<SessionBalancer>(new SessionBalancer(
-      channel, roles, settings, std::move(prices), local_seed, std::move(ledger)));
+      channel, roles, std::move(settings), std::move(prices), local_seed, std::move(ledger)));
 }
 
 Result<std::optional<AuctionReport>> SessionBalancer::AfterPosition(int pos, int prompt_len) {
@@ -230,9 +245,20 @@ Result<AuctionReport> SessionBalancer::RunAuction(int pos) {
     if (*a.unit != *b.unit) return *a.unit < *b.unit;
     return a.index < b.index;
   });
+  // Base loads: each counted party's time for the interval's online traffic at the price
+  // per byte its bids state (header: why).
+  std::vector<std::int64_t> base(un, 0);
+  for (const auto& [unit, d] : demand) report.online_bytes += d.opened_bytes;
+  if (settings_.count_online_traffic) {
+    for (int p = 0; p < n; ++p) {
+      const auto pi = static_cast<std::size_t>(p);
+      if (sealed.valid[pi]) base[pi] = BaseLoadUs(sealed.bids[pi], demand, report.online_bytes);
+    }
+  }
+  report.base_us = base;
   LoadSpreadOptions lso;
   lso.max_spread = settings_.max_spread;
-  MPCACHE_ASSIGN_OR_RETURN(LoadSpreadAuction awards, LoadSpreadAuction::Create(n, lso));
+  MPCACHE_ASSIGN_OR_RETURN(LoadSpreadAuction awards, LoadSpreadAuction::Create(n, lso, base));
   std::map<mpc::WorkUnit, std::vector<std::uint32_t>> won;  // slices per party, per unit
   std::vector<std::int64_t> total_bid(un, 0);
   for (std::size_t k = 0; k < order.size(); ++k) {
@@ -270,6 +296,7 @@ Result<AuctionReport> SessionBalancer::RunAuction(int pos) {
   }
   for (int p = 0; p < n; ++p) report.load_us[static_cast<std::size_t>(p)] = awards.load_us(p);
   report.spread = awards.spread();
+  report.winners_spread = awards.winners_spread();
   // Units no one bid for (new ones) go to the party whose bids were lowest in all.
   mpc::Roles defaults = settings_.static_roles;
   std::int64_t best = -1;

@@ -16,6 +16,16 @@
 // given work and measured. The kings stay those of the static fill (the auction assigns
 // correctors only; see docs/balancer.md).
 //
+// Base loads: a party's corrections share its link and its CPU with the step's online
+// traffic, which it carries whatever it wins. So each party's load starts at its time for
+// the interval's online traffic: the share bytes opened in the interval (the same at every
+// party: the table counts them), twice (sent to the peers and received from them), at the
+// party's price of a byte as its revealed bids state it (sum of its bids / their correction
+// bytes). A party whose link is slow then takes corrections only where they do not make it
+// the last to finish (load_spread.h), and a fast party's corrections, hidden behind the
+// online phase, cost it little. Computed by every party from the same counted reveals, so
+// no new claim is revealed and a party cannot misstate its base apart from its bids.
+//
 // A party whose reveal does not count (it abstained, its reveal does not match its
 // commitment or does not parse) is left out of every unit of that auction; if no reveal
 // counts, the table keeps its fill. The exchange's own failures (a silent party past the
@@ -24,9 +34,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "balancer/ledger.h"
@@ -51,6 +63,9 @@ struct BalancerSettings {
   // most of the bytes and one party is many times dearer. Not a config key: every party
   // runs the same value (issue 13, docs/balancer.md).
   int unit_slices = 64;
+  // Start each party's load at its time for the interval's online traffic (see above).
+  // Not a config key; off only to measure the auction without it.
+  bool count_online_traffic = true;
   // The static fill (balancer off, and until the first auction). Its king is kept by the
   // auctions.
   mpc::Roles static_roles{mpc::kNoKing, 2, {}};
@@ -91,11 +106,21 @@ struct AuctionReport {
   std::vector<std::string> excluded;  // why a party's bids did not count
   std::vector<std::uint64_t> wins;    // per party: unit slices won in this auction
   std::vector<std::int64_t> paid_us;  // per party: prices of those units
-  std::vector<std::int64_t> load_us;  // per party: its own bids for them
+  std::vector<std::int64_t> load_us;  // per party: base + its own bids for them
+  std::vector<std::int64_t> base_us;  // per party: its online traffic's time (base load)
   std::vector<std::uint64_t> bytes;   // per party: correction bytes (last interval) won
+  std::uint64_t online_bytes = 0;     // share bytes opened in the last interval
   double spread = 0;                  // (max - min) / max of the loads
+  double winners_spread = 0;          // the same over the parties that won slices
   bool applied = false;               // the table was filled with the outcome
 };
+
+// A party's base load (us) from its counted reveal: 2 x `online_bytes` at the price per
+// byte its bids state (the sum of its bids for units with correction bytes in `demand`
+// over those bytes; bids out of range left out). 0 when it bid for no such unit; at most
+// kMaxBidMicros.
+std::int64_t BaseLoadUs(const BidList& bids, const std::map<mpc::WorkUnit, mpc::UnitDemand>& demand,
+                        std::uint64_t online_bytes);
 
 // At the start of a session (1 round, 17 B to each peer): the three parties' settings must
 // be equal, or their role tables would differ. kInvalidArgument names the first field that
@@ -132,7 +157,7 @@ class SessionBalancer {
                   PriceSource prices, const Seed& local_seed, CreditLedger ledger)
       : channel_(channel),
         roles_(roles),
-        settings_(settings),
+        settings_(std::move(settings)),
         prices_(std::move(prices)),
         prg_(local_seed),
         ledger_(std::move(ledger)) {}

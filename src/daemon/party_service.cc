@@ -136,7 +136,13 @@ void PartyService::Impl::DescribeMetrics() {
   m.Describe("mpcache_balancer_payments_us_total", "counter",
              "Second prices paid to each party for the units it won, microseconds");
   m.Describe("mpcache_balancer_load_us", "gauge",
-             "Each party's load in the last auction (its own bids for the units it won), us");
+             "Each party's load in the last auction (its online traffic's time plus its own "
+             "bids for the units it won), us");
+  m.Describe("mpcache_balancer_base_load_us", "gauge",
+             "Each party's base load in the last auction: its time for the interval's online "
+             "traffic at the price per byte its bids state, us");
+  m.Describe("mpcache_balancer_winners_load_spread", "gauge",
+             "(max - min) / max of the loads of the parties that won work in the last auction");
   m.Describe("mpcache_balancer_correction_bytes", "gauge",
              "Correction bytes of the units each party won in the last auction (per interval)");
   m.Describe("mpcache_balancer_load_spread", "gauge",

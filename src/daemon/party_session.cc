@@ -134,22 +134,27 @@ void Record(const PartyRuntime& rt, const std::string& tag, const balancer::Auct
   m.Add("mpcache_balancer_auctions_total", 1);
   m.Add("mpcache_balancer_excluded_bids_total", static_cast<double>(r.excluded.size()));
   m.Set("mpcache_balancer_load_spread", r.spread);
+  m.Set("mpcache_balancer_winners_load_spread", r.winners_spread);
   m.Set("mpcache_balancer_price_seconds_per_byte", price);
-  std::string wins, loads;
+  std::string wins, loads, bases;
   for (std::size_t p = 0; p < r.wins.size(); ++p) {
     const std::string l = Label("party", std::to_string(p));
     m.Add("mpcache_balancer_wins_total", static_cast<double>(r.wins[p]), l);
     m.Add("mpcache_balancer_payments_us_total", static_cast<double>(r.paid_us[p]), l);
     m.Set("mpcache_balancer_load_us", static_cast<double>(r.load_us[p]), l);
     m.Set("mpcache_balancer_correction_bytes", static_cast<double>(r.bytes[p]), l);
+    const std::int64_t base = p < r.base_us.size() ? r.base_us[p] : 0;
+    m.Set("mpcache_balancer_base_load_us", static_cast<double>(base), l);
     wins += fmt::format("{}{}", p ? "/" : "", r.wins[p]);
     loads += fmt::format("{}{}", p ? "/" : "", r.load_us[p]);
+    bases += fmt::format("{}{}", p ? "/" : "", base);
   }
   rt.log->info(
-      "{} auction #{} after position {}: {} units, wins {}, loads {} us (spread {:.1f}%), "
-      "price here {:.3g} s/byte{}",
-      tag, r.auction, r.position, r.units, wins, loads, 100 * r.spread, price,
-      r.applied ? "" : " (no counted bid: the table is unchanged)");
+      "{} auction #{} after position {}: {} units, wins {}, loads {} us of which online "
+      "traffic {} us ({} B opened; spread {:.1f}%, among winners {:.1f}%), price here {:.3g} "
+      "s/byte{}",
+      tag, r.auction, r.position, r.units, wins, loads, bases, r.online_bytes, 100 * r.spread,
+      100 * r.winners_spread, price, r.applied ? "" : " (no counted bid: the table is unchanged)");
   for (const std::string& why : r.excluded) {
     rt.log->warn("{} auction #{}: excluded: {}", tag, r.auction, why);
   }

@@ -176,16 +176,19 @@ TEST(BalancerMeasurement, SlowedPartyStaticAgainstAuctionSameRun) {
       const std::string sp = fixed.Http(p, "/metrics"), ap = auction.Http(p, "/metrics");
       std::printf(
           "  party %d: corrected bytes static %.0f auction %.0f; seconds on them static %.2f "
-          "auction %.2f; auction wins %s, load_us (last) %s\n",
+          "auction %.2f; auction wins %s, load_us (last) %s of which online traffic %s\n",
           p, MetricValue(sp, "mpcache_dealer_corrected_bytes_total"),
           MetricValue(ap, "mpcache_dealer_corrected_bytes_total"),
           MetricValue(sp, "mpcache_dealer_corrected_seconds_total"),
           MetricValue(ap, "mpcache_dealer_corrected_seconds_total"),
           PartyMetric(ap, "mpcache_balancer_wins_total", p).c_str(),
-          PartyMetric(ap, "mpcache_balancer_load_us", p).c_str());
+          PartyMetric(ap, "mpcache_balancer_load_us", p).c_str(),
+          PartyMetric(ap, "mpcache_balancer_base_load_us", p).c_str());
     }
-    std::printf("  auction load spread (last auction): %.3f\n",
-                MetricValue(auction.Http(0, "/metrics"), "mpcache_balancer_load_spread"));
+    const std::string am = auction.Http(0, "/metrics");
+    std::printf("  auction load spread (last auction): %.3f, among the parties given work %.3f\n",
+                MetricValue(am, "mpcache_balancer_load_spread"),
+                MetricValue(am, "mpcache_balancer_winners_load_spread"));
     std::fflush(stdout);
     // Deterministic: the static table sends every correction to party 2, the auction
     // spreads them (whatever the timing).

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "balancer/auction.h"
@@ -154,10 +155,12 @@ TEST(CreditLedger, RefusesWhatNoAuctionProducesAndOverflowChangingNothing) {
 }
 
 // Awards `units` units; party p's bid for each is costs[p] (its true per-unit time).
+// `base` (empty: none) is each party's load before the first unit.
 LoadSpreadAuction AwardAll(const std::vector<std::int64_t>& costs, int units, double max_spread,
-                           std::vector<int>* wins) {
+                           std::vector<int>* wins, const std::vector<std::int64_t>& base = {}) {
   const int n = static_cast<int>(costs.size());
-  auto a = LoadSpreadAuction::Create(n, {.max_spread = max_spread});
+  auto a = base.empty() ? LoadSpreadAuction::Create(n, {.max_spread = max_spread})
+                        : LoadSpreadAuction::Create(n, {.max_spread = max_spread}, base);
   EXPECT_TRUE(a.ok());
   wins->assign(static_cast<std::size_t>(n), 0);
   for (int u = 0; u < units; ++u) {
@@ -232,7 +235,82 @@ TEST(LoadSpread, ACheapPartyDoesNotRunAheadByTheSlowPartysWholeUnit) {
   }
 }
 
+TEST(LoadSpread, APartyWhoseBaseLoadIsAboveWhereTheOthersEndWinsNothing) {
+  // Party 2 carries 400 ms of work whatever it wins (its online traffic on a slow link);
+  // the 300 units (300 ms at anyone's price) fit below that at parties 0 and 1. Without the
+  // base it would take its third.
+  std::vector<int> wins;
+  const auto a = AwardAll({1000, 1000, 1000}, 300, 0.15, &wins, {0, 0, 400000});
+  EXPECT_EQ(wins[2], 0);
+  EXPECT_EQ(wins[0] + wins[1], 300);
+  EXPECT_EQ(a.base_us(2), 400000);
+  EXPECT_EQ(a.load_us(2), 400000);
+  EXPECT_EQ(a.load_us(0), 1000 * wins[0]);
+  // The two that took the work end within 15% (plus a unit) of each other; the spread of
+  // all three loads shows party 2's base.
+  EXPECT_LE(a.winners_spread(), 0.15);
+  const auto lo = static_cast<double>(std::min(a.load_us(0), a.load_us(1)));
+  EXPECT_NEAR(a.spread(), (400000.0 - lo) / 400000.0, 1e-12);
+  EXPECT_GT(a.spread(), 0.5);
+  std::vector<int> flat;
+  (void)AwardAll({1000, 1000, 1000}, 300, 0.15, &flat);
+  EXPECT_EQ(flat, (std::vector<int>{100, 100, 100}));
+}
+
+TEST(LoadSpread, BaseLoadsBelowTheLevelAreFilledUpToIt) {
+  // Bases 0, 50 and 100 ms and 300 units of 1 ms: the level is 150 ms, so the parties take
+  // 150, 100 and 50 units and end within 15% (plus a unit) of each other.
+  std::vector<int> wins;
+  const auto a = AwardAll({1000, 1000, 1000}, 300, 0.15, &wins, {0, 50000, 100000});
+  EXPECT_EQ(wins[0] + wins[1] + wins[2], 300);
+  EXPECT_GT(wins[0], wins[1]);
+  EXPECT_GT(wins[1], wins[2]);
+  EXPECT_GT(wins[2], 0);
+  const std::int64_t hi = std::max({a.load_us(0), a.load_us(1), a.load_us(2)});
+  const std::int64_t lo = std::min({a.load_us(0), a.load_us(1), a.load_us(2)});
+  EXPECT_LE(static_cast<double>(hi), 1.15 * static_cast<double>(lo) + 1000);
+  EXPECT_EQ(a.spread(), a.winners_spread());
+  // Random prices and bases. At a party's last win its finish was at most the limit then:
+  // max(best finish, 1.15 x least load), and loads only grow, so every winner ends within
+  // max(1.15 x, + the dearest unit) of the least final load; a party that wins nothing was
+  // passed over only because its base was high: every winner ends within max(1.15 x, + its
+  // unit) of that base.
+  std::mt19937_64 rng(11);
+  std::uniform_int_distribution<std::int64_t> cost(500, 3000), base(0, 600000);
+  for (int trial = 0; trial < 50; ++trial) {
+    const std::vector<std::int64_t> costs{cost(rng), cost(rng), cost(rng)};
+    const std::vector<std::int64_t> bases{base(rng), base(rng), base(rng)};
+    std::vector<int> w;
+    const auto r = AwardAll(costs, 400, 0.15, &w, bases);
+    const auto least = static_cast<double>(std::min({r.load_us(0), r.load_us(1), r.load_us(2)}));
+    const auto dearest = static_cast<double>(std::max({costs[0], costs[1], costs[2]}));
+    for (int p = 0; p < 3; ++p) {
+      const auto pi = static_cast<std::size_t>(p);
+      const auto load = static_cast<double>(r.load_us(p));
+      if (w[pi] > 0) {
+        EXPECT_LE(load, std::max(1.15 * least, least + dearest)) << "trial " << trial << " " << p;
+        continue;
+      }
+      EXPECT_EQ(r.load_us(p), bases[pi]);
+      const auto b = static_cast<double>(bases[pi]);
+      for (int q = 0; q < 3; ++q) {
+        if (w[static_cast<std::size_t>(q)] == 0) continue;
+        EXPECT_LE(static_cast<double>(r.load_us(q)),
+                  std::max(1.15 * b, b + static_cast<double>(costs[pi])))
+            << "trial " << trial << ": party " << p << " won nothing, party " << q;
+      }
+    }
+  }
+}
+
 TEST(LoadSpread, InvalidOptionsAndBidsAreRefusedChangingNothing) {
+  const std::vector<std::int64_t> negative{0, -1, 0};
+  const auto bad = LoadSpreadAuction::Create(3, {}, negative);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().ToString().find("party 1's base load is negative"), std::string::npos)
+      << bad.error().ToString();
+  const std::vector<std::int64_t> two{0, 0};
+  EXPECT_FALSE(LoadSpreadAuction::Create(3, {}, two).ok());
   EXPECT_FALSE(LoadSpreadAuction::Create(3, {.max_spread = -0.1}).ok());
   EXPECT_FALSE(LoadSpreadAuction::Create(3, {.max_spread = 11}).ok());
   EXPECT_FALSE(LoadSpreadAuction::Create(0).ok());

@@ -11,6 +11,7 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -29,7 +30,8 @@ namespace {
 
 constexpr int kParties = 3;
 
-BidList Bids(std::uint64_t auction, std::vector<std::pair<std::string, std::int64_t>> units) {
+BidList Bids(std::uint64_t auction,
+             const std::vector<std::pair<std::string, std::int64_t>>& units) {
   BidList l;
   l.auction = auction;
   for (auto& [phase, cost] : units) l.bids.push_back({mpc::WorkUnit{1, phase}, cost});
@@ -49,6 +51,24 @@ TEST(BidCodec, RoundTripsAndRefusesMalformedLists) {
   auto dup = DecodeBids(EncodeBids(twice));
   ASSERT_FALSE(dup.ok());
   EXPECT_NE(dup.error().message().find("twice"), std::string::npos);
+}
+
+TEST(BaseLoad, IsTheOnlineTrafficTwiceAtThePricePerByteTheBidsState) {
+  std::map<mpc::WorkUnit, mpc::UnitDemand> demand;
+  demand[{0, "scores"}] = {.correction_bytes = 1000, .opened_bytes = 100};
+  demand[{0, "softmax"}] = {.correction_bytes = 3000, .opened_bytes = 0};
+  demand[{1, "mix"}] = {.correction_bytes = 0, .opened_bytes = 500};
+  BidList bids;
+  bids.bids = {{{0, "scores"}, 10}, {{0, "softmax"}, 30}, {{1, "mix"}, 999}, {{7, "ffn"}, 5000}};
+  // 40 us for 4000 B (the bids for units without correction bytes, or unknown, do not
+  // count): 0.01 us per byte; 600 B opened, sent and received: 12 us.
+  EXPECT_EQ(BaseLoadUs(bids, demand, 600), 12);
+  EXPECT_EQ(BaseLoadUs(bids, demand, 0), 0);
+  EXPECT_EQ(BaseLoadUs(BidList{}, demand, 600), 0);  // no price stated: no base
+  bids.bids[1].cost_us = -5;                         // out of range: left out as SecondPrice does
+  EXPECT_EQ(BaseLoadUs(bids, demand, 600), 12);      // 10 us for 1000 B
+  bids.bids[0].cost_us = kMaxBidMicros;
+  EXPECT_EQ(BaseLoadUs(bids, demand, 1'000'000'000), kMaxBidMicros);  // capped
 }
 
 // The exchange at three parties of a MemMesh; `deviate[p]` is party p's deviation (or null);
@@ -152,7 +172,7 @@ TEST(SealedBids, ASilentPartyFailsTheExchangeAtTheTimeoutNotLater) {
     // The others stop at the timeout (the silent party sleeps 5 timeouts).
     EXPECT_LT(took[pi], std::chrono::milliseconds(1200)) << "party " << p;
   }
-  EXPECT_NE(r[0].error().message().find("1"), std::string::npos) << r[0].error().ToString();
+  EXPECT_NE(r[0].error().message().find('1'), std::string::npos) << r[0].error().ToString();
 }
 
 // ---- the session balancer in a whole generation ----
@@ -174,7 +194,8 @@ struct BalancedRun {
 // price[p] (the "slow" party's is high), `deviation[p]` deviates.
 BalancedRun RunBalanced(
     const std::array<double, kParties>& price, bool enabled = true,
-    const std::array<const SessionBalancer::Deviation*, kParties>& deviation = {}) {
+    const std::array<const SessionBalancer::Deviation*, kParties>& deviation = {},
+    bool count_online_traffic = true) {
   auto ring = infer::EncodeModel(Synth(), kRecommendedFracBits);
   EXPECT_TRUE(ring.ok());
   BalancedRun out;
@@ -183,6 +204,7 @@ BalancedRun RunBalanced(
   BalancerSettings settings;
   settings.enabled = enabled;
   settings.reauction_interval_steps = 3;
+  settings.count_online_traffic = count_online_traffic;
   infer::InProcessOptions o;
   o.seed = 5;
   infer::InProcessHook<mpc::Spdz2k> hook = [&](int party, int pos,
@@ -220,55 +242,110 @@ const BalancedRun& Fixed() {
   return *fixed;
 }
 
+// The level L the loads would end at if the last interval's correction bytes were split
+// continuously (water-filling): sum_p max(0, L - base_p) / price_p = their time at price 1.
+double WaterLevelUs(const AuctionReport& r, const std::array<double, kParties>& price) {
+  double bytes = 0;
+  for (const std::uint64_t b : r.bytes) bytes += static_cast<double>(b);
+  double lo = 0, hi = 1e12;
+  for (int it = 0; it < 200; ++it) {
+    const double mid = (lo + hi) / 2;
+    double fits = 0;  // bytes the parties take below `mid`
+    for (std::size_t p = 0; p < kParties; ++p) {
+      fits += std::max(0.0, mid - static_cast<double>(r.base_us[p])) / (price[p] * 1e6);
+    }
+    (fits < bytes ? lo : hi) = mid;
+  }
+  return hi;
+}
+
+void ExpectSameOutcomeEverywhere(const BalancedRun& run) {
+  ASSERT_EQ(run.reports[0].size(), 3u);
+  for (int p = 1; p < kParties; ++p) {
+    for (std::size_t a = 0; a < 3; ++a) {
+      EXPECT_EQ(run.reports[static_cast<std::size_t>(p)][a].wins, run.reports[0][a].wins);
+      EXPECT_EQ(run.reports[static_cast<std::size_t>(p)][a].load_us, run.reports[0][a].load_us);
+      EXPECT_EQ(run.reports[static_cast<std::size_t>(p)][a].base_us, run.reports[0][a].base_us);
+    }
+  }
+}
+
+void PrintLast(const AuctionReport& last) {
+  std::printf(
+      "last auction: loads %lld %lld %lld us (online traffic %lld %lld %lld), spread %.3f, "
+      "among winners %.3f, bytes %llu %llu %llu, opened %llu\n",
+      static_cast<long long>(last.load_us[0]), static_cast<long long>(last.load_us[1]),
+      static_cast<long long>(last.load_us[2]), static_cast<long long>(last.base_us[0]),
+      static_cast<long long>(last.base_us[1]), static_cast<long long>(last.base_us[2]), last.spread,
+      last.winners_spread, static_cast<unsigned long long>(last.bytes[0]),
+      static_cast<unsigned long long>(last.bytes[1]),
+      static_cast<unsigned long long>(last.bytes[2]),
+      static_cast<unsigned long long>(last.online_bytes));
+}
+
 TEST(SessionBalancer, AuctionsMoveTheCorrectionsOffASlowPartyAndChangeNoToken) {
   const BalancedRun& fixed = Fixed();
   ASSERT_TRUE(fixed.run.ok()) << fixed.run.error().ToString();
-  const BalancedRun slow2 = RunBalanced({1e-9, 1e-9, 20e-9});  // as `price` below
+  const std::array<double, kParties> price{1e-9, 1e-9, 20e-9};
+  const BalancedRun slow2 = RunBalanced(price);
   ASSERT_TRUE(slow2.run.ok()) << slow2.run.error().ToString();
   EXPECT_EQ(slow2.run->tokens, fixed.run->tokens);
   // Auctions after positions 2 (the prompt's last), 5 and 8: the same outcome everywhere.
-  ASSERT_EQ(slow2.reports[0].size(), 3u);
-  for (int p = 1; p < kParties; ++p) {
-    for (std::size_t a = 0; a < 3; ++a) {
-      EXPECT_EQ(slow2.reports[static_cast<std::size_t>(p)][a].wins, slow2.reports[0][a].wins);
-      EXPECT_EQ(slow2.reports[static_cast<std::size_t>(p)][a].load_us, slow2.reports[0][a].load_us);
-    }
-  }
+  ExpectSameOutcomeEverywhere(slow2);
   const AuctionReport& last = slow2.reports[0].back();
+  PrintLast(last);
   EXPECT_TRUE(last.applied);
   EXPECT_TRUE(last.excluded.empty());
-  // Party 2, 20 times dearer per byte, is left the least of the bytes but some, the loads
-  // (each a party's own time for what it won) are within max_spread (15%) of each other —
-  // units are auctioned in 64 slices, so the few large ones (a layer's norms: ~5 ms of a
-  // fast party's time) no longer decide the spread (whole, it was 0.14-0.94) — and the
-  // busiest party finishes within 15% of the best any split of the bytes could do: the
-  // loads all equal, L / price_p bytes to each party p.
-  EXPECT_LT(last.bytes[2], last.bytes[0]);
-  EXPECT_LT(last.bytes[2], last.bytes[1]);
-  EXPECT_GT(last.bytes[2], 0u);
-  std::printf("last auction: loads %lld %lld %lld us, spread %.3f, bytes %llu %llu %llu\n",
-              static_cast<long long>(last.load_us[0]), static_cast<long long>(last.load_us[1]),
-              static_cast<long long>(last.load_us[2]), last.spread,
-              static_cast<unsigned long long>(last.bytes[0]),
-              static_cast<unsigned long long>(last.bytes[1]),
-              static_cast<unsigned long long>(last.bytes[2]));
-  EXPECT_LE(last.spread, 0.15) << "loads " << last.load_us[0] << " " << last.load_us[1] << " "
-                               << last.load_us[2];
-  const std::array<double, kParties> price{1e-9, 1e-9, 20e-9};
-  double total_bytes = 0, rate = 0;
-  for (std::size_t p = 0; p < kParties; ++p) {
-    total_bytes += static_cast<double>(last.bytes[p]);
-    rate += 1 / price[p];
-  }
-  const double balanced_us = total_bytes / rate * 1e6;
-  const double busiest =
-      static_cast<double>(*std::max_element(last.load_us.begin(), last.load_us.end()));
-  EXPECT_LE(busiest, 1.15 * balanced_us) << "loads " << last.load_us[0] << " " << last.load_us[1]
-                                         << " " << last.load_us[2] << ", balanced " << balanced_us;
-  // The static table sends every correction to party 2; the auctions most to 0 and 1.
+  EXPECT_GT(last.online_bytes, 0u);
+  // Party 2, 20 times dearer per byte, needs more time for its share of the online
+  // traffic alone than parties 0 and 1 need for theirs plus every correction: it is left
+  // none, and 0 and 1 end within max_spread (15%) of each other — units are auctioned in
+  // 64 slices, so the few large ones no longer decide the spread — and within 15% of the
+  // best any split of the bytes could do (the water level).
+  // (Bids are whole microseconds, rounded up: the prices they state are within 1%.)
+  EXPECT_NEAR(static_cast<double>(last.base_us[2]), 20.0 * static_cast<double>(last.base_us[0]),
+              0.01 * static_cast<double>(last.base_us[2]));
+  EXPECT_EQ(last.bytes[2], 0u);
+  EXPECT_GT(last.bytes[0], 0u);
+  EXPECT_GT(last.bytes[1], 0u);
+  EXPECT_EQ(last.load_us[2], last.base_us[2]);
+  EXPECT_LE(last.winners_spread, 0.15);
+  const double level = WaterLevelUs(last, price);
+  EXPECT_LE(static_cast<double>(std::max(last.load_us[0], last.load_us[1])), 1.15 * level)
+      << "level " << level;
+  EXPECT_GT(static_cast<double>(last.base_us[2]), level);
+  // The static table sends every correction to party 2; the auctions to 0 and 1.
   EXPECT_GT(fixed.dealer_bytes[2], 4 * fixed.dealer_bytes[0]);
   EXPECT_LT(slow2.dealer_bytes[2], fixed.dealer_bytes[2] / 2);
   EXPECT_GT(slow2.dealer_bytes[0], 2 * fixed.dealer_bytes[0]);
+  // Without base loads (the auction before them) party 2 is given a share of the
+  // corrections on top of its online traffic, and finishes last.
+  const BalancedRun no_base = RunBalanced(price, true, {}, false);
+  ASSERT_TRUE(no_base.run.ok()) << no_base.run.error().ToString();
+  EXPECT_GT(no_base.reports[0].back().bytes[2], 0u);
+}
+
+TEST(SessionBalancer, APartyThreeTimesDearerTakesWhatKeepsItLevelWithTheOthers) {
+  const BalancedRun& fixed = Fixed();
+  ASSERT_TRUE(fixed.run.ok()) << fixed.run.error().ToString();
+  const std::array<double, kParties> price{1e-9, 1e-9, 3e-9};
+  const BalancedRun slow2 = RunBalanced(price);
+  ASSERT_TRUE(slow2.run.ok()) << slow2.run.error().ToString();
+  EXPECT_EQ(slow2.run->tokens, fixed.run->tokens);
+  ExpectSameOutcomeEverywhere(slow2);
+  const AuctionReport& last = slow2.reports[0].back();
+  PrintLast(last);
+  // Its online traffic is below the level: it takes corrections up to it, the least of the
+  // three, and all three loads (online traffic included) end within 15%.
+  EXPECT_GT(last.bytes[2], 0u);
+  EXPECT_LT(last.bytes[2], last.bytes[0]);
+  EXPECT_LT(last.bytes[2], last.bytes[1]);
+  EXPECT_LE(last.spread, 0.15);
+  EXPECT_EQ(last.spread, last.winners_spread);
+  const double level = WaterLevelUs(last, price);
+  EXPECT_LE(static_cast<double>(*std::max_element(last.load_us.begin(), last.load_us.end())),
+            1.15 * level)
+      << "level " << level;
 }
 
 TEST(SessionBalancer, APartyThatStopsBiddingIsLeftOutAndTheSessionGoesOn) {
