@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 
 #include "mpc/fused_product.h"
 #include "mpc/trunc.h"
@@ -193,6 +194,7 @@ typename SecureBackend<P>::Vec SecureBackend<P>::Add(const Vec& a, const Vec& b)
   out.src = a.src;
   const auto off = static_cast<std::int32_t>(a.src.size());
   out.src.insert(out.src.end(), b.src.begin(), b.src.end());
+  out.terms.reserve(a.terms.size() + b.terms.size());
   for (std::size_t i = 0; i < n; ++i) {
     out.s.CopyFrom(i, a.s, i);
     out.s.AddFrom(i, b.s, i);
@@ -246,6 +248,9 @@ typename SecureBackend<P>::Vec SecureBackend<P>::Gather(const Vec& a,
                                                         std::span<const std::size_t> idx) const {
   Vec out = Building<P>(idx.size());
   out.src = a.src;
+  std::size_t terms = 0;
+  for (const std::size_t j : idx) terms += a.term_count(j);
+  out.terms.reserve(terms);
   for (std::size_t i = 0; i < idx.size(); ++i) AppendElement(out, i, a, idx[i], 0);
   Compact(out);
   return out;
@@ -258,6 +263,7 @@ typename SecureBackend<P>::Vec SecureBackend<P>::Concat(const Vec& a, const Vec&
   out.src = a.src;
   out.src.insert(out.src.end(), b.src.begin(), b.src.end());
   const auto off = static_cast<std::int32_t>(a.src.size());
+  out.terms.reserve(a.terms.size() + b.terms.size());
   for (std::size_t i = 0; i < na; ++i) AppendElement(out, i, a, i, 0);
   for (std::size_t i = 0; i < nb; ++i) AppendElement(out, na + i, b, i, off);
   return out;
@@ -523,13 +529,28 @@ typename SecureBackend<P>::Vec SecureBackend<P>::IsNegative(const Vec& a, int bi
   std::vector<std::pair<PendingTrunc<P>*, std::uint32_t>> values;
   std::vector<std::vector<std::pair<std::size_t, std::uint64_t>>> uses;
   {
-    std::map<std::pair<PendingTrunc<P>*, std::uint32_t>, std::size_t> index;
+    // Keyed by (the source's first index in x.src, element): a hash lookup per use (a
+    // 4096-wide norm's mean square carries 4096 terms into each of rsqrt's comparisons);
+    // values keep the order of their first use.
+    std::vector<std::uint32_t> canon(x.src.size());
+    for (std::size_t k = 0; k < x.src.size(); ++k) {
+      canon[k] = static_cast<std::uint32_t>(k);
+      for (std::size_t j = 0; j < k; ++j) {
+        if (x.src[j] == x.src[k]) {
+          canon[k] = static_cast<std::uint32_t>(j);
+          break;
+        }
+      }
+    }
+    std::unordered_map<std::uint64_t, std::size_t> index;
+    index.reserve(std::min<std::size_t>(x.terms.size(), std::size_t{1} << 24));
     for (std::size_t i = 0; i < n; ++i) {
       for (const auto& t : x.terms_of(i)) {
-        const auto key = std::make_pair(&x.source(t), t.at);
+        const std::uint64_t key =
+            (std::uint64_t{canon[static_cast<std::size_t>(t.src)]} << 32) | t.at;
         auto [it, fresh] = index.try_emplace(key, values.size());
         if (fresh) {
-          values.push_back(key);
+          values.emplace_back(&x.source(t), t.at);
           uses.emplace_back();
         }
         uses[it->second].emplace_back(i, t.coef);
