@@ -8,6 +8,7 @@
 #   install-deps.sh --tests    also Node.js and npm when missing (the manifest test)
 #   install-deps.sh --fuzz     also clang and its sanitizer/libFuzzer runtime (the test
 #                              command's sanitizer and fuzz pass)
+#   install-deps.sh --bench    also python3 (scripts/bench.sh reads the tools' JSON with it)
 #   install-deps.sh --runtime  only what the built binaries need to run (the image's
 #                              runtime stage)
 #   install-deps.sh --list [--runtime|--fuzz]   print the packages, install nothing
@@ -26,6 +27,7 @@ runtime_packages=(
   ca-certificates curl
 )
 fuzz_packages=(clang libclang-rt-14-dev)
+bench_packages=(python3)
 
 # The test suite's Kubernetes manifest check runs Node.js (deploy/k8s/validate): Debian's
 # only when no node is on PATH (a NodeSource nodejs already there conflicts with Debian's npm).
@@ -40,9 +42,10 @@ for arg in "$@"; do
   case "$arg" in
     --fuzz) packages+=("${fuzz_packages[@]}") ;;
     --tests) packages+=("${test_packages[@]}") ;;
+    --bench) packages+=("${bench_packages[@]}") ;;
     --runtime) packages=("${runtime_packages[@]}") ;;
     --list) list=1 ;;
-    *) echo "install-deps: unknown option '$arg' (the options: --tests, --fuzz, --runtime, --list)" >&2; exit 2 ;;
+    *) echo "install-deps: unknown option '$arg' (the options: --tests, --fuzz, --bench, --runtime, --list)" >&2; exit 2 ;;
   esac
 done
 if [ "$list" = 1 ]; then
