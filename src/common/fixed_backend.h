@@ -47,6 +47,16 @@ namespace mpcache {
 
 inline constexpr int kRecommendedFracBits = kDefaultFracBits;
 
+// Whether an IsNegative of `bits`-bit values takes a pending truncation by `shift` (times an
+// odd coefficient: an even one of 2^v lowers the shift by v) into its own opening instead
+// of opening the truncation first, one round earlier. The truncation's wrap term is a
+// multiple of 2^(63 - shift), which vanishes mod 2^bits when 63 - shift >= bits
+// (mpc/compare/secure_backend.cc). Kernels read it to size comparisons that take their
+// operands' truncations in (RmsNorm's rsqrt, fixed_inverse.h).
+constexpr bool ComparisonTakesInTruncation(int shift, int bits) {
+  return 63 - shift >= bits;
+}
+
 // Parameters of the kernels. All precisions are fractional bits of ring encodings; every
 // intermediate product stays below 2^61 in magnitude inside the stated input domains.
 struct FixedMathParams {

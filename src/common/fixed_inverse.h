@@ -232,13 +232,15 @@ typename B::Vec Reciprocal(B& be, const FixedMathParams& p, const typename B::Ve
 // With v_shift > 0, v is given at in_frac + v_shift bits (e.g. a sum whose own truncations
 // the bucket comparisons then take in): the comparisons read it so, the Newton steps read
 // Trunc(v, v_shift) at in_frac.
-// The bucket comparisons are exact for v < 2^hi + 2^lo with cmp_headroom = 0 and for
-// v < 2^(hi + 1) with 1 (the default: one bit of tolerance above the domain); a caller may
-// give the bit up when the narrower comparison saves a round (RmsNorm at large widths).
+// The bucket comparisons are exact for v < 2^(hi + 1): one bit of headroom above the
+// domain. When v carries pending truncations by `pending_shift` (> 0) that the comparisons
+// could take in only without that bit (ComparisonTakesInTruncation: RmsNorm at C = 4096,
+// f = 18), the bit is given up rather than paying a round to open the truncations first:
+// exact then for v < 2^hi + 2^lo, the whole domain.
 template <typename B>
 typename B::Vec RsqrtTimes(B& be, const FixedMathParams& p, const typename B::Vec& v_in,
                            int in_frac, const Multiplier<B>& mult, int out_frac, int v_shift = 0,
-                           int cmp_headroom = 1) {
+                           int pending_shift = 0) {
   using fixed_detail::Neg;
   using fixed_detail::Slice;
   const int fr = p.RsqrtFracBits();
@@ -248,7 +250,9 @@ typename B::Vec RsqrtTimes(B& be, const FixedMathParams& p, const typename B::Ve
   const int cf = in_frac + v_shift;
   const auto cmp_buckets = fixed_detail::MakeBuckets(lo, hi, p.rsqrt_sub_buckets, cf);
   // v - a_i in [-a_i, 2^hi - a_i) inside the domain: hi + cf bits + sign + headroom.
-  const int cmp_bits = std::min(64, hi + cf + 1 + cmp_headroom);
+  const bool keep_headroom =
+      pending_shift <= 0 || ComparisonTakesInTruncation(pending_shift, hi + cf + 2);
+  const int cmp_bits = std::min(64, hi + cf + 1 + (keep_headroom ? 1 : 0));
   auto y = fixed_detail::LinearStart(
       be, v_in, in_frac, buckets, line, [](double a) { return 1.0 / std::sqrt(a); },
       [](double a) { return 1.0 / (a * std::sqrt(a)); }, fr, cmp_bits, v_shift, &cmp_buckets);

@@ -387,15 +387,10 @@ typename B::Vec RmsNorm(B& be, const FixedMathParams& p, const typename B::Vec& 
   mult.bcast = fixed_detail::RowBroadcast(rows, cols);
   if ((std::size_t{1} << log2c) == cols) {
     // C a power of two: ss + C eps is the mean square at fm + log2 C bits, exactly; the
-    // bucket comparisons read it so (taking in the squares' truncations as they are), the
-    // Newton steps read it shifted back to fm bits. A comparison of l bits takes in a
-    // truncation by s = 2f - fm only when 63 - s >= l (mpc/compare/secure_backend.cc);
-    // where rsqrt's bit of headroom above 2^hi would break that (2f + log2 C + hi + 2 > 63:
-    // C = 4096 at f = 18, the 7B width), it is given up rather than paying a round to open
-    // the truncations first: the comparisons stay exact on the whole domain.
-    const int l = p.rsqrt_log2_max + fm + log2c + 2;
-    const int headroom = (63 - (2 * f - fm) >= l) ? 1 : 0;
-    return RsqrtTimes(be, p, be.AddConst(ss, eps_enc << log2c), fm, mult, f, log2c, headroom);
+    // bucket comparisons read it so (taking in the squares' truncations by 2f - fm as they
+    // are: RsqrtTimes gives up its headroom bit where that bit would cost a round, C = 4096
+    // at f = 18, the 7B width), the Newton steps read it shifted back to fm bits.
+    return RsqrtTimes(be, p, be.AddConst(ss, eps_enc << log2c), fm, mult, f, log2c, 2 * f - fm);
   }
   // Divide by 2^(log2c - 1), then multiply by K = 2^(log2c - 1) / cols in (1/2, 1] at kb
   // bits: ms < 2^hi keeps ms * K < 2^(hi + fm + kb) <= 2^59.

@@ -517,7 +517,8 @@ typename SecureBackend<P>::Vec SecureBackend<P>::IsNegative(const Vec& a, int bi
   // mod 2^bits when 63 - f + v2(k) >= bits. Otherwise the terms are opened first.
   bool flush = false;
   for (const auto& t : x.terms) {
-    if (63 - x.source(t).bits() + std::countr_zero(t.coef) < bits) flush = true;
+    const int shift = x.source(t).bits() - std::countr_zero(t.coef);
+    if (!ComparisonTakesInTruncation(shift, bits)) flush = true;
   }
   if (flush) Flush({&x});
   if (!status_.ok()) return Vec::Zeros(n);
