@@ -48,6 +48,7 @@ cmake --build "$build" -j"$(nproc)" --target mpcache-model mpcache-bench mpcache
 bin=$(cd "$build/src/tools" && pwd)
 ./deploy/gen-certs.sh build/certs >/dev/null
 certs=$root/build/certs
+steps=3  # positions of every 7b run: BOS, "Once", one decoded token
 
 # A top-level field of a JSON file (the tools' --json output): json FILE KEY [SCALE]
 # prints it (divided by SCALE when given); a list's last element with KEY[-1].
@@ -105,7 +106,7 @@ daemons_run() {
     ) &
     sampler=$!
     "$bin/client/mpcache-client" generate --config "$dir/cfg/client.yaml" --prompt "Once" \
-      --max-tokens 3 --json >"$dir/client.json"
+      --max-tokens "$steps" --json >"$dir/client.json"
     for i in 0 1 2; do curl -s "http://127.0.0.1:910$i/metrics" >"$dir/metrics$i.txt"; done
   )
 }
@@ -130,7 +131,7 @@ section_7b() {
     echo "bench.sh: 7B, $security, in process ..." >&2
     local j=$dir/inprocess-$security.json
     "$bin/bench/mpcache-bench" generate --model "$model" --tokenizer "$tokenizer" --prompt "Once" \
-      --steps 3 --security "$security" --weights public --json >"$j"
+      --steps "$steps" --security "$security" --weights public --json >"$j"
     local dealer
     dealer=$(python3 - "$j" <<'PY'
 import json, sys
@@ -153,7 +154,7 @@ PY
     done
     printf '| %s | three daemons + dealer (TLS, loopback) | %s | %s MB | %s | %s GB | %s GiB PSS | %s |\n' \
       "$security" "$(json "$c" seconds_per_token)" "$(json "$c" bytes_per_token 1e6)" \
-      "$(json "$c" rounds_per_token)" "$(awk -v b="$corrected" -v p=3 'BEGIN {printf "%.2f", b / p / 1e9}')" \
+      "$(json "$c" rounds_per_token)" "$(awk -v b="$corrected" -v p="$steps" 'BEGIN {printf "%.2f", b / p / 1e9}')" \
       "$(awk -v k="$(cat "$d/peak_pss_kb")" 'BEGIN {printf "%.1f", k / 1048576}')" "$(json "$c" text)" >>"$table"
   done
   {
