@@ -90,23 +90,25 @@ daemons_run() {
       daemon_start bench.sh "party$i" "$dir/party$i.log" "$bin/party/mpcache-party" \
         --config "$dir/cfg/party$i.yaml"
     done
-    # The daemons' PSS summed (KiB; the model's shared pages counted once), every 2 s.
+    # The daemons' PSS summed (KiB; the model's shared pages counted once), every 2 s and
+    # once more when the client is done (a run shorter than a sample is still measured).
     echo 0 >"$dir/peak_pss_kb"
-    (
-      peak=0
-      while true; do
-        sum=0
-        for pid in "${daemon_pids[@]}"; do
-          v=$(awk '/^Pss:/ {print $2}' "/proc/$pid/smaps_rollup" 2>/dev/null || true)
-          sum=$((sum + ${v:-0}))
-        done
-        if [ "$sum" -gt "$peak" ]; then peak=$sum; echo "$peak" >"$dir/peak_pss_kb"; fi
-        sleep 2
+    sample_pss() {
+      local sum=0 pid v
+      for pid in "${daemon_pids[@]}"; do
+        v=$(awk '/^Pss:/ {print $2}' "/proc/$pid/smaps_rollup" 2>/dev/null || true)
+        sum=$((sum + ${v:-0}))
       done
-    ) &
+      if [ "$sum" -gt "$(cat "$dir/peak_pss_kb")" ]; then echo "$sum" >"$dir/peak_pss_kb"; fi
+    }
+    (while true; do sample_pss; sleep 2; done) &
     sampler=$!
     "$bin/client/mpcache-client" generate --config "$dir/cfg/client.yaml" --prompt "Once" \
       --max-tokens "$steps" --json >"$dir/client.json"
+    kill "$sampler" 2>/dev/null || true
+    wait "$sampler" 2>/dev/null || true
+    sampler=
+    sample_pss
     for i in 0 1 2; do curl -s "http://127.0.0.1:910$i/metrics" >"$dir/metrics$i.txt"; done
   )
 }
