@@ -110,6 +110,16 @@ std::string_view ToString(Reveal r) {
   return r == Reveal::kNone ? "none" : r == Reveal::kDp ? "dp" : "plain";
 }
 
+Result<MpcacheKnobs> ParseMpcacheFragment(std::string_view yaml, const std::string& file,
+                                          const LoadOptions& options) {
+  MPCACHE_ASSIGN_OR_RETURN(auto root, ParseYaml(yaml, file));
+  const Context ctx = MakeContext(file, options);
+  Section top(ctx, root, "");
+  MPCACHE_ASSIGN_OR_RETURN(MpcacheKnobs k, ReadMpcache(top, false));
+  MPCACHE_RETURN_IF_ERROR(top.Finish());
+  return k;
+}
+
 Result<PartyConfig> ParsePartyConfig(std::string_view yaml, const std::string& file,
                                      const LoadOptions& options) {
   MPCACHE_ASSIGN_OR_RETURN(auto root, ParseYaml(yaml, file));

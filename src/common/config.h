@@ -159,6 +159,10 @@ Result<DealerConfig> LoadDealerConfig(const std::string& path, const LoadOptions
 Result<ClientConfig> LoadClientConfig(const std::string& path, const LoadOptions& options = {});
 
 // The same from YAML text; `file` names it in errors and its folder anchors relative paths.
+// A party file's `mpcache:` section alone (a document holding only it, as mpcache-tune writes
+// it), checked as the party file's would be (reveal: plain refused: no debug here).
+Result<MpcacheKnobs> ParseMpcacheFragment(std::string_view yaml, const std::string& file,
+                                          const LoadOptions& options = {});
 Result<PartyConfig> ParsePartyConfig(std::string_view yaml, const std::string& file,
                                      const LoadOptions& options = {});
 Result<DealerConfig> ParseDealerConfig(std::string_view yaml, const std::string& file,

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "model/agreement.h"
 #include "model/checkpoint.h"
 #include "model/fixed_engine.h"
 #include "model/tokenizer.h"
@@ -49,58 +50,11 @@ struct AccuracyArgs {
   bool json = false;
 };
 
-Result<std::vector<std::string>> ReadLines(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return NotFound("cannot read the prompts file " + path);
-  std::vector<std::string> out;
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (!line.empty() && line[0] != '#') out.push_back(line);
-  }
-  if (out.empty()) return InvalidArgument(path + " holds no prompt (one per line; # comments)");
-  return out;
-}
-
-// Feeds `tokens` (teacher-forced, positions 0 .. n-1; the first prompt_len are the prompt)
-// and returns the greedy token after each position and, when `ll` is set, adds log
-// p(tokens[i + 1]) to it for every i >= prompt_len - 1.
-Result<std::vector<int>> TeacherForced(model::FixedEngine& e, const std::vector<int>& tokens,
-                                       std::size_t prompt_len, double* ll) {
-  std::vector<int> greedy;
-  MPCACHE_RETURN_IF_ERROR(e.BeginPrompt(static_cast<int>(prompt_len)));
-  for (std::size_t pos = 0; pos + 1 < tokens.size(); ++pos) {
-    MPCACHE_ASSIGN_OR_RETURN(auto logits, e.Forward(tokens[pos], static_cast<int>(pos)));
-    if (pos + 1 == prompt_len) MPCACHE_RETURN_IF_ERROR(e.EndPrefill(0));
-    greedy.push_back(e.Argmax());
-    if (ll != nullptr && pos + 1 >= prompt_len) {
-      double mx = -std::numeric_limits<double>::infinity(), sum = 0;
-      for (double v : logits) mx = std::max(mx, v);
-      for (double v : logits) sum += std::exp(v - mx);
-      *ll += logits[static_cast<std::size_t>(tokens[pos + 1])] - mx - std::log(sum);
-    }
-  }
-  return greedy;
-}
-
-// Greedy generation from `prompt` to `steps` positions (stops after a BOS, as llama2.c).
-Result<std::vector<int>> Greedy(model::FixedEngine& e, const std::vector<int>& prompt, int steps) {
-  std::vector<int> tokens = prompt;
-  MPCACHE_RETURN_IF_ERROR(e.BeginPrompt(static_cast<int>(prompt.size())));
-  for (int pos = 0; pos + 1 < steps; ++pos) {
-    if (auto r = e.Forward(tokens[static_cast<std::size_t>(pos)], pos); !r.ok()) return r.error();
-    if (pos + 1 == static_cast<int>(prompt.size())) MPCACHE_RETURN_IF_ERROR(e.EndPrefill(0));
-    if (pos + 1 < static_cast<int>(prompt.size())) continue;
-    tokens.push_back(e.Argmax());
-    if (tokens.back() == 1) break;
-  }
-  return tokens;
-}
-
 Result<nlohmann::json> Measure(const AccuracyArgs& a) {
   MPCACHE_ASSIGN_OR_RETURN(model::ModelWeights w, model::LoadCheckpoint(a.model));
   MPCACHE_ASSIGN_OR_RETURN(model::Tokenizer tok,
                            model::Tokenizer::LoadLlama2c(a.tokenizer, w.config.vocab_size));
-  MPCACHE_ASSIGN_OR_RETURN(std::vector<std::string> prompts, ReadLines(a.prompts));
+  MPCACHE_ASSIGN_OR_RETURN(std::vector<std::string> prompts, model::ReadPromptLines(a.prompts));
   const int steps = std::min(a.steps, w.config.seq_len);
   const auto engine = [&](std::optional<double> keep) -> Result<model::FixedEngine> {
     model::FixedEngineOptions fo;
@@ -138,18 +92,18 @@ Result<nlohmann::json> Measure(const AccuracyArgs& a) {
   for (std::size_t i = 0; i < prompts.size(); ++i) {
     MPCACHE_ASSIGN_OR_RETURN(std::vector<int> prompt, tok.Encode(prompts[i], true, false));
     MPCACHE_ASSIGN_OR_RETURN(model::FixedEngine full, engine(std::nullopt));
-    MPCACHE_ASSIGN_OR_RETURN(std::vector<int> ref, Greedy(full, prompt, steps));
+    MPCACHE_ASSIGN_OR_RETURN(std::vector<int> ref, model::GreedyGeneration(full, prompt, steps));
     generated += ref.size() - prompt.size();
     for (std::size_t k = 0; k < a.keeps.size(); ++k) {
       MPCACHE_ASSIGN_OR_RETURN(model::FixedEngine forced, engine(a.keeps[k]));
       MPCACHE_ASSIGN_OR_RETURN(std::vector<int> greedy,
-                               TeacherForced(forced, ref, prompt.size(), nullptr));
+                               model::TeacherForced(forced, ref, prompt.size(), nullptr));
       for (std::size_t pos = prompt.size() - 1; pos < greedy.size(); ++pos) {
         tally[k].agree += greedy[pos] == ref[pos + 1];
         ++tally[k].positions;
       }
       MPCACHE_ASSIGN_OR_RETURN(model::FixedEngine free, engine(a.keeps[k]));
-      MPCACHE_ASSIGN_OR_RETURN(std::vector<int> own, Greedy(free, prompt, steps));
+      MPCACHE_ASSIGN_OR_RETURN(std::vector<int> own, model::GreedyGeneration(free, prompt, steps));
       std::size_t same = 0;
       while (same < own.size() && same < ref.size() && own[same] == ref[same]) ++same;
       tally[k].identical += own == ref;
@@ -188,10 +142,10 @@ Result<nlohmann::json> Measure(const AccuracyArgs& a) {
     const std::size_t half = text.size() / 2;
     text_tokens = text.size() - half;
     MPCACHE_ASSIGN_OR_RETURN(model::FixedEngine full, engine(std::nullopt));
-    if (auto r = TeacherForced(full, text, half, &full_ll); !r.ok()) return r.error();
+    if (auto r = model::TeacherForced(full, text, half, &full_ll); !r.ok()) return r.error();
     for (std::size_t k = 0; k < a.keeps.size(); ++k) {
       MPCACHE_ASSIGN_OR_RETURN(model::FixedEngine e, engine(a.keeps[k]));
-      if (auto r = TeacherForced(e, text, half, &tally[k].ll); !r.ok()) return r.error();
+      if (auto r = model::TeacherForced(e, text, half, &tally[k].ll); !r.ok()) return r.error();
       if (!e.Attended().empty()) tally[k].kept_rows = e.kv_layout().length(0);
     }
     j["text_tokens"] = text_tokens;
