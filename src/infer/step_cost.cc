@@ -563,7 +563,7 @@ Result<std::map<std::string, PhaseCost>> PredictStepCost(const StepCostQuery& q)
           g.Exchange(g1 * nh * cs2);  // S2 x M2
         }
       }
-      cols = static_cast<u64>(s.attended() + s.residual_columns());
+      cols = static_cast<u64>(s.attended()) + static_cast<u64>(s.residual_columns());
       mix_cols += static_cast<u64>(s.residual_columns());
     }
     in("softmax");
