@@ -34,15 +34,22 @@
 //                positions (model::SelectionShape::attended()), m_res = residual columns.
 //   mix          1 round, nh (L + m_res): the weights scattered back to cache order.
 //   ffn          SiluTimes(hd) of the w13 product's truncations, then its output's (1, hd).
-//   select       (MPCache, only at layers whose shape selects) per selecting layer: [score
-//                reuse: 1 round, m] rank (RowRankSelection of m cluster scores, keep k: 64-bit
-//                pairs + 2 k m RankBits(m)-bit tests), S masked (1 round, k m), gather (1
-//                round, m (nh cs + s')), [level 2: rank of k s gathered sub-scores keep k2, S2
-//                masked (1, k2 k s), gather 2 (1, k s nh cs2)]; a sharing layer gathers only;
-//                in the mix: [level 2 scatter (1, nh cs2 k2)], scatter (1, nh cs k).
+//   select       (MPCache, only when the shape at L selects: C >= 3 clusters and keep <
+//                candidates) per selecting layer (model::MpcachePolicy::SelectingLayer): [score
+//                reuse (layer_share_decay > 0, every selecting layer after layer 0): 1 round,
+//                m] rank (RowRankSelection of m cluster scores, keep k: 64-bit pairs + 2 k m
+//                RankBits(m)-bit tests), S masked (1 round, k m), gather (1 round, m (nh cs +
+//                s'), s' = s sub-scores at a selecting layer with level 2), [level 2: rank of
+//                the k s gathered sub-scores keep k2, S2 masked (1, k2 k s), gather 2 (1, k s nh
+//                cs2)]; a sharing layer gathers only; in the mix: [level 2 scatter (1, nh cs2
+//                k2)], scatter (1, nh cs k).
 //                reveal plain | dp: [dp: InputSum of m (+ m s), 1 round, 8 bytes per value
 //                to each peer] the scores opened (1 round) and a MAC check (malicious: 3
 //                rounds), then gathers and scatters are local copies.
+//                The representatives and means the step scores were made at the end of the
+//                prefill (PredictRepresentativesCost), never in the step: decode-step's
+//                EndPrefill makes what L needs, and a cluster the step completes ((context +
+//                1) % cluster_tokens == 0) becomes a candidate only at the next step.
 // Then classifier_argmax (the logits' truncations, 1 round, V; the ranked argmax's one-hot),
 // and mac_check: malicious, one batched check of both domains, 3 rounds, ArithCheckBytes(sum
 // of the distinct opening widths since the last check, in bytes) + kBinaryCheckBytes when a
@@ -59,7 +66,11 @@
 // decode-step measures it: its context is a loaded prefill with no prompt announced
 // (KvMemory::BeginPrompt is never called), so nothing is evicted and the step costs what the
 // same policy without eviction costs. The KV block size changes only the dealer's masks, never
-// party traffic. No fallback: nothing here runs a kernel.
+// party traffic. In a generation (not decode-step) the step at which a cluster becomes a
+// candidate (L % cluster_tokens == 1) also makes its representative (and, with the residual
+// path, its means) under "select": PredictRepresentativesCost's per-cluster cost, which this
+// step model does not add because decode-step's step never pays it. No fallback: nothing
+// here runs a kernel.
 #pragma once
 
 #include <cstddef>
