@@ -5,10 +5,12 @@
 # (tests/deploy/dockerfile_test.sh checks that the image needs nothing else).
 #
 #   install-deps.sh            what the build, the demo and the daemons need
-#   install-deps.sh --tests    also Node.js and npm when missing (the manifest test)
+#   install-deps.sh --tests    also Node.js and npm when missing (the manifest test) and
+#                              gnuplot (mpcache-tune's plot test)
 #   install-deps.sh --fuzz     also clang and its sanitizer/libFuzzer runtime (the test
 #                              command's sanitizer and fuzz pass)
 #   install-deps.sh --bench    also python3 (scripts/bench.sh reads the tools' JSON with it)
+#                              and gnuplot (mpcache-tune --plot, the report's plots)
 #   install-deps.sh --runtime  only what the built binaries need to run (the image's
 #                              runtime stage)
 #   install-deps.sh --list [--runtime|--fuzz]   print the packages, install nothing
@@ -27,13 +29,14 @@ runtime_packages=(
   ca-certificates curl
 )
 fuzz_packages=(clang libclang-rt-14-dev)
-bench_packages=(python3)
+bench_packages=(python3 gnuplot-nox)
 
-# The test suite's Kubernetes manifest check runs Node.js (deploy/k8s/validate): Debian's
-# only when no node is on PATH (a NodeSource nodejs already there conflicts with Debian's npm).
-test_packages=()
+# mpcache-tune's plot test runs gnuplot. The test suite's Kubernetes manifest check runs
+# Node.js (deploy/k8s/validate): Debian's only when no node is on PATH (a NodeSource nodejs
+# already there conflicts with Debian's npm).
+test_packages=(gnuplot-nox)
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-  test_packages=(nodejs npm)
+  test_packages+=(nodejs npm)
 fi
 
 packages=("${build_packages[@]}")

@@ -57,6 +57,7 @@ class Ledger {
   void Ltz(u64 n, int bits) {
     if (n == 0) return;
     Add(static_cast<u64>(mpc::LtzRounds(bits)), 2 * mpc::LtzBytesPerPeer(n, bits, Width(bits)));
+    to_->compared_bits += n * static_cast<u64>(bits);
     Log(Width(bits), n);
     const mpc::LtzShape s = mpc::LtzShapeFor(bits);
     binary_bits_ += n * static_cast<u64>(s.combine_bits + s.root_bits);
@@ -627,6 +628,26 @@ Result<PhaseCost> PredictRepresentativesCost(const StepCostQuery& q) {
     }
   }
   g.Check();  // decode-step checks the MACs after EndPrefill
+  return total;
+}
+
+Result<PhaseCost> PredictNewClusterCost(const StepCostQuery& q) {
+  MPCACHE_RETURN_IF_ERROR(CheckQuery(q));
+  if (!q.policy) {
+    return InvalidArgument("step cost: the full cache makes no representatives (give a policy)");
+  }
+  const model::MpcachePolicy& pol = *q.policy;
+  const auto kv = static_cast<u64>(q.config.kv_dim());
+  Ledger g(q.malicious);
+  PhaseCost total;
+  g.Into(&total);
+  for (int l = 0; l < q.config.n_layers; ++l) {
+    if (pol.SelectingLayer(l) == l) AddRepresentatives(g, pol, kv, 1, q.math.compare_bits);
+    if (pol.residual) {
+      g.Exchange(2 * kv);  // the mean key and value, truncated
+      g.Exchange(2 * kv);  // appended to their blocks
+    }
+  }
   return total;
 }
 

@@ -100,6 +100,11 @@ struct StepCostQuery {
 struct PhaseCost {
   std::uint64_t bytes = 0;
   std::uint64_t rounds = 0;
+  // Sum over the phase's secure comparisons of their width in bits. Not a communication
+  // figure: the work of a comparison (the dealer's tuple, its check, the binary circuit)
+  // grows with it, and in process it dominates the time of softmax and selection
+  // (mpcache-tune's time model, tune/workload_cost.h, reads it).
+  std::uint64_t compared_bits = 0;
   bool operator==(const PhaseCost&) const = default;
 };
 
@@ -115,6 +120,14 @@ Result<std::map<std::string, PhaseCost>> PredictStepCost(const StepCostQuery& q)
 // by its `clusters`, as an integer) and rounds. InvalidArgument for the full cache (it makes
 // none).
 Result<PhaseCost> PredictRepresentativesCost(const StepCostQuery& q);
+
+// MPCache: what one more cluster costs when it becomes a candidate while the policy selects
+// (a generation makes its representatives once, in the step that first needs them): its
+// representatives at every selecting layer (AddRepresentatives of one cluster) and, with the
+// residual path, its mean key and value at every layer (2 rounds each); no MAC check (the
+// step's own covers it). A model of what decode-step does not measure (its context's
+// clusters are made before the step): mpcache-tune amortizes it over cluster_tokens tokens.
+Result<PhaseCost> PredictNewClusterCost(const StepCostQuery& q);
 
 // The fixed_math kernels on mpc::SecureBackend, per call, in the input state the engine
 // gives them, with the call's output materialized (the engine's Materialize: one more round
