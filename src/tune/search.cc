@@ -219,7 +219,7 @@ Result<SearchResult> Search(const model::ModelWeights& w, const model::Workload&
       e.fidelity.positions = e.fidelity.agreeing = wl.positions;  // the reference itself
     }
     e.keeps = floor.Keeps(e.fidelity);
-    r.evaluated.push_back(std::move(e));
+    r.evaluated.push_back(e);
   }
   if (progress) progress(all.size(), all.size(), "done");
   Rank(r, floor, objective);

@@ -64,7 +64,7 @@ struct CostSetting {
 
 class CostModel {
  public:
-  explicit CostModel(CostSetting s) : s_(std::move(s)) {}
+  explicit CostModel(const CostSetting& s) : s_(s) {}
   const CostSetting& setting() const { return s_; }
   void set_time(const TimeModel& t) { time_ = t; }
   const TimeModel& time() const { return time_; }
