@@ -88,20 +88,39 @@ Result<Fidelity> MeasureFidelity(const ModelWeights& w, const Workload& wl,
   if (policy) MPCACHE_RETURN_IF_ERROR(policy->Validate());
   Fidelity f;
   double loss = 0;
+  std::vector<double> n_i, agree_i, loss_i;
   for (std::size_t i = 0; i < wl.tokens.size(); ++i) {
     const std::vector<int>& ref = wl.tokens[i];
     MPCACHE_ASSIGN_OR_RETURN(FixedEngine e, FixedEngine::Create(w, fo));
     double ll = 0;
     MPCACHE_ASSIGN_OR_RETURN(std::vector<int> greedy, TeacherForced(e, ref, wl.prompt_len[i], &ll));
+    std::size_t n = 0, agree = 0;
     for (std::size_t pos = wl.prompt_len[i] - 1; pos < greedy.size(); ++pos) {
-      f.agreeing += greedy[pos] == ref[pos + 1];
-      ++f.positions;
+      agree += greedy[pos] == ref[pos + 1];
+      ++n;
     }
+    f.agreeing += agree;
+    f.positions += n;
     loss += wl.full_ll[i] - ll;
+    n_i.push_back(static_cast<double>(n));
+    agree_i.push_back(static_cast<double>(agree));
+    loss_i.push_back(wl.full_ll[i] - ll);
   }
   if (f.positions > 0) {
-    f.agreement = static_cast<double>(f.agreeing) / static_cast<double>(f.positions);
-    f.ll_loss = loss / static_cast<double>(f.positions);
+    const auto total = static_cast<double>(f.positions);
+    f.agreement = static_cast<double>(f.agreeing) / total;
+    f.ll_loss = loss / total;
+    const std::size_t k = n_i.size();
+    if (k > 1) {
+      double va = 0, vl = 0;
+      for (std::size_t i = 0; i < k; ++i) {
+        va += std::pow(agree_i[i] - f.agreement * n_i[i], 2);
+        vl += std::pow(loss_i[i] - f.ll_loss * n_i[i], 2);
+      }
+      const double scale = static_cast<double>(k) / static_cast<double>(k - 1) / (total * total);
+      f.agreement_se = std::sqrt(va * scale);
+      f.ll_loss_se = std::sqrt(vl * scale);
+    }
   }
   return f;
 }

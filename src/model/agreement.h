@@ -55,6 +55,12 @@ struct Fidelity {
   double ll_loss = 0;
   std::size_t positions = 0;
   std::size_t agreeing = 0;
+  // Standard errors of agreement and ll_loss over the references (each a ratio of sums over
+  // positions; positions of one reference are not independent, so the spread is taken
+  // between references: se^2 = k / (k - 1) x sum_i (x_i - mean n_i)^2 / (sum_i n_i)^2 for k
+  // references of n_i positions and sums x_i). 0 with one reference.
+  double agreement_se = 0;
+  double ll_loss_se = 0;
 };
 // `policy` (none: the full cache itself) teacher-forced on every reference.
 Result<Fidelity> MeasureFidelity(const ModelWeights& w, const Workload& wl,

@@ -90,8 +90,9 @@ std::string FrontierTable(const SearchResult& r, const Floor& floor, bool all) {
   std::ostringstream o;
   const bool agreement = floor.kind == Floor::Kind::kAgreement;
   char buf[256];
-  std::snprintf(buf, sizeof buf, "%-3s %12s %9s %9s %10s %9s %-5s %s\n", "", "MB/token", "rounds",
-                "s/token", agreement ? "agreement" : "ll loss", "other", "floor", "knobs");
+  std::snprintf(buf, sizeof buf, "%-3s %10s %8s %8s %10s %7s %9s %-5s %s\n", "", "MB/token",
+                "rounds", "s/token", agreement ? "agreement" : "ll loss", "+-se",
+                agreement ? "ll loss" : "agreement", "floor", "knobs");
   o << buf;
   std::vector<std::size_t> rows;
   if (all) {
@@ -103,8 +104,9 @@ std::string FrontierTable(const SearchResult& r, const Floor& floor, bool all) {
     const Evaluated& e = r.evaluated[i];
     const bool on_frontier = std::find(r.frontier.begin(), r.frontier.end(), i) != r.frontier.end();
     const std::string mark = std::string(i == r.chosen ? "=>" : "  ") + (on_frontier ? "*" : " ");
-    std::snprintf(buf, sizeof buf, "%-3s %12.3f %9.1f %9.4f %10.4f %9.4f %-5s %s\n", mark.c_str(),
-                  e.cost.bytes / 1e6, e.cost.rounds, e.cost.seconds, Accuracy(e, floor),
+    std::snprintf(buf, sizeof buf, "%-3s %10.3f %8.1f %8.4f %10.4f %7.4f %9.4f %-5s %s\n",
+                  mark.c_str(), e.cost.bytes / 1e6, e.cost.rounds, e.cost.seconds,
+                  Accuracy(e, floor), agreement ? e.fidelity.agreement_se : e.fidelity.ll_loss_se,
                   agreement ? e.fidelity.ll_loss : e.fidelity.agreement, e.keeps ? "keeps" : "-",
                   Label(e.policy).c_str());
     o << buf;

@@ -9,7 +9,23 @@
 namespace mpcache::tune {
 
 bool Floor::Keeps(const model::Fidelity& f) const {
-  return kind == Kind::kAgreement ? f.agreement >= value : f.ll_loss <= value;
+  return kind == Kind::kAgreement ? f.agreement - z * f.agreement_se >= value
+                                  : f.ll_loss + z * f.ll_loss_se <= value;
+}
+
+Result<double> ZForConfidence(double confidence) {
+  if (!(confidence >= 0.5 && confidence < 1)) {
+    return InvalidArgument("--confidence " + std::to_string(confidence) +
+                           ": a one-sided confidence in [0.5, 1), e.g. 0.95 (0.5: the point "
+                           "estimate alone)");
+  }
+  // Phi(z) = erfc(-z / sqrt 2) / 2 is increasing: bisect on [0, 10].
+  double lo = 0, hi = 10;
+  for (int i = 0; i < 100; ++i) {
+    const double mid = (lo + hi) / 2;
+    (0.5 * std::erfc(-mid / std::sqrt(2.0)) < confidence ? lo : hi) = mid;
+  }
+  return (lo + hi) / 2;
 }
 
 std::string Floor::ToString() const {

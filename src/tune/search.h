@@ -19,15 +19,21 @@
 namespace mpcache::tune {
 
 // agreement:X (greedy agreement with the full cache >= X) or loss:X (mean log-likelihood
-// loss <= X nats per token).
+// loss <= X nats per token), kept with a one-sided confidence: the measured figure's bound z
+// standard errors on the wrong side (Fidelity's, between prompts) must keep it. Choosing the
+// cheapest candidate whose point estimate just keeps the floor favours the lucky ones: on
+// stories260K one at 0.9506 on the calibration prompts read 0.9423 on held-out ones.
 struct Floor {
   enum class Kind { kAgreement, kLoss };
   Kind kind = Kind::kAgreement;
   double value = 0.99;
+  double z = 0;  // standard errors of margin (ZForConfidence)
   bool Keeps(const model::Fidelity& f) const;
   std::string ToString() const;
 };
 Result<Floor> ParseFloor(std::string_view text);
+// The one-sided normal quantile of `confidence` in [0.5, 1) (0.95: 1.645); an error otherwise.
+Result<double> ZForConfidence(double confidence);
 
 enum class Objective { kBytes, kRounds, kSeconds };
 Result<Objective> ParseObjective(std::string_view text);

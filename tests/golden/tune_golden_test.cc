@@ -44,11 +44,17 @@ TEST(TuneGolden, ChosenConfigKeepsItsFloorOnHeldOutPromptsAndCostsWhatTheModelPr
   s.config = w->config;
   s.malicious = true;
   const CostModel cost(s);
-  const Floor floor{Floor::Kind::kAgreement, 0.95};
+  Floor floor{Floor::Kind::kAgreement, 0.95};
+  auto z = ZForConfidence(0.95);  // mpcache-tune's default
+  ASSERT_TRUE(z.ok());
+  floor.z = *z;
   auto r = Search(*w, *wl, CandidateGrid(Grid::kQuick, w->config.seq_len), cost, floor,
                   Objective::kBytes, engine, nullptr);
   ASSERT_TRUE(r.ok()) << r.error().ToString();
   const Evaluated& chosen = r->evaluated[r->chosen];
+  // The standard errors are the spread between prompts: positive, and the margin is used.
+  EXPECT_GT(chosen.fidelity.agreement_se, 0);
+  EXPECT_GE(chosen.fidelity.agreement - floor.z * chosen.fidelity.agreement_se, floor.value);
   ASSERT_TRUE(chosen.policy.has_value()) << "only the full cache keeps the floor";
   EXPECT_TRUE(chosen.keeps);
   EXPECT_LT(chosen.cost.bytes, r->evaluated[0].cost.bytes);

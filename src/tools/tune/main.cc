@@ -35,6 +35,7 @@ struct TuneArgs {
   std::string model, tokenizer, prompts, heldout, floor, out, plot;
   std::string security = "malicious", objective = "bytes", grid = "standard";
   int steps = 256;
+  double confidence = 0.95;
   int threads = 1;
   int check_context = 0;  // 0: the workload's longest
   bool calibrate = true, check = true, all = false, json = false;
@@ -76,7 +77,8 @@ nlohmann::json CostJson(const tune::TokenCost& c) {
 }
 
 Result<int> Tune(const TuneArgs& a) {
-  MPCACHE_ASSIGN_OR_RETURN(const tune::Floor floor, tune::ParseFloor(a.floor));
+  MPCACHE_ASSIGN_OR_RETURN(tune::Floor floor, tune::ParseFloor(a.floor));
+  MPCACHE_ASSIGN_OR_RETURN(floor.z, tune::ZForConfidence(a.confidence));
   MPCACHE_ASSIGN_OR_RETURN(const tune::Objective objective, tune::ParseObjective(a.objective));
   MPCACHE_ASSIGN_OR_RETURN(const tune::Grid grid, tune::ParseGrid(a.grid));
   if (objective == tune::Objective::kSeconds && !a.calibrate) {
@@ -137,10 +139,10 @@ Result<int> Tune(const TuneArgs& a) {
 
   char line[512];
   std::snprintf(line, sizeof line,
-                "mpcache-tune: %s, %s, floor %s on %zu prompts (%zu scored positions); objective "
-                "%s per decoded token",
-                a.model.c_str(), a.security.c_str(), floor.ToString().c_str(), prompts.size(),
-                wl.positions, std::string(tune::ToString(objective)).c_str());
+                "mpcache-tune: %s, %s, floor %s kept with confidence %g on %zu prompts (%zu "
+                "scored positions); objective %s per decoded token",
+                a.model.c_str(), a.security.c_str(), floor.ToString().c_str(), a.confidence,
+                prompts.size(), wl.positions, std::string(tune::ToString(objective)).c_str());
   const std::string header = line;
   std::snprintf(line, sizeof line,
                 "chosen: %s: %.3f MB, %.1f rounds, %.4f s per token (the full cache: %.3f MB, "
@@ -191,7 +193,9 @@ Result<int> Tune(const TuneArgs& a) {
                              model::MakeWorkload(w, tok, heldout, a.steps, engine));
     MPCACHE_ASSIGN_OR_RETURN(const model::Fidelity hf,
                              model::MeasureFidelity(w, hw, chosen.policy, engine));
-    const bool keeps = floor.Keeps(hf);
+    tune::Floor point = floor;  // held out: the measured figure itself
+    point.z = 0;
+    const bool keeps = point.Keeps(hf);
     std::snprintf(line, sizeof line,
                   "held-out: %zu prompts, agreement %.4f, loss %.4f nats/token: %s the floor %s",
                   heldout.size(), hf.agreement, hf.ll_loss, keeps ? "keeps" : "does NOT keep",
@@ -278,6 +282,11 @@ int main(int argc, char** argv) {
         ->required();
     app.add_option("--heldout", a.heldout,
                    "Held-out prompts: the chosen policy's accuracy on them");
+    app.add_option("--confidence", a.confidence,
+                   "One-sided confidence with which the chosen configuration keeps the floor "
+                   "(its accuracy's bound, from the spread between prompts; 0.5: the point "
+                   "estimate)")
+        ->capture_default_str();
     app.add_option("--steps", a.steps, "Positions per generation, prompt included")
         ->check(CLI::Range(2, 1 << 20))
         ->capture_default_str();
@@ -312,6 +321,7 @@ int main(int argc, char** argv) {
     if (auto f = mpcache::tune::ParseFloor(a.floor); !f.ok()) return usage(f.error());
     if (auto o = mpcache::tune::ParseObjective(a.objective); !o.ok()) return usage(o.error());
     if (auto g = mpcache::tune::ParseGrid(a.grid); !g.ok()) return usage(g.error());
+    if (auto z = mpcache::tune::ZForConfidence(a.confidence); !z.ok()) return usage(z.error());
     mpcache::Result<int> r = mpcache::tools::Tune(a);
     if (!r.ok()) {
       std::cerr << "mpcache-tune: error: " << r.error().ToString() << "\n";

@@ -33,6 +33,30 @@ TEST(Floor, ParsesBothKindsAndNamesWhatIsWrong) {
   EXPECT_TRUE(l->Keeps(f));
   f.agreement = 0.99;
   EXPECT_TRUE(a->Keeps(f));  // the floor itself keeps it
+  // With a margin of z standard errors.
+  Floor az = *a, lz = *l;
+  az.z = lz.z = 1.645;
+  f.agreement = 0.995;
+  f.agreement_se = 0.004;  // 0.995 - 0.00658 < 0.99
+  EXPECT_FALSE(az.Keeps(f));
+  f.agreement_se = 0.003;  // 0.995 - 0.00494 >= 0.99
+  EXPECT_TRUE(az.Keeps(f));
+  f.ll_loss = 0.015;
+  f.ll_loss_se = 0.004;  // 0.015 + 0.00658 > 0.02
+  EXPECT_FALSE(lz.Keeps(f));
+  f.ll_loss_se = 0.003;
+  EXPECT_TRUE(lz.Keeps(f));
+}
+
+TEST(Floor, ConfidenceIsTheOneSidedNormalQuantile) {
+  EXPECT_NEAR(*ZForConfidence(0.95), 1.6449, 1e-4);
+  EXPECT_NEAR(*ZForConfidence(0.975), 1.9600, 1e-4);
+  EXPECT_NEAR(*ZForConfidence(0.5), 0.0, 1e-9);
+  for (double bad : {0.4, 1.0, 1.5}) {
+    auto r = ZForConfidence(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.error().ToString().find("--confidence"), std::string::npos);
+  }
 }
 
 TEST(Grid, EveryCandidateIsValidAndFitsTheContext) {
