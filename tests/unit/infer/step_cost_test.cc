@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/fixed_math.h"
+#include "golden/golden_texts.h"
 #include "infer/decode_step.h"
 #include "model/synth.h"
 #include "mpc/compare/secure_backend.h"
@@ -343,16 +344,22 @@ std::vector<StepCase> StepCases() {
   return out;
 }
 
+// stories260K.bin from MPCACHE_MODEL_DIR (ctest sets it); a failure, never a silent skip,
+// when it is not there.
 std::string ModelPath() {
-  const char* dir = std::getenv("MPCACHE_MODEL_DIR");
-  if (dir == nullptr || *dir == '\0') return "";
-  const std::string path = std::string(dir) + "/stories260K.bin";
-  return std::filesystem::exists(path) ? path : "";
+  const std::string dir = golden::RequireModelDir();
+  if (dir.empty()) return "";
+  const std::string path = dir + "/stories260K.bin";
+  if (!std::filesystem::exists(path)) {
+    ADD_FAILURE() << path << " does not exist: MPCACHE_MODEL_DIR must hold stories260K.bin";
+    return "";
+  }
+  return path;
 }
 
 TEST(StepCost, PredictionEqualsTheMeasuredStepPhaseByPhase) {
   const std::string model = ModelPath();
-  if (model.empty()) GTEST_SKIP() << "MPCACHE_MODEL_DIR with stories260K.bin not available";
+  if (model.empty()) return;  // the failure is recorded
   for (const StepCase& c : StepCases()) {
     SCOPED_TRACE(c.label + " (context " + std::to_string(c.context) + ")");
     DecodeStepOptions o;
