@@ -34,8 +34,8 @@ std::uint64_t TotalRounds(const PhaseCosts& step) {
   return r;
 }
 
-Result<PhaseCosts> CostModel::Step(const std::optional<model::MpcachePolicy>& policy,
-                                   int context) const {
+infer::StepCostQuery CostModel::Query(const std::optional<model::MpcachePolicy>& policy,
+                                      int context) const {
   infer::StepCostQuery q;
   q.config = s_.config;
   q.malicious = s_.malicious;
@@ -43,7 +43,12 @@ Result<PhaseCosts> CostModel::Step(const std::optional<model::MpcachePolicy>& po
   q.context = context;
   q.block = s_.block;
   q.math = s_.math;
-  return infer::PredictStepCost(q);
+  return q;
+}
+
+Result<PhaseCosts> CostModel::Step(const std::optional<model::MpcachePolicy>& policy,
+                                   int context) const {
+  return infer::PredictStepCost(Query(policy, context));
 }
 
 Result<TokenCost> CostModel::PerToken(const std::optional<model::MpcachePolicy>& policy,
@@ -87,14 +92,8 @@ Result<TokenCost> CostModel::PerToken(const std::optional<model::MpcachePolicy>&
           static_cast<std::uint64_t>(end.candidates - (start.selects() ? start.candidates : 0));
     }
     if (clusters > 0) {
-      infer::StepCostQuery q;
-      q.config = s_.config;
-      q.malicious = s_.malicious;
-      q.policy = stepping;
-      q.context = 1;
-      q.block = s_.block;
-      q.math = s_.math;
-      MPCACHE_ASSIGN_OR_RETURN(const infer::PhaseCost one, infer::PredictNewClusterCost(q));
+      MPCACHE_ASSIGN_OR_RETURN(const infer::PhaseCost one,
+                               infer::PredictNewClusterCost(Query(stepping, 1)));
       const auto n = static_cast<double>(clusters);
       sum.bytes += n * static_cast<double>(one.bytes);
       sum.rounds += n * static_cast<double>(one.rounds);

@@ -75,6 +75,8 @@ class CostModel {
                              const model::Workload& wl) const;
 
  private:
+  infer::StepCostQuery Query(const std::optional<model::MpcachePolicy>& policy, int context) const;
+
   CostSetting s_;
   TimeModel time_;
 };
