@@ -92,10 +92,13 @@ struct Measurement {
   PhaseCosts predicted;
 };
 // Runs infer::RunDecodeStep for each (policy, context) on `model_path` (the checkpoint the
-// setting describes) and pairs it with the cost model's prediction.
+// setting describes), `repeats` times keeping the fastest run (a step's time is noisy on a
+// shared machine; its bytes and rounds are not), and pairs it with the cost model's
+// prediction.
 Result<std::vector<Measurement>> MeasureSteps(
     const CostModel& model, const std::string& model_path,
-    const std::vector<std::pair<std::optional<model::MpcachePolicy>, int>>& points, int threads);
+    const std::vector<std::pair<std::optional<model::MpcachePolicy>, int>>& points, int threads,
+    int repeats = 1);
 // The steps mpcache-tune measures to fit the time model, up to `context`: the full cache
 // short and long, and one- and two-level selections of several cluster sizes at the longest
 // context and below it, so that rounds, bytes and comparisons vary apart.
