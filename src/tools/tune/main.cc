@@ -22,6 +22,7 @@
 #include "common/guarded_main.h"
 #include "model/agreement.h"
 #include "model/checkpoint.h"
+#include "model/compact_model.h"
 #include "model/tokenizer.h"
 #include "tools/common/cli_checks.h"
 #include "tune/report.h"
@@ -88,6 +89,13 @@ Result<int> Tune(const TuneArgs& a) {
     return InvalidArgument(
         "--objective time needs the time calibration; drop --no-calibrate or use --objective "
         "bytes");
+  }
+  // The step cost model prices the wide public-weight engine (infer/step_cost.h).
+  MPCACHE_ASSIGN_OR_RETURN(const bool compact, model::CompactModel::IsCompactCheckpoint(a.model));
+  if (compact) {
+    return Unsupported(a.model +
+                       " holds compact (Q8_0/F16) matrices, whose secure step the cost model does "
+                       "not price; tune on the same model as a llama2.c .bin or an F32 GGUF");
   }
   MPCACHE_ASSIGN_OR_RETURN(model::ModelWeights w, model::LoadCheckpoint(a.model));
   MPCACHE_ASSIGN_OR_RETURN(model::Tokenizer tok,
@@ -277,7 +285,8 @@ int main(int argc, char** argv) {
     CLI::App app{
         "mpcache-tune: the cheapest MPCache configuration (a party file's mpcache: section) "
         "that keeps an accuracy floor on a calibration prompt set"};
-    app.add_option("--model", a.model, "Checkpoint (llama2.c .bin)")->required();
+    app.add_option("--model", a.model, "Checkpoint (llama2.c .bin, or GGUF of F32 matrices)")
+        ->required();
     app.add_option("--tokenizer", a.tokenizer, "llama2.c tokenizer.bin")->required();
     app.add_option("--prompts", a.prompts, "Calibration prompts, one per line (# comments)")
         ->required();
