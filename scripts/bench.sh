@@ -13,6 +13,9 @@
 #   MPCACHE_MODEL_DIR   folder with tokenizer.bin (the 32 000-token Llama-2 tokenizer)
 #   MPCACHE_BENCH_DIR   where the synthetic model and the results go (default build/bench)
 #   MPCACHE_BUILD_DIR   the release build to use (default build/release; built if needed)
+#   MPCACHE_BENCH_BUILD    1 (default): configure and build the tools in MPCACHE_BUILD_DIR
+#                       first; 0: use the binaries already there as they are (e.g. another
+#                       checkout's build, which must not be reconfigured from this one)
 #   MPCACHE_BENCH_7B_DIMS  the 7b section's shape (default 7b; e.g. 256x2x4 to try the
 #                       script in a minute)
 #
@@ -41,10 +44,13 @@ build=${MPCACHE_BUILD_DIR:-build/release}
 out=${MPCACHE_BENCH_DIR:-build/bench}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-echo "bench.sh: building the tools in $build ..." >&2
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DMPCACHE_BUILD_BENCH=ON >/dev/null
-cmake --build "$build" -j"$(nproc)" --target mpcache-model mpcache-bench mpcache-party \
-  mpcache-dealer mpcache-client >/dev/null
+if [ "${MPCACHE_BENCH_BUILD:-1}" != 0 ]; then
+  echo "bench.sh: building the tools in $build ..." >&2
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DMPCACHE_BUILD_BENCH=ON >/dev/null
+  cmake --build "$build" -j"$(nproc)" --target mpcache-model mpcache-bench mpcache-party \
+    mpcache-dealer mpcache-client >/dev/null
+fi
+[ -d "$build/src/tools" ] || { echo "bench.sh: no tools in $build/src/tools (MPCACHE_BUILD_DIR)" >&2; exit 1; }
 bin=$(cd "$build/src/tools" && pwd)
 ./deploy/gen-certs.sh build/certs >/dev/null
 certs=$root/build/certs
