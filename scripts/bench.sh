@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates the measured figures of docs/PERFORMANCE.md on this machine (issue 16).
 #
-#   scripts/bench.sh [SECTION...]     sections: 7b context (default: all of them, in that order)
+#   scripts/bench.sh [SECTION...]     sections: 7b context tune (default: all of them, in that
+#                                     order)
 #
 #   7b   the 32-layer Llama-2-7B shape (synthetic weights written as a real GGUF Q8_0 file by
 #        `mpcache-model synth --dims 7b`, 6.7 GB, made once), public weights, greedy, prompt
@@ -19,6 +20,13 @@
 #        context_bytes.png (gnuplot; copy them to docs/img/ for the report).
 #        ~5 minutes on 2 cores at the default contexts; ~19 GiB of memory at 4096 (full).
 #
+#   tune  `mpcache-tune` on stories260K (docs/tuning.md): the standard grid, 256 positions per
+#        generation, calibration prompts bench/data/prompts.txt, held-out
+#        bench/data/heldout_prompts.txt, floor agreement:0.95 at 95% confidence, malicious.
+#        Writes tune.md (its output: every candidate, the choice, the check of the chosen
+#        step's predicted cost against a measured one, the held-out line), tune.yaml (the
+#        fragment) and tune_frontier.png (copy it to docs/img/). ~12 minutes on 2 cores.
+#
 #   MPCACHE_MODEL_DIR   folder with tokenizer.bin (the 32 000-token Llama-2 tokenizer; 7b only)
 #   MPCACHE_BENCH_DIR   where the synthetic model and the results go (default build/bench)
 #   MPCACHE_BUILD_DIR   the release build to use (default build/release; built if needed)
@@ -28,32 +36,39 @@
 #   MPCACHE_BENCH_7B_DIMS  the 7b section's shape (default 7b; e.g. 256x2x4 to try the
 #                       script in a minute)
 #   MPCACHE_BENCH_CONTEXT_DIMS  the context section's shape (default 7b; e.g. 256x1x4)
+#   MPCACHE_BENCH_TUNE_GRID, MPCACHE_BENCH_TUNE_STEPS  the tune section's grid and positions
+#                       (default standard, 256; a smoke run: quick and 64, ~30 s)
 #   MPCACHE_BENCH_CONTEXTS      its contexts (default "256 512 1024 2048 4096"; a smoke run:
 #                       MPCACHE_BENCH_CONTEXT_DIMS=256x1x4 MPCACHE_BENCH_CONTEXTS="128 256",
 #                       ~20 s)
 #
 # Results: $MPCACHE_BENCH_DIR/7b/*.json (one JSON object per run), daemon logs and metrics,
 # and $MPCACHE_BENCH_DIR/7b.md, the table docs/PERFORMANCE.md quotes;
-# $MPCACHE_BENCH_DIR/context/*.json, $MPCACHE_BENCH_DIR/context.md and the two PNGs.
+# $MPCACHE_BENCH_DIR/context/*.json, $MPCACHE_BENCH_DIR/context.md and the two PNGs;
+# $MPCACHE_BENCH_DIR/tune.md, tune.yaml and tune_frontier.png.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
 sections=("$@")
-[ ${#sections[@]} -gt 0 ] || sections=(7b context)
+[ ${#sections[@]} -gt 0 ] || sections=(7b context tune)
 need_7b=0
+need_models=0
 for s in "${sections[@]}"; do
   case "$s" in
-    7b) need_7b=1 ;;
+    7b) need_7b=1; need_models=1 ;;
     context) ;;
-    *) echo "bench.sh: unknown section '$s' (the sections: 7b, context)" >&2; exit 2 ;;
+    tune) need_models=1 ;;
+    *) echo "bench.sh: unknown section '$s' (the sections: 7b, context, tune)" >&2; exit 2 ;;
   esac
 done
 
 ./scripts/install-deps.sh --bench
-if [ "$need_7b" = 1 ]; then
+if [ "$need_models" = 1 ]; then
   . "$root/scripts/model-dir.sh"
   resolve_model_dir bench.sh "$root"
+fi
+if [ "$need_7b" = 1 ]; then
   tokenizer=$MPCACHE_MODEL_DIR/tokenizer.bin
   [ -f "$tokenizer" ] || { echo "bench.sh: missing $tokenizer (the Llama-2 tokenizer)" >&2; exit 1; }
 fi
@@ -66,7 +81,7 @@ if [ "${MPCACHE_BENCH_BUILD:-1}" != 0 ]; then
   echo "bench.sh: building the tools in $build ..." >&2
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DMPCACHE_BUILD_BENCH=ON >/dev/null
   cmake --build "$build" -j"$(nproc)" --target mpcache-model mpcache-bench mpcache-party \
-    mpcache-dealer mpcache-client >/dev/null
+    mpcache-dealer mpcache-client mpcache-tune >/dev/null
 fi
 [ -d "$build/src/tools" ] || { echo "bench.sh: no tools in $build/src/tools (MPCACHE_BUILD_DIR)" >&2; exit 1; }
 bin=$(cd "$build/src/tools" && pwd)
@@ -336,6 +351,28 @@ GP
   echo "bench.sh: the context table is in $table, the plots in $out/context_seconds.png" \
     "and $out/context_bytes.png" >&2
   cat "$table"
+}
+
+# mpcache-tune on stories260K (docs/tuning.md quotes tune.md and the plot).
+section_tune() {
+  local grid=${MPCACHE_BENCH_TUNE_GRID:-standard} steps=${MPCACHE_BENCH_TUNE_STEPS:-256}
+  local args=(--model "$MPCACHE_MODEL_DIR/stories260K.bin"
+    --tokenizer "$MPCACHE_MODEL_DIR/tok512.bin" --prompts "$root/bench/data/prompts.txt"
+    --heldout "$root/bench/data/heldout_prompts.txt" --floor agreement:0.95 --grid "$grid"
+    --steps "$steps" --security malicious)
+  echo "bench.sh: mpcache-tune, $grid grid, $steps positions ..." >&2
+  {
+    local shown=("${args[@]//$MPCACHE_MODEL_DIR\//}")
+    echo "\`mpcache-tune ${shown[*]//$root\//} --all\` ($(nproc) cores," \
+      "$(date -u +%Y-%m-%d), bench.sh at $(git -C "$root" rev-parse --short HEAD)):"
+    echo
+    echo '```'
+    "$bin/tune/mpcache-tune" "${args[@]}" --all --plot "$out/tune_frontier.png" \
+      --out "$out/tune.yaml"
+    echo '```'
+  } >"$out/tune.md"
+  echo "bench.sh: the tuning run is in $out/tune.md, its plot in $out/tune_frontier.png" >&2
+  cat "$out/tune.md"
 }
 
 for s in "${sections[@]}"; do "section_$s"; done
