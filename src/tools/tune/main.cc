@@ -173,11 +173,14 @@ Result<int> Tune(const TuneArgs& a) {
     const tune::Measurement& m = ms[0];
     const std::uint64_t pb = tune::TotalBytes(m.predicted), pr = tune::TotalRounds(m.predicted);
     const double pt = cost.time().Seconds(m.predicted);
+    char predicted_time[64] = " (no time model: --no-calibrate)";
+    if (cost.time().calibrated)
+      std::snprintf(predicted_time, sizeof predicted_time, ", %.4f s", pt);
     std::snprintf(line, sizeof line,
-                  "check at context %d: predicted %llu bytes, %llu rounds, %.4f s; measured %llu "
+                  "check at context %d: predicted %llu bytes, %llu rounds%s; measured %llu "
                   "bytes, %llu rounds, %.4f s",
                   check_context, static_cast<unsigned long long>(pb),
-                  static_cast<unsigned long long>(pr), pt,
+                  static_cast<unsigned long long>(pr), predicted_time,
                   static_cast<unsigned long long>(m.measured.bytes_per_party),
                   static_cast<unsigned long long>(m.measured.rounds), m.measured.seconds);
     check_line = line;
