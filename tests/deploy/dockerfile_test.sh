@@ -2,7 +2,7 @@
 # docker/Dockerfile builds what the README's build builds, from the same package list:
 #  - neither stage has an apt-get list of its own: both run scripts/install-deps.sh (the
 #    runtime stage with --runtime);
-#  - it builds and installs exactly the five commands src/tools/CMakeLists.txt installs;
+#  - it builds and installs exactly the commands src/tools/CMakeLists.txt installs;
 #  - every shared library those binaries (built here, passed as arguments) load comes from
 #    a package of `install-deps.sh --runtime` or one of their dependencies (or the C/C++
 #    runtime every Debian image has), so the slim runtime image can run them.
