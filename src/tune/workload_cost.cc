@@ -58,6 +58,10 @@ Result<TokenCost> CostModel::PerToken(const std::optional<model::MpcachePolicy>&
   std::map<int, PhaseCosts> by_context;
   TokenCost sum;
   std::size_t steps = 0;
+  // The clusters whose representatives the generations make after their prompts: those that
+  // are candidates at a reference's last step, once the policy selects, less those made at
+  // the prompt's end (when its first decoding step already selects).
+  std::uint64_t clusters = 0;
   for (std::size_t i = 0; i < wl.tokens.size(); ++i) {
     const int p = static_cast<int>(wl.prompt_len[i]);
     const int total = static_cast<int>(wl.tokens[i].size());
@@ -74,31 +78,20 @@ Result<TokenCost> CostModel::PerToken(const std::optional<model::MpcachePolicy>&
       sum.seconds += time_.Seconds(it->second);
       ++steps;
     }
+    if (!stepping || total < p + 2) continue;
+    const model::SelectionShape end = model::ShapeFor(*stepping, kept + (total - 2 - p) + 1);
+    if (!end.selects()) continue;
+    const model::SelectionShape start = model::ShapeFor(*stepping, kept + 1);
+    clusters +=
+        static_cast<std::uint64_t>(end.candidates - (start.selects() ? start.candidates : 0));
   }
-  if (steps > 0 && stepping) {
-    // The clusters whose representatives the generations make after their prompts: those
-    // that are candidates at the last step, once the policy selects, less those made at the
-    // prompt's end (when the first decoding step already selects).
-    std::uint64_t clusters = 0;
-    for (std::size_t i = 0; i < wl.tokens.size(); ++i) {
-      const int p = static_cast<int>(wl.prompt_len[i]);
-      const int total = static_cast<int>(wl.tokens[i].size());
-      if (total < p + 2) continue;
-      const int kept = policy->evicts() ? model::EvictionFor(*policy, p).kept() : p;
-      const model::SelectionShape end = model::ShapeFor(*stepping, kept + (total - 2 - p) + 1);
-      if (!end.selects()) continue;
-      const model::SelectionShape start = model::ShapeFor(*stepping, kept + 1);
-      clusters +=
-          static_cast<std::uint64_t>(end.candidates - (start.selects() ? start.candidates : 0));
-    }
-    if (clusters > 0) {
-      MPCACHE_ASSIGN_OR_RETURN(const infer::PhaseCost one,
-                               infer::PredictNewClusterCost(Query(stepping, 1)));
-      const auto n = static_cast<double>(clusters);
-      sum.bytes += n * static_cast<double>(one.bytes);
-      sum.rounds += n * static_cast<double>(one.rounds);
-      sum.seconds += n * (time_.Seconds({{"representatives", one}}) - time_.fixed_seconds);
-    }
+  if (clusters > 0) {
+    MPCACHE_ASSIGN_OR_RETURN(const infer::PhaseCost one,
+                             infer::PredictNewClusterCost(Query(stepping, 1)));
+    const auto n = static_cast<double>(clusters);
+    sum.bytes += n * static_cast<double>(one.bytes);
+    sum.rounds += n * static_cast<double>(one.rounds);
+    sum.seconds += n * (time_.Seconds({{"representatives", one}}) - time_.fixed_seconds);
   }
   if (steps == 0) {
     return InvalidArgument(

@@ -80,11 +80,17 @@ nlohmann::json CostJson(const tune::TokenCost& c) {
           {"seconds_per_token", c.seconds}};
 }
 
-Result<int> Tune(const TuneArgs& a) {
-  MPCACHE_ASSIGN_OR_RETURN(tune::Floor floor, tune::ParseFloor(a.floor));
-  MPCACHE_ASSIGN_OR_RETURN(floor.z, tune::ZForConfidence(a.confidence));
-  MPCACHE_ASSIGN_OR_RETURN(const tune::Objective objective, tune::ParseObjective(a.objective));
-  MPCACHE_ASSIGN_OR_RETURN(const tune::Grid grid, tune::ParseGrid(a.grid));
+// The word arguments, parsed (main refuses them as usage errors first).
+struct Choices {
+  tune::Floor floor;
+  tune::Objective objective;
+  tune::Grid grid;
+};
+
+Result<int> Tune(const TuneArgs& a, const Choices& c) {
+  const tune::Floor& floor = c.floor;
+  const tune::Objective objective = c.objective;
+  const tune::Grid grid = c.grid;
   if (objective == tune::Objective::kSeconds && !a.calibrate) {
     return InvalidArgument(
         "--objective time needs the time calibration; drop --no-calibrate or use --objective "
@@ -335,11 +341,17 @@ int main(int argc, char** argv) {
       std::cerr << "mpcache-tune: error: " << e.ToString() << " (see --help)\n";
       return 2;
     };
-    if (auto f = mpcache::tune::ParseFloor(a.floor); !f.ok()) return usage(f.error());
-    if (auto o = mpcache::tune::ParseObjective(a.objective); !o.ok()) return usage(o.error());
-    if (auto g = mpcache::tune::ParseGrid(a.grid); !g.ok()) return usage(g.error());
-    if (auto z = mpcache::tune::ZForConfidence(a.confidence); !z.ok()) return usage(z.error());
-    mpcache::Result<int> r = mpcache::tools::Tune(a);
+    auto f = mpcache::tune::ParseFloor(a.floor);
+    if (!f.ok()) return usage(f.error());
+    auto o = mpcache::tune::ParseObjective(a.objective);
+    if (!o.ok()) return usage(o.error());
+    auto g = mpcache::tune::ParseGrid(a.grid);
+    if (!g.ok()) return usage(g.error());
+    auto z = mpcache::tune::ZForConfidence(a.confidence);
+    if (!z.ok()) return usage(z.error());
+    mpcache::tools::Choices c{*f, *o, *g};
+    c.floor.z = *z;
+    mpcache::Result<int> r = mpcache::tools::Tune(a, c);
     if (!r.ok()) {
       std::cerr << "mpcache-tune: error: " << r.error().ToString() << "\n";
       return 1;
