@@ -272,8 +272,8 @@ Status RemotePreprocessing<P>::IssueBits(BitItem item, std::uint64_t n, bool ahe
   if (roles_) {
     const preproc::Security sec =
         P::kMalicious ? preproc::Security::kMalicious : preproc::Security::kSemiHonest;
-    corrector = roles_->CorrectorFor(preproc::BitUnitsFor(sec, item, n) *
-                                     preproc::BitDeterminedWords(sec, item) * 8);
+    corrector = roles_->CorrectorFor(
+        preproc::BitCorrectionWords(sec, item, preproc::BitUnitsFor(sec, item, n)) * 8);
   }
   MPCACHE_RETURN_IF_ERROR(
       link_->Send(dealer_proto::Encode(dealer_proto::BitRequest{item, n, corrector})));

@@ -12,7 +12,7 @@ namespace {
 using mpc::u128;
 
 constexpr std::uint8_t kMagic[4] = {'M', 'P', 'B', 'B'};
-constexpr std::uint8_t kVersion = 1;
+constexpr std::uint8_t kVersion = 2;  // 2: value words' corrections as bits
 constexpr std::uint64_t kBitSeedLabel = 0xB1700000ull;
 
 // Unit layouts (words). Binary values are XOR-shared; a malicious binary value word carries
@@ -130,6 +130,45 @@ bool IsBitDetermined(Security security, BitItem item, std::size_t w) {
   const int it = static_cast<int>(item);
   if (Mal(security) && item == BitItem::kBitTriple) return w != 0 && w != 2;
   return w >= (Mal(security) ? kMalFree[it] : kSemiFree[it]);
+}
+
+bool IsBitValueWord(Security security, BitItem item, std::size_t w) {
+  if (!Mal(security)) return false;
+  if (IsLtzItem(item)) {  // the products of r's bits and of the combination round's masks
+    const mpc::ltz::LtzLayout& l = mpc::ltz::LtzLayoutFor(LtzItemGroups(item));
+    return w >= static_cast<std::size_t>(l.free_values) &&
+           w < static_cast<std::size_t>(l.num_binary);
+  }
+  switch (item) {
+    case BitItem::kBitTriple:
+      return w == 4;  // cv
+    case BitItem::kEdaBit:
+      return w >= 64 && w < 64 + kP;  // pv0..pv168
+    default:
+      return false;
+  }
+}
+
+std::size_t BitValueWords(Security security, BitItem item) {
+  if (!Mal(security)) return 0;
+  if (IsLtzItem(item)) {
+    const mpc::ltz::LtzLayout& l = mpc::ltz::LtzLayoutFor(LtzItemGroups(item));
+    return static_cast<std::size_t>(l.num_binary - l.free_values);
+  }
+  switch (item) {
+    case BitItem::kBitTriple:
+      return 1;
+    case BitItem::kEdaBit:
+      return kP;
+    default:
+      return 0;
+  }
+}
+
+std::uint64_t BitCorrectionWords(Security security, BitItem item, std::uint64_t units) {
+  const std::uint64_t bits = units * BitValueWords(security, item);
+  return units * (BitDeterminedWords(security, item) - BitValueWords(security, item)) +
+         (bits + 63) / 64;
 }
 
 std::size_t BitChunkUnits(Security security, BitItem item) {
@@ -361,7 +400,7 @@ Result<BitUnits> BitExpander<P>::Units(const BitBatch& b, BitItem want) {
   const bool corrector = party_ == b.corrector;
   const std::uint64_t units = BitUnitsFor(sec, want, b.count);
   const std::size_t uw = BitUnitWords(sec, want);
-  const std::uint64_t want_corr = corrector ? units * BitDeterminedWords(sec, want) : 0;
+  const std::uint64_t want_corr = corrector ? BitCorrectionWords(sec, want, units) : 0;
   if (b.corrections.size() != want_corr) {
     return ProtocolError("the " + what + " carries " + std::to_string(b.corrections.size()) +
                          " corrections, expected " + std::to_string(want_corr) + " for party " +
@@ -369,13 +408,16 @@ Result<BitUnits> BitExpander<P>::Units(const BitBatch& b, BitItem want) {
                          std::to_string(b.corrector) + ")");
   }
   ++next_seq_[it];
-  std::vector<std::uint32_t> det;  // determined word offsets within a unit
+  std::vector<std::uint32_t> det, val;  // determined word offsets within a unit (full, bit)
   for (std::size_t w = 0; w < uw; ++w) {
-    if (IsBitDetermined(sec, want, w)) det.push_back(static_cast<std::uint32_t>(w));
+    if (!IsBitDetermined(sec, want, w)) continue;
+    (IsBitValueWord(sec, want, w) ? val : det).push_back(static_cast<std::uint32_t>(w));
   }
   BitUnits out;
   const std::size_t per_chunk = BitChunkUnits(sec, want);
   const std::uint64_t* corr = b.corrections.data();
+  const std::uint64_t* bits = corr + units * det.size();  // the packed value bits
+  std::uint64_t k = 0;                                    // next value bit
   std::uint64_t chunk = 0;
   for (std::uint64_t done = 0; done < units; done += per_chunk, ++chunk) {
     const std::size_t cu =
@@ -386,6 +428,10 @@ Result<BitUnits> BitExpander<P>::Units(const BitBatch& b, BitItem want) {
       for (std::size_t u = 0; u < cu; ++u) {
         std::uint64_t* x = words.data() + u * uw;
         for (std::uint32_t w : det) x[w] = *corr++;
+        for (std::uint32_t w : val) {
+          x[w] = (bits[k / 64] >> (k % 64)) & 1;
+          ++k;
+        }
       }
     }
   }

@@ -9,8 +9,9 @@
 // of an edaBit/daBit) are final at every party but one, the request's corrector, where
 // they are replaced by the corrections the batch carries (unit-major, in word order). So
 // the others receive a header only (kBitBatchHeaderBytes), the corrector 8 bytes per
-// determined word more. The corrector is named in the party's request (daemon's
-// BitRequest); the serialised header does not repeat it.
+// determined word more — but one bit per determined malicious binary value (its word's
+// other 63 bits are ignored by every reader: IsBitValueWord). The corrector is named in the
+// party's request (daemon's BitRequest); the serialised header does not repeat it.
 #pragma once
 
 #include <cstddef>
@@ -61,6 +62,16 @@ std::size_t BitUnitWords(Security security, BitItem item);
 std::size_t BitUnitItems(Security security, BitItem item);
 std::size_t BitDeterminedWords(Security security, BitItem item);
 bool IsBitDetermined(Security security, BitItem item, std::size_t w);
+// Determined words that hold a malicious binary VALUE (a bit triple's c, an edaBit's group
+// products, a comparison tuple's products): only bit 0 of such a word is a share (the rest
+// is ignored by every reader), so the corrector's correction is that one bit. Semi-honest
+// words are bitsliced (64 values per word): none. BitValueWords counts them per unit.
+bool IsBitValueWord(Security security, BitItem item, std::size_t w);
+std::size_t BitValueWords(Security security, BitItem item);
+// The correction words a corrector receives for `units` units: the determined words that are
+// not value words (unit-major), then the value words' bits packed 64 to a word (unit-major,
+// in word order, bit k of the stream in bit k % 64 of word k / 64).
+std::uint64_t BitCorrectionWords(Security security, BitItem item, std::uint64_t units);
 // Units per stream chunk (about 16 MB of words per party), and units for n items.
 std::size_t BitChunkUnits(Security security, BitItem item);
 std::uint64_t BitUnitsFor(Security security, BitItem item, std::uint64_t n);
@@ -71,9 +82,11 @@ struct BitBatch {
   Security security = Security::kMalicious;
   std::int32_t party = 0;  // receiver
   BitItem item = BitItem::kBitTriple;
-  std::uint64_t seq = 0;                   // per-item sequence number of the dealer, from 0
-  std::uint64_t count = 0;                 // items (1..kMaxBitBatchItems)
-  std::vector<std::uint64_t> corrections;  // the corrector only: determined words, unit-major
+  std::uint64_t seq = 0;    // per-item sequence number of the dealer, from 0
+  std::uint64_t count = 0;  // items (1..kMaxBitBatchItems)
+  // The corrector only: BitCorrectionWords(security, item, units) words (full determined
+  // words unit-major, then the value words' packed bits).
+  std::vector<std::uint64_t> corrections;
   // Not serialised: the party the request named (Parse gives kStaticCorrector; the receiver
   // sets the one it asked for before expanding).
   std::int32_t corrector = kStaticCorrector;

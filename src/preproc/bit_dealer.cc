@@ -84,7 +84,7 @@ Result<std::unique_ptr<InProcessBitDealer<P>>> InProcessBitDealer<P>::Create(con
 template <typename P>
 void InProcessBitDealer<P>::CountLocked(BitItem item, std::size_t units, double seconds) {
   const int it = static_cast<int>(item);
-  stats_.correction_bytes += units * BitDeterminedWords(kSecurity, item) * sizeof(std::uint64_t);
+  stats_.correction_bytes += BitCorrectionWords(kSecurity, item, units) * sizeof(std::uint64_t);
   stats_.items[it] += units * UnitItems(item);
   stats_.dealer_seconds += seconds;
 }
@@ -143,14 +143,17 @@ Result<std::vector<BitBatch>> InProcessBitDealer<P>::MakeBatch(BitItem item, std
     out[p].count = n;
     out[p].corrector = corrector;
   }
-  std::vector<std::uint32_t> det;  // determined word offsets within a unit
+  std::vector<std::uint32_t> det, val;  // determined word offsets within a unit (full, bit)
   for (std::size_t w = 0; w < uw; ++w) {
-    if (IsBitDetermined(kSecurity, item, w)) det.push_back(static_cast<std::uint32_t>(w));
+    if (!IsBitDetermined(kSecurity, item, w)) continue;
+    (IsBitValueWord(kSecurity, item, w) ? val : det).push_back(static_cast<std::uint32_t>(w));
   }
   const auto cp = static_cast<std::size_t>(corrector);
   std::vector<std::uint64_t>& corr = out[cp].corrections;
-  corr.resize(units * det.size());
+  corr.assign(BitCorrectionWords(kSecurity, item, units), 0);
   std::uint64_t* dst = corr.data();
+  std::uint64_t* bits = dst + units * det.size();  // the value words' bits, packed
+  std::uint64_t k = 0;
   // Every party's chunk in a scratch buffer (the dealer needs all shares to correct the
   // corrector's); only the corrector's determined words leave.
   const std::size_t per_chunk = BitChunkUnits(kSecurity, item);
@@ -167,6 +170,10 @@ Result<std::vector<BitBatch>> InProcessBitDealer<P>::MakeBatch(BitItem item, std
     const std::uint64_t* lp = part[cp];
     for (std::size_t u = 0; u < cu; ++u) {
       for (std::uint32_t w : det) *dst++ = lp[u * uw + w];
+      for (std::uint32_t w : val) {
+        bits[k / 64] |= (lp[u * uw + w] & 1) << (k % 64);
+        ++k;
+      }
     }
   }
   CountLocked(item, units,
@@ -207,6 +214,11 @@ void InProcessBitDealer<P>::FillChunkLocked(BitItem item, std::uint64_t seq, std
   auto fix = [&](std::size_t u, std::size_t w, std::uint64_t value) {
     lp[u * uw + w] = value ^ others(u, w);
   };
+  // A malicious binary value word: only its bit 0 is a share, and only that bit is sent
+  // (IsBitValueWord); the pool holds the same word the expander makes from the bit.
+  auto fix_bit = [&](std::size_t u, std::size_t w, std::uint64_t bit) {
+    lp[u * uw + w] = (bit ^ others(u, w)) & 1;
+  };
   // A malicious binary value: bit 0 of the XOR of the stream words; its MAC is beta * bit
   // in GF(2^64), i.e. beta or 0.
   auto bit_of = [&](std::size_t u, std::size_t w) { return all(u, w) & 1; };
@@ -229,7 +241,7 @@ void InProcessBitDealer<P>::FillChunkLocked(BitItem item, std::uint64_t seq, std
           const std::uint64_t c = a & b;
           fix(u, 1, mac_of(a));
           fix(u, 3, mac_of(b));
-          fix(u, 4, c);
+          fix_bit(u, 4, c);
           fix(u, 5, mac_of(c));
           break;
         }
@@ -243,7 +255,7 @@ void InProcessBitDealer<P>::FillChunkLocked(BitItem item, std::uint64_t seq, std
           const auto prods = GroupProducts(r);
           for (std::size_t k = 0; k < kP; ++k) {
             const std::uint64_t bit = (prods[k / 64] >> (k % 64)) & 1;
-            fix(u, 64 + k, bit);
+            fix_bit(u, 64 + k, bit);
             fix(u, kLifts + 64 + k, mac_of(bit));
           }
           // r mod 2^64 is the bits; the upper half is uniform (the sum of the parties'
@@ -381,7 +393,7 @@ Result<BitUnits> InProcessBitDealer<P>::Take(mpc::PartyId p, BitItem item, std::
 template <typename P>
 std::int32_t BitStore<P>::Corrector(BitItem item, std::size_t units) {
   if (!roles_) return kStaticCorrector;
-  return roles_->CorrectorFor(units * BitDeterminedWords(InProcessBitDealer<P>::kSecurity, item) *
+  return roles_->CorrectorFor(BitCorrectionWords(InProcessBitDealer<P>::kSecurity, item, units) *
                               sizeof(std::uint64_t));
 }
 

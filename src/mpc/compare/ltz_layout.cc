@@ -259,7 +259,11 @@ LtzMaterial LtzMaterialPerItem(int groups, bool malicious) {
   LtzMaterial out;
   if (malicious) {
     out.party_bytes = 8.0 * static_cast<double>(L.RowWords());
-    out.correction_bytes = 8.0 * static_cast<double>(L.RowWords() - L.free_values);
+    // Determined words in full, but the products' values (one bit each: preproc/bit_batch.h's
+    // IsBitValueWord).
+    const int values = L.num_binary - L.free_values;
+    out.correction_bytes = 8.0 * static_cast<double>(L.RowWords() - L.free_values - values) +
+                           static_cast<double>(values) / 8.0;
   } else {
     out.party_bytes = static_cast<double>(L.SemiUnitWords()) / 8.0;
     out.correction_bytes = static_cast<double>(L.SemiUnitWords() - L.free_values) / 8.0;

@@ -231,11 +231,17 @@ TYPED_TEST(LtzDealer, TuplesAreConsistentAndCostTheirLayout) {
       t[static_cast<std::size_t>(p)] = std::move(*got);
     }
     ExpectConsistent<P>(t, n, groups, d->mac_key(), alpha);
-    // The dealer's corrections are the layout's (semi-honest: whole units of 64).
+    // The dealer's corrections are the layout's (semi-honest: whole units of 64; malicious:
+    // the products' value bits packed 64 to a word, so a batch rounds up to a whole word).
     const ltz::LtzMaterial mat = ltz::LtzMaterialPerItem(groups, P::kMalicious);
     const double items = P::kMalicious ? static_cast<double>(n) : 128.0;
-    EXPECT_EQ(static_cast<double>(d->stats().correction_bytes - before),
-              mat.correction_bytes * items);
+    const auto sec = P::kMalicious ? preproc::Security::kMalicious : preproc::Security::kSemiHonest;
+    const auto item = preproc::LtzItem(groups);
+    const std::uint64_t got_bytes = d->stats().correction_bytes - before;
+    EXPECT_EQ(got_bytes,
+              8 * preproc::BitCorrectionWords(sec, item, preproc::BitUnitsFor(sec, item, n)));
+    EXPECT_GE(static_cast<double>(got_bytes), mat.correction_bytes * items);
+    EXPECT_LT(static_cast<double>(got_bytes), mat.correction_bytes * items + 8);
     EXPECT_EQ(d->store(0).consumed(preproc::LtzItem(groups)), P::kMalicious ? n : 128u);
     std::printf("  %2d | %7.1f | %7.1f\n", groups, mat.correction_bytes, mat.party_bytes);
   }
@@ -271,11 +277,11 @@ TYPED_TEST(LtzDealer, SerialisedBatchesReconstruct) {
       t[static_cast<std::size_t>(p)] = std::move(*x);
       // Parties 0 and 1: a header only; party 2: its corrections.
       const std::size_t units = P::kMalicious ? n : 2;
-      const std::size_t corr = p == 2 ? units * preproc::BitDeterminedWords(
-                                                    P::kMalicious ? preproc::Security::kMalicious
-                                                                  : preproc::Security::kSemiHonest,
-                                                    preproc::LtzItem(groups))
-                                      : 0;
+      const std::size_t corr =
+          p == 2 ? preproc::BitCorrectionWords(P::kMalicious ? preproc::Security::kMalicious
+                                                             : preproc::Security::kSemiHonest,
+                                               preproc::LtzItem(groups), units)
+                 : 0;
       EXPECT_EQ(bytes.size(), preproc::kBitBatchHeaderBytes + 8 * corr);
     }
     ExpectConsistent<P>(t, n, groups, d->mac_key(), alpha);

@@ -95,7 +95,7 @@ TYPED_TEST(DealerSessionBits, ConcurrentPartiesGetAlignedValidHeaderOnlyBatches)
     const auto [item, n] = requests[k];
     const auto units = preproc::BitUnitsFor(sec, item, n);
     EXPECT_EQ(a[2].size(), 1 + 8 + preproc::kBitBatchHeaderBytes +
-                               8 * units * preproc::BitDeterminedWords(sec, item));
+                               8 * preproc::BitCorrectionWords(sec, item, units));
     switch (item) {
       case BitItem::kBitTriple:
         ExpandAndCheck<P, mpc::BitTriples<P>>(ex, a, n, check);

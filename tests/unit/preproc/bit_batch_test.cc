@@ -92,15 +92,17 @@ TYPED_TEST(BitBatchTest, EveryItemReconstructsAndOnlyPartyTwoGetsCorrections) {
       EXPECT_EQ(s[0], kHeader);
       EXPECT_EQ(s[1], kHeader);
     }
-    // Party 2: 8 bytes per determined word. Malicious units hold one item: triple 4
-    // determined words (am bm cv cm), edaBit 169 products + 233 MACs + r and its MAC (4),
-    // daBit 5, random 1 (its MAC), root tuple 3 MACs + 7 x (value, MAC) (28). Semi-honest
+    // Party 2: 8 bytes per determined word, but one bit per determined malicious binary
+    // value (packed 64 to a word after the full words). Malicious units hold one item:
+    // triple 3 determined words (am bm cm) and cv's bit, edaBit 233 MACs + r and its MAC (4)
+    // and 169 products' bits, daBit 5, random 1 (its MAC), root tuple 3 MACs + 7 x (value,
+    // MAC) (28). Semi-honest
     // units of 64 triples / edaBits / randoms: c (1 word); 169 products + 64 r (233); daBit
     // and root tuple per item: 1 and 7; randoms: nothing.
     const std::size_t units64 = (n + 63) / 64;
     if constexpr (P::kMalicious) {
-      EXPECT_EQ(tri[2], kHeader + 8 * 4 * n);
-      EXPECT_EQ(eda[2], kHeader + 8 * 406 * n);
+      EXPECT_EQ(tri[2], kHeader + 8 * 3 * n + 8 * ((n + 63) / 64));
+      EXPECT_EQ(eda[2], kHeader + 8 * 237 * n + 8 * ((169 * n + 63) / 64));
       EXPECT_EQ(da[2], kHeader + 8 * 5 * n);
       EXPECT_EQ(rnd[2], kHeader + 8 * 1 * n);
       EXPECT_EQ(root[2], kHeader + 8 * 31 * n);
