@@ -165,6 +165,103 @@ std::size_t BitValueWords(Security security, BitItem item) {
   }
 }
 
+bool IsBitValue(Security security, BitItem item, std::size_t w) {
+  if (!Mal(security)) return false;
+  if (IsLtzItem(item)) {
+    return w < static_cast<std::size_t>(mpc::ltz::LtzLayoutFor(LtzItemGroups(item)).num_binary);
+  }
+  switch (item) {
+    case BitItem::kBitTriple:
+      return w == 0 || w == 2 || w == 4;  // av bv cv
+    case BitItem::kEdaBit:
+      return w < 64 + kP;  // v0..v63 pv0..pv168
+    case BitItem::kDaBit:
+    case BitItem::kBitRandom:
+      return w == 0;
+    case BitItem::kRootTuple:
+      return w < 3;  // uv vv wv
+  }
+  return false;
+}
+
+namespace {
+
+// Per (security, item): which words of a unit are value words, and the stream's size.
+struct StreamShape {
+  struct Run {
+    std::uint32_t first, count;
+    bool value;
+  };
+  std::vector<Run> runs;  // the unit's words as runs of value words and of other words
+  std::size_t unit_words = 0, values = 0, stream_words = 0;
+};
+
+const StreamShape& ShapeOf(Security security, BitItem item) {
+  static const auto kShapes = [] {
+    std::array<std::array<StreamShape, kNumBitItems>, 2> shapes;
+    for (int m = 0; m < 2; ++m) {
+      const auto sec = m == 1 ? Security::kMalicious : Security::kSemiHonest;
+      for (int it = 0; it < kNumBitItems; ++it) {
+        const auto item = static_cast<BitItem>(it);
+        StreamShape& sh = shapes[static_cast<std::size_t>(m)][static_cast<std::size_t>(it)];
+        const std::size_t uw = BitUnitWords(sec, item);
+        sh.unit_words = uw;
+        for (std::size_t w = 0; w < uw; ++w) {
+          const bool v = IsBitValue(sec, item, w);
+          sh.values += v ? 1 : 0;
+          if (sh.runs.empty() || sh.runs.back().value != v) {
+            sh.runs.push_back({static_cast<std::uint32_t>(w), 0, v});
+          }
+          ++sh.runs.back().count;
+        }
+        sh.stream_words = uw - sh.values + (sh.values + 63) / 64;
+      }
+    }
+    return shapes;
+  }();
+  return kShapes[Mal(security) ? 1 : 0][static_cast<std::size_t>(item)];
+}
+
+}  // namespace
+
+std::size_t BitStreamWords(Security security, BitItem item) {
+  return ShapeOf(security, item).stream_words;
+}
+
+void FillBitUnits(Prg& stream, Security security, BitItem item, std::size_t units,
+                  std::uint64_t* out) {
+  const StreamShape& sh = ShapeOf(security, item);
+  const std::size_t uw = sh.unit_words;
+  if (sh.values == 0) {
+    stream.Fill(out, units * uw * sizeof(std::uint64_t));
+    return;
+  }
+  // A block of ~32 KB of keystream at a time (small enough to stay in cache and on the heap).
+  const std::size_t kBlockUnits =
+      std::max<std::size_t>(1, (std::size_t{32} << 10) / (sh.stream_words * sizeof(std::uint64_t)));
+  std::vector<std::uint64_t> buf(std::min(units, kBlockUnits) * sh.stream_words);
+  const std::size_t bit_words = (sh.values + 63) / 64;
+  for (std::size_t first = 0; first < units; first += kBlockUnits) {
+    const std::size_t cu = std::min(kBlockUnits, units - first);
+    stream.Fill(buf.data(), cu * sh.stream_words * sizeof(std::uint64_t));
+    for (std::size_t u = 0; u < cu; ++u) {
+      const std::uint64_t* bits = buf.data() + u * sh.stream_words;
+      const std::uint64_t* rest = bits + bit_words;
+      std::uint64_t* dst = out + (first + u) * uw;
+      std::size_t k = 0;
+      for (const StreamShape::Run& r : sh.runs) {
+        std::uint64_t* d = dst + r.first;
+        if (r.value) {
+          for (std::size_t i = 0; i < r.count; ++i, ++k) d[i] = (bits[k / 64] >> (k % 64)) & 1;
+        } else {
+          std::memcpy(d, rest, r.count * sizeof(std::uint64_t));
+          rest += r.count;
+        }
+      }
+    }
+  }
+}
+
 std::uint64_t BitCorrectionWords(Security security, BitItem item, std::uint64_t units) {
   const std::uint64_t bits = units * BitValueWords(security, item);
   return units * (BitDeterminedWords(security, item) - BitValueWords(security, item)) +
@@ -423,7 +520,8 @@ Result<BitUnits> BitExpander<P>::Units(const BitBatch& b, BitItem want) {
     const std::size_t cu =
         static_cast<std::size_t>(std::min<std::uint64_t>(per_chunk, units - done));
     std::vector<std::uint64_t>& words = out.chunks.emplace_back(cu * uw);
-    Prg(BitChunkSeed(seed_, want, b.seq, chunk)).Fill(words.data(), words.size() * 8);
+    Prg stream(BitChunkSeed(seed_, want, b.seq, chunk));
+    FillBitUnits(stream, sec, want, cu, words.data());
     if (corrector) {
       for (std::size_t u = 0; u < cu; ++u) {
         std::uint64_t* x = words.data() + u * uw;

@@ -3,12 +3,12 @@
 //
 // Seed compression (bit_dealer.h): party i shares a bit seed with the dealer. Party i's
 // part of batch (item, seq) is `units` fixed-size units of 64-bit words (layout in
-// bit_batch.cc), cut into chunks of BitChunkUnits() units; chunk c is the AES-CTR stream of
-// BitChunkSeed(seed_i, item, seq, c). Free words (a triple's a and b, the bits of an edaBit)
-// are final at every party; determined words (c = a AND b, every MAC, the arithmetic half
-// of an edaBit/daBit) are final at every party but one, the request's corrector, where
-// they are replaced by the corrections the batch carries (unit-major, in word order). So
-// the others receive a header only (kBitBatchHeaderBytes), the corrector 8 bytes per
+// bit_batch.cc), cut into chunks of BitChunkUnits() units; chunk c is expanded from the
+// AES-CTR stream of BitChunkSeed(seed_i, item, seq, c) by FillBitUnits. Free words (a triple's a
+// and b, the bits of an edaBit) are final at every party; determined words (c = a AND b, every MAC,
+// the arithmetic half of an edaBit/daBit) are final at every party but one, the request's
+// corrector, where they are replaced by the corrections the batch carries (unit-major, in word
+// order). So the others receive a header only (kBitBatchHeaderBytes), the corrector 8 bytes per
 // determined word more — but one bit per determined malicious binary value (its word's
 // other 63 bits are ignored by every reader: IsBitValueWord). The corrector is named in the
 // party's request (daemon's BitRequest); the serialised header does not repeat it.
@@ -72,6 +72,16 @@ std::size_t BitValueWords(Security security, BitItem item);
 // not value words (unit-major), then the value words' bits packed 64 to a word (unit-major,
 // in word order, bit k of the stream in bit k % 64 of word k / 64).
 std::uint64_t BitCorrectionWords(Security security, BitItem item, std::uint64_t units);
+// The stream a unit is expanded from (FillBitUnits): a malicious binary value word (free or
+// determined: IsBitValue) takes one keystream BIT, not a word — the unit's value bits come
+// first, packed 64 to a word, then its other words in order. So a 40-bit comparison tuple
+// costs 290 keystream words, not 492. Semi-honest units are their keystream words.
+bool IsBitValue(Security security, BitItem item, std::size_t w);
+std::size_t BitStreamWords(Security security, BitItem item);  // per unit
+// `units` units of `item` from the keystream `stream` (the next units * BitStreamWords words
+// of it) into `out` (units * BitUnitWords words).
+void FillBitUnits(Prg& stream, Security security, BitItem item, std::size_t units,
+                  std::uint64_t* out);
 // Units per stream chunk (about 16 MB of words per party), and units for n items.
 std::size_t BitChunkUnits(Security security, BitItem item);
 std::uint64_t BitUnitsFor(Security security, BitItem item, std::uint64_t n);

@@ -184,20 +184,40 @@ Result<std::vector<BitBatch>> InProcessBitDealer<P>::MakeBatch(BitItem item, std
 template <typename P>
 void InProcessBitDealer<P>::FillChunkLocked(BitItem item, std::uint64_t seq, std::uint64_t chunk,
                                             std::size_t units, std::int32_t corrector,
-                                            const std::vector<std::uint64_t*>& part) {
-  const std::size_t uw = UnitWords(item), total = units * uw;
-  const std::size_t np = seeds_.size(), last = static_cast<std::size_t>(corrector);
+                                            const std::vector<std::uint64_t*>& part,
+                                            const SubBlockDone& done) {
   // Every party's stream (free words are final; the corrector's determined words are
-  // replaced by corrections below). `last` names the corrector: every loop below over
-  // "the other parties" skips it.
+  // replaced by corrections), a sub-block of units at a time so that the dealer reads the
+  // three streams while they are in cache (the keystream is the same however it is cut).
+  const std::size_t uw = UnitWords(item), np = seeds_.size();
+  std::vector<std::unique_ptr<Prg>> streams;
   for (std::size_t p = 0; p < np; ++p) {
-    Prg stream(BitChunkSeed(seeds_[p], item, seq, chunk));
-    stream.Fill(part[p], total * sizeof(std::uint64_t));
+    streams.push_back(std::make_unique<Prg>(BitChunkSeed(seeds_[p], item, seq, chunk)));
   }
-  if (IsLtzItem(item)) {
-    FillLtzLocked(item, units, corrector, part);
-    return;
+  constexpr std::size_t kSubBlockBytes = std::size_t{64} << 10;  // per party
+  const std::size_t sub = std::max<std::size_t>(1, kSubBlockBytes / (uw * sizeof(std::uint64_t)));
+  std::vector<std::uint64_t*> at(np);
+  for (std::size_t first = 0; first < units; first += sub) {
+    const std::size_t cu = std::min(sub, units - first);
+    for (std::size_t p = 0; p < np; ++p) {
+      at[p] = part[p] + first * uw;
+      FillBitUnits(*streams[p], kSecurity, item, cu, at[p]);
+    }
+    if (IsLtzItem(item)) {
+      FillLtzLocked(item, cu, corrector, at);
+    } else {
+      FillItemsLocked(item, cu, corrector, at);
+    }
+    if (done) done(first, cu);
   }
+}
+
+template <typename P>
+void InProcessBitDealer<P>::FillItemsLocked(BitItem item, std::size_t units, std::int32_t corrector,
+                                            const std::vector<std::uint64_t*>& part) {
+  // `last` names the corrector: every loop below over "the other parties" skips it.
+  const std::size_t uw = UnitWords(item);
+  const std::size_t np = seeds_.size(), last = static_cast<std::size_t>(corrector);
   // XOR of binary word w of unit u over the parties but the corrector, and over all
   // parties (binary values and their GF(2^64) MACs are XOR-shared in both modes).
   auto others = [&](std::size_t u, std::size_t w) {

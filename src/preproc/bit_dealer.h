@@ -3,7 +3,8 @@
 //
 // Seed compression as in batch.h: party i shares a seed with the dealer; every word of
 // party i's part of batch (item, seq) that is free (a triple's a and b, a binary share of
-// an edaBit's bits, ...) is the AES-CTR stream of BitChunkSeed(seed_i, item, seq, chunk).
+// an edaBit's bits, ...) comes from the AES-CTR stream of BitChunkSeed(seed_i, item, seq,
+// chunk) (FillBitUnits: one keystream bit per malicious binary value word).
 // Determined words (c = a AND b, every MAC, the arithmetic half of an edaBit/daBit) come
 // from the stream at every party but the batch's corrector and as a correction at the
 // corrector, so dealer -> party traffic is one share per determined value at one party only
@@ -119,15 +120,21 @@ class InProcessBitDealer {
   Status MakeLocked(BitItem item, std::size_t units, std::int32_t corrector);
   void MakeChunkLocked(BitItem item, std::uint64_t seq, std::uint64_t chunk, std::size_t units,
                        std::int32_t corrector);
+  // Called after each sub-block of a chunk is final: its first unit and unit count.
+  using SubBlockDone = std::function<void(std::size_t first, std::size_t count)>;
   // Every party's stream of chunk `chunk` of batch (item, seq) into part[p] (units * unit
-  // words each), then the corrector's determined words set so the shares are consistent.
+  // words each), then the corrector's determined words set so the shares are consistent;
+  // a sub-block (~64 KB per party) at a time, `done` told of each.
   void FillChunkLocked(BitItem item, std::uint64_t seq, std::uint64_t chunk, std::size_t units,
-                       std::int32_t corrector, const std::vector<std::uint64_t*>& part);
+                       std::int32_t corrector, const std::vector<std::uint64_t*>& part,
+                       const SubBlockDone& done = {});
   void CountLocked(BitItem item, std::size_t units, double seconds);
-  // FillChunkLocked's part for comparison tuples (ltz_dealer.cc): the corrector's
-  // determined words of `units` units whose streams are in part[p].
+  // FillChunkLocked's part: the corrector's determined words of `units` units whose streams
+  // are in part[p] — comparison tuples (ltz_dealer.cc) and the other items.
   void FillLtzLocked(BitItem item, std::size_t units, std::int32_t corrector,
                      const std::vector<std::uint64_t*>& part);
+  void FillItemsLocked(BitItem item, std::size_t units, std::int32_t corrector,
+                       const std::vector<std::uint64_t*>& part);
 
   struct Pool {
     std::deque<std::vector<std::uint64_t>> chunks;  // BitChunkUnits() units each at most
@@ -140,6 +147,7 @@ class InProcessBitDealer {
   mpc::u128 alpha_ = 0;
   std::uint64_t beta_ = 0;
   std::array<std::uint64_t, kNumBitItems> seq_{};
+  std::vector<std::vector<std::uint64_t>> scratch_;    // MakeBatch's chunk per party, reused
   std::vector<std::array<Pool, kNumBitItems>> pools_;  // [party][item]
   std::vector<std::unique_ptr<BitStore<P>>> stores_;
   BitOfflineStats stats_;

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <memory>
+#include <vector>
 
 #include "preproc/bit_dealer.h"
 #include "unit/preproc/bit_checks.h"
@@ -116,6 +117,51 @@ TYPED_TEST(BitBatchTest, EveryItemReconstructsAndOnlyPartyTwoGetsCorrections) {
   }
   // The dealer's own count of correction bytes agrees (plus the beta share's 8 bytes).
   EXPECT_GT(d->stats().correction_bytes, 0u);
+}
+
+// The keystream behind a unit (FillBitUnits): one bit per malicious binary value word, the
+// unit's other words whole; the same units however the stream is cut, and exactly
+// BitStreamWords per unit consumed.
+TEST(BitStream, ValueWordsTakeOneKeystreamBitEach) {
+  for (const BitItem item : {BitItem::kBitTriple, BitItem::kEdaBit, BitItem::kDaBit,
+                             BitItem::kRootTuple, LtzItem(2), LtzItem(10), LtzItem(16)}) {
+    for (const Security sec : {Security::kMalicious, Security::kSemiHonest}) {
+      const std::size_t uw = BitUnitWords(sec, item), units = 150;
+      std::size_t values = 0;
+      for (std::size_t w = 0; w < uw; ++w) values += IsBitValue(sec, item, w) ? 1 : 0;
+      EXPECT_EQ(BitStreamWords(sec, item), uw - values + (values + 63) / 64) << BitItemName(item);
+      if (sec == Security::kSemiHonest) {
+        EXPECT_EQ(values, 0u);
+      }
+      std::vector<std::uint64_t> whole(units * uw), cut(units * uw);
+      Prg a(TestSeed(7)), b(TestSeed(7)), raw(TestSeed(7));
+      FillBitUnits(a, sec, item, units, whole.data());
+      FillBitUnits(b, sec, item, 1, cut.data());
+      FillBitUnits(b, sec, item, 66, cut.data() + uw);
+      FillBitUnits(b, sec, item, units - 67, cut.data() + 67 * uw);
+      EXPECT_EQ(whole, cut) << BitItemName(item);
+      // Both consumed units * BitStreamWords words: their next words are the raw stream's.
+      std::vector<std::uint64_t> skip(units * BitStreamWords(sec, item));
+      raw.Fill(skip.data(), skip.size() * 8);
+      const std::uint64_t next = raw.NextU64();
+      EXPECT_EQ(a.NextU64(), next) << BitItemName(item);
+      EXPECT_EQ(b.NextU64(), next) << BitItemName(item);
+      // Value words are bits, about half of them ones.
+      std::size_t ones = 0;
+      for (std::size_t u = 0; u < units; ++u) {
+        for (std::size_t w = 0; w < uw; ++w) {
+          if (!IsBitValue(sec, item, w)) continue;
+          ASSERT_LE(whole[u * uw + w], 1u) << BitItemName(item) << " word " << w;
+          ones += whole[u * uw + w];
+        }
+      }
+      if (values > 0) {
+        const double frac = static_cast<double>(ones) / static_cast<double>(units * values);
+        EXPECT_GT(frac, 0.4) << BitItemName(item);
+        EXPECT_LT(frac, 0.6) << BitItemName(item);
+      }
+    }
+  }
 }
 
 TYPED_TEST(BitBatchTest, BatchesAndPoolsShareSequenceNumbersAndStayValid) {
