@@ -29,6 +29,10 @@ Status FixedMathParams::Validate() const {
       rsqrt_log2_max < rsqrt_log2_min + 2 || rsqrt_iterations < 0) {
     return bad("fixed point: rsqrt domain [2^lo, 2^hi] needs -frac_bits+2 <= lo, lo+2 <= hi <= 30");
   }
+  if (rank_round_cost < 0 || rank_round_cost > (1 << 24)) {
+    return bad("fixed point: rank_round_cost must be in [0, 2^24], got " +
+               std::to_string(rank_round_cost));
+  }
   if (softmax_max_group < 2 || softmax_max_group > 64) {
     return bad("fixed point: softmax_max_group must be in [2, 64], got " +
                std::to_string(softmax_max_group));

@@ -303,15 +303,30 @@ inline RankCost RankTournamentCost(std::size_t cols, std::size_t group) {
 // pair is a comparison tuple from the dealer: the rounds saved by larger groups are paid in
 // dealer traffic, so max_group bounds that). At 24: up to 24 columns rank in one level, 25 to
 // 48 in two ending in a pair level (10 rounds), 49 to 576 in two (12 rounds).
-inline std::size_t RankGroup(std::size_t cols, std::size_t max_group) {
+//
+// With `round_cost` > 0 (softmax: FixedMathParams::rank_round_cost) the choice weighs the two
+// instead: the fewest `round_cost` x rounds + rows x pairs (ties: the fewer rounds), i.e. a
+// round of the batch is worth `round_cost` comparisons, and a batch of `rows` rows pays every
+// row's pairs. Short rows still take the fewest rounds; long ones stop paying ~g/2 pairs per
+// element for a level less (1 024 columns: groups of 23 compare 11 628 pairs per row in 16
+// rounds, groups of 8 4 089 in 24).
+inline std::size_t RankGroup(std::size_t cols, std::size_t max_group, std::size_t rows = 1,
+                             std::uint64_t round_cost = 0) {
   max_group = std::clamp<std::size_t>(max_group, 2, 64);
   if (cols <= 2) return 2;
+  const auto better = [&](const RankCost& c, const RankCost& best) {
+    if (round_cost == 0) {
+      return c.rounds < best.rounds || (c.rounds == best.rounds && c.pairs < best.pairs);
+    }
+    const std::uint64_t a = round_cost * c.rounds + rows * c.pairs;
+    const std::uint64_t b = round_cost * best.rounds + rows * best.pairs;
+    return a < b || (a == b && c.rounds < best.rounds);
+  };
   std::size_t best = 2;
   RankCost best_cost = RankTournamentCost(cols, 2);
   for (std::size_t g = 3; g <= max_group; ++g) {
     const RankCost c = RankTournamentCost(cols, g);
-    if (c.rounds < best_cost.rounds ||
-        (c.rounds == best_cost.rounds && c.pairs < best_cost.pairs)) {
+    if (better(c, best_cost)) {
       best = g;
       best_cost = c;
     }
@@ -343,7 +358,8 @@ typename B::Vec Softmax(B& be, const FixedMathParams& p, const typename B::Vec& 
   Multiplier<B> mult;
   mult.bcast = fixed_detail::RowBroadcast(rows, cols);
   auto mx = RowMaxRank(be, x, rows, cols, max_bits > 0 ? max_bits : p.compare_bits,
-                       RankGroup(cols, static_cast<std::size_t>(p.softmax_max_group)));
+                       RankGroup(cols, static_cast<std::size_t>(p.softmax_max_group), rows,
+                                 static_cast<std::uint64_t>(p.rank_round_cost)));
   auto e = Exp(be, p, be.Sub(x, be.Gather(mx, mult.bcast)));
   auto sum = be.RowSum(e, cols);
   mult.m = &e;

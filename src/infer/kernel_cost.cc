@@ -127,7 +127,8 @@ u64 Buckets(int log2_max, int sub_buckets) {
 
 // ---------------------------------------------------------------------------------------
 // Softmax (fixed_math.h) of rows x cols, x = Trunc(plain, in_shift), max at max_bits:
-//   row max   RankTournament(rows, cols, max_bits, RankGroup(cols, softmax_max_group)), x's
+//   row max   RankTournament(rows, cols, max_bits, RankGroup(cols, softmax_max_group, rows,
+//             rank_round_cost)), x's
 //             truncations opened in its first comparison (above);
 //   exp       the clip test Ltz(rows cols, compare_bits) (x - max: plain) and ExpCore;
 //   1/sum     ReciprocalTimes(sum, f, k = ceil(log2 cols), S = recip_sub_buckets, it =
@@ -146,8 +147,9 @@ void SoftmaxCore(Ledger& g, const FixedMathParams& p, u64 rows, u64 cols, int in
                  int max_bits) {
   const u64 n = rows * cols;
   RankTournament(g, rows, cols, max_bits > 0 ? max_bits : p.compare_bits,
-                 RankGroup(cols, static_cast<std::size_t>(p.softmax_max_group)), false, true,
-                 in_shift);
+                 RankGroup(cols, static_cast<std::size_t>(p.softmax_max_group), rows,
+                           static_cast<std::uint64_t>(p.rank_round_cost)),
+                 false, true, in_shift);
   g.Ltz(n, p.compare_bits);  // exp's clip bit
   ExpCore(g, p, {.count = n});
   const int k = std::max(1, fixed_detail::CeilLog2(cols));

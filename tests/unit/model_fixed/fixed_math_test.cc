@@ -403,6 +403,38 @@ TEST(FixedMath, RowMaxExactWithTiesAndCounts) {
   EXPECT_EQ(RowMaxTheory(100).mul_batches, 7u);
 }
 
+// RankGroup weighing rounds against pairs (softmax: rank_round_cost comparisons per round,
+// every row of the batch paying its pairs): the cheapest by that weight, ties to fewer rounds.
+TEST(FixedMath, RankGroupWeighsTheBatchsPairsAgainstItsRounds) {
+  const FixedMathParams p;
+  const auto w = static_cast<std::uint64_t>(p.rank_round_cost);
+  EXPECT_EQ(RankGroup(17, 24, 32, w), 17u);  // a short row keeps its one level
+  EXPECT_EQ(RankGroup(24, 24, 32, w), 24u);
+  EXPECT_EQ(RankGroup(512, 24, 1, w), 23u);   // one row: 12 rounds, 5 698 pairs
+  EXPECT_EQ(RankGroup(512, 24, 8, w), 8u);    // 8 rows: 18 rounds, 2 044 pairs each
+  EXPECT_EQ(RankGroup(1024, 24, 32, w), 4u);  // 32 rows: 30 rounds, 2 046 pairs each
+  EXPECT_EQ(RankGroup(4096, 24, 32, w), 2u);  // 48 rounds, 4 095 pairs each (32 760 at 18)
+  for (std::size_t rows : {1u, 3u, 32u, 256u}) {
+    for (std::size_t cols : {3u, 50u, 700u, 5000u}) {
+      const std::size_t g = RankGroup(cols, 24, rows, w);
+      const RankCost c = RankTournamentCost(cols, g);
+      for (std::size_t h = 2; h <= 24; ++h) {
+        const RankCost o = RankTournamentCost(cols, h);
+        EXPECT_GE(w * o.rounds + rows * o.pairs, w * c.rounds + rows * c.pairs)
+            << rows << " x " << cols << ": group " << h << " beats " << g;
+      }
+    }
+  }
+  // The softmax uses it: its comparisons are the weighted choice's.
+  PlainBackend be;
+  const std::size_t rows = 32, cols = 1024;
+  std::vector<Ring64> x(rows * cols, 0);
+  (void)Softmax(be, p, x, rows, cols);
+  const RankCost c = RankTournamentCost(cols, RankGroup(cols, 24, rows, w));
+  EXPECT_GE(be.counts().cmp_elems, rows * c.pairs);
+  EXPECT_LT(be.counts().cmp_elems, rows * RankTournamentCost(cols, 23).pairs);
+}
+
 // RankGroup: of the groups of up to max_group members, the fewest rounds, then the fewest pairs.
 TEST(FixedMath, RankGroupTakesTheFewestRoundsThenTheFewestPairs) {
   EXPECT_EQ(RankGroup(2, 24), 2u);
