@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates the measured figures of docs/PERFORMANCE.md on this machine (issue 16).
 #
-#   scripts/bench.sh [SECTION...]     sections: 7b context tune (default: all of them, in that
-#                                     order)
+#   scripts/bench.sh [SECTION...]     sections: 7b layers context tune (default: all of them,
+#                                     in that order)
 #
 #   7b   the 32-layer Llama-2-7B shape (synthetic weights written as a real GGUF Q8_0 file by
 #        `mpcache-model synth --dims 7b`, 6.7 GB, made once), public weights, greedy, prompt
@@ -10,6 +10,12 @@
 #        through the three TLS daemons and the dealer on loopback (`mpcache-client generate`;
 #        the daemons' summed PSS sampled every 2 s, dealer bytes from their /metrics), in
 #        malicious and semi-honest security. ~10 minutes on 2 cores; needs ~22 GB of memory.
+#
+#   layers  s/token and bytes/token against the layer count: the 7B shape cut to its first L
+#        layers (`mpcache-model synth --layers L`, L in MPCACHE_BENCH_LAYERS, default
+#        "1 2 4 8 16 32"; each model written, run and removed), in process, both modes, the 7b
+#        section's prompt and positions. Writes layers.md and layers_seconds.png,
+#        layers_bytes.png. ~8 minutes on 2 cores; up to 12.5 GiB of memory at 32 layers.
 #
 #   context  one decoding step of one 7B-shaped layer (dim 4096, 32 heads, FFN 11 008;
 #        `mpcache-bench decode-step --dims 7b --layers 1`, synthetic K/V of C positions
@@ -44,6 +50,7 @@
 #
 # Results: $MPCACHE_BENCH_DIR/7b/*.json (one JSON object per run), daemon logs and metrics,
 # and $MPCACHE_BENCH_DIR/7b.md, the table docs/PERFORMANCE.md quotes;
+# $MPCACHE_BENCH_DIR/layers/*.json, layers.md and its two PNGs;
 # $MPCACHE_BENCH_DIR/context/*.json, $MPCACHE_BENCH_DIR/context.md and the two PNGs;
 # $MPCACHE_BENCH_DIR/tune.md, tune.yaml and tune_frontier.png.
 set -euo pipefail
@@ -51,15 +58,15 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
 sections=("$@")
-[ ${#sections[@]} -gt 0 ] || sections=(7b context tune)
+[ ${#sections[@]} -gt 0 ] || sections=(7b layers context tune)
 need_7b=0
 need_models=0
 for s in "${sections[@]}"; do
   case "$s" in
-    7b) need_7b=1; need_models=1 ;;
+    7b|layers) need_7b=1; need_models=1 ;;
     context) ;;
     tune) need_models=1 ;;
-    *) echo "bench.sh: unknown section '$s' (the sections: 7b, context, tune)" >&2; exit 2 ;;
+    *) echo "bench.sh: unknown section '$s' (the sections: 7b, layers, context, tune)" >&2; exit 2 ;;
   esac
 done
 
@@ -350,6 +357,74 @@ plot "$dir/plot.dat" using 1:3 title "full cache, whole step" lw 2 pt 7, \
 GP
   echo "bench.sh: the context table is in $table, the plots in $out/context_seconds.png" \
     "and $out/context_bytes.png" >&2
+  cat "$table"
+}
+
+# s/token and bytes/token against the number of layers: the 7B shape cut to its first L
+# layers (mpcache-model synth --layers L), both modes, in process (the 7b section's procedure;
+# each cut model is written, run and removed).
+section_layers() {
+  local dims=${MPCACHE_BENCH_7B_DIMS:-7b} layers=${MPCACHE_BENCH_LAYERS:-1 2 4 8 16 32}
+  local dir=$out/layers l security
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  for l in $layers; do
+    local model=$dir/synth-$dims-$l.gguf
+    echo "bench.sh: layers $l: writing the synthetic $dims model cut to $l layers ..." >&2
+    "$bin/model/mpcache-model" synth --dims "$dims" --layers "$l" --out "$model" >/dev/null
+    for security in malicious semi-honest; do
+      echo "bench.sh: layers $l, $security, in process ..." >&2
+      "$bin/bench/mpcache-bench" generate --model "$model" --tokenizer "$tokenizer" \
+        --prompt "Once" --steps "$steps" --security "$security" --weights public \
+        --json >"$dir/$security-$l.json"
+    done
+    rm -f "$model"
+  done
+  local table=$out/layers.md
+  {
+    echo "Shape $dims cut to L layers, public weights, in process, $steps positions (1 decoded);" \
+      "$(nproc) cores, $(date -u +%Y-%m-%d), bench.sh at $(git -C "$root" rev-parse --short HEAD)."
+    echo
+  } >"$table"
+  # shellcheck disable=SC2086  # the layer counts are words
+  python3 - "$dir" $layers >>"$table" <<'PY'
+import json, sys
+d, layers = sys.argv[1], [int(x) for x in sys.argv[2:]]
+r = {(s, l): json.load(open(f"{d}/{s}-{l}.json")) for s in ("malicious", "semi-honest")
+     for l in layers}
+print("| layers | malicious s/token | malicious MB/token | semi-honest s/token "
+      "| semi-honest MB/token | rounds/token (malicious) | dealer GB/position (malicious) |")
+print("|---|---|---|---|---|---|---|")
+with open(f"{d}/plot.dat", "w") as out:
+    out.write("# layers mal_s mal_MB semi_s semi_MB\n")
+    for l in layers:
+        m, s = r[("malicious", l)], r[("semi-honest", l)]
+        o = m["offline"]
+        dealer = (o["bytes_to_party"][-1] + o["bit_dealer_correction_bytes"]) / m["positions"]
+        print(f"| {l} | {m['seconds_per_token']:.2f} | {m['bytes_per_token'] / 1e6:.1f} "
+              f"| {s['seconds_per_token']:.2f} | {s['bytes_per_token'] / 1e6:.1f} "
+              f"| {m['rounds_per_token']:.0f} | {dealer / 1e9:.2f} |")
+        out.write(f"{l} {m['seconds_per_token']} {m['bytes_per_token'] / 1e6} "
+                  f"{s['seconds_per_token']} {s['bytes_per_token'] / 1e6}\n")
+PY
+  gnuplot <<GP
+set terminal png size 900,560 font ",11"
+set xlabel "layers"
+set key top left Left reverse
+set grid
+set xrange [0:*]
+set yrange [0:*]
+set style data linespoints
+set title "${dims} cut to L layers: one decoded token, in process ($(nproc) cores)"
+set output "$out/layers_seconds.png"
+set ylabel "seconds per token"
+plot "$dir/plot.dat" using 1:2 title "malicious" lw 2 pt 7, "" using 1:4 title "semi-honest" lw 2 pt 5
+set output "$out/layers_bytes.png"
+set ylabel "MB per token each party sends"
+plot "$dir/plot.dat" using 1:3 title "malicious" lw 2 pt 7, "" using 1:5 title "semi-honest" lw 2 pt 5
+GP
+  echo "bench.sh: the layers table is in $table, the plots in $out/layers_seconds.png and" \
+    "$out/layers_bytes.png" >&2
   cat "$table"
 }
 
