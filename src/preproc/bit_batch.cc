@@ -132,40 +132,7 @@ bool IsBitDetermined(Security security, BitItem item, std::size_t w) {
   return w >= (Mal(security) ? kMalFree[it] : kSemiFree[it]);
 }
 
-bool IsBitValueWord(Security security, BitItem item, std::size_t w) {
-  if (!Mal(security)) return false;
-  if (IsLtzItem(item)) {  // the products of r's bits and of the combination round's masks
-    const mpc::ltz::LtzLayout& l = mpc::ltz::LtzLayoutFor(LtzItemGroups(item));
-    return w >= static_cast<std::size_t>(l.free_values) &&
-           w < static_cast<std::size_t>(l.num_binary);
-  }
-  switch (item) {
-    case BitItem::kBitTriple:
-      return w == 4;  // cv
-    case BitItem::kEdaBit:
-      return w >= 64 && w < 64 + kP;  // pv0..pv168
-    default:
-      return false;
-  }
-}
-
-std::size_t BitValueWords(Security security, BitItem item) {
-  if (!Mal(security)) return 0;
-  if (IsLtzItem(item)) {
-    const mpc::ltz::LtzLayout& l = mpc::ltz::LtzLayoutFor(LtzItemGroups(item));
-    return static_cast<std::size_t>(l.num_binary - l.free_values);
-  }
-  switch (item) {
-    case BitItem::kBitTriple:
-      return 1;
-    case BitItem::kEdaBit:
-      return kP;
-    default:
-      return 0;
-  }
-}
-
-bool IsBitValue(Security security, BitItem item, std::size_t w) {
+bool IsBinaryValueWord(Security security, BitItem item, std::size_t w) {
   if (!Mal(security)) return false;
   if (IsLtzItem(item)) {
     return w < static_cast<std::size_t>(mpc::ltz::LtzLayoutFor(LtzItemGroups(item)).num_binary);
@@ -194,6 +161,7 @@ struct StreamShape {
   };
   std::vector<Run> runs;  // the unit's words as runs of value words and of other words
   std::size_t unit_words = 0, values = 0, stream_words = 0;
+  std::size_t corrected_bits = 0;  // determined value words
 };
 
 const StreamShape& ShapeOf(Security security, BitItem item) {
@@ -207,8 +175,9 @@ const StreamShape& ShapeOf(Security security, BitItem item) {
         const std::size_t uw = BitUnitWords(sec, item);
         sh.unit_words = uw;
         for (std::size_t w = 0; w < uw; ++w) {
-          const bool v = IsBitValue(sec, item, w);
+          const bool v = IsBinaryValueWord(sec, item, w);
           sh.values += v ? 1 : 0;
+          sh.corrected_bits += v && IsBitDetermined(sec, item, w) ? 1 : 0;
           if (sh.runs.empty() || sh.runs.back().value != v) {
             sh.runs.push_back({static_cast<std::uint32_t>(w), 0, v});
           }
@@ -223,6 +192,14 @@ const StreamShape& ShapeOf(Security security, BitItem item) {
 }
 
 }  // namespace
+
+bool IsBitCorrection(Security security, BitItem item, std::size_t w) {
+  return IsBinaryValueWord(security, item, w) && IsBitDetermined(security, item, w);
+}
+
+std::size_t BitCorrectionBits(Security security, BitItem item) {
+  return ShapeOf(security, item).corrected_bits;
+}
 
 std::size_t BitStreamWords(Security security, BitItem item) {
   return ShapeOf(security, item).stream_words;
@@ -263,8 +240,8 @@ void FillBitUnits(Prg& stream, Security security, BitItem item, std::size_t unit
 }
 
 std::uint64_t BitCorrectionWords(Security security, BitItem item, std::uint64_t units) {
-  const std::uint64_t bits = units * BitValueWords(security, item);
-  return units * (BitDeterminedWords(security, item) - BitValueWords(security, item)) +
+  const std::uint64_t bits = units * BitCorrectionBits(security, item);
+  return units * (BitDeterminedWords(security, item) - BitCorrectionBits(security, item)) +
          (bits + 63) / 64;
 }
 
@@ -508,7 +485,7 @@ Result<BitUnits> BitExpander<P>::Units(const BitBatch& b, BitItem want) {
   std::vector<std::uint32_t> det, val;  // determined word offsets within a unit (full, bit)
   for (std::size_t w = 0; w < uw; ++w) {
     if (!IsBitDetermined(sec, want, w)) continue;
-    (IsBitValueWord(sec, want, w) ? val : det).push_back(static_cast<std::uint32_t>(w));
+    (IsBitCorrection(sec, want, w) ? val : det).push_back(static_cast<std::uint32_t>(w));
   }
   BitUnits out;
   const std::size_t per_chunk = BitChunkUnits(sec, want);

@@ -10,7 +10,7 @@
 // corrector, where they are replaced by the corrections the batch carries (unit-major, in word
 // order). So the others receive a header only (kBitBatchHeaderBytes), the corrector 8 bytes per
 // determined word more — but one bit per determined malicious binary value (its word's
-// other 63 bits are ignored by every reader: IsBitValueWord). The corrector is named in the
+// other 63 bits are ignored by every reader: IsBitCorrection). The corrector is named in the
 // party's request (daemon's BitRequest); the serialised header does not repeat it.
 #pragma once
 
@@ -62,26 +62,27 @@ std::size_t BitUnitWords(Security security, BitItem item);
 std::size_t BitUnitItems(Security security, BitItem item);
 std::size_t BitDeterminedWords(Security security, BitItem item);
 bool IsBitDetermined(Security security, BitItem item, std::size_t w);
-// Determined words that hold a malicious binary VALUE (a bit triple's c, an edaBit's group
-// products, a comparison tuple's products): only bit 0 of such a word is a share (the rest
-// is ignored by every reader), so the corrector's correction is that one bit. Semi-honest
-// words are bitsliced (64 values per word): none. BitValueWords counts them per unit.
-bool IsBitValueWord(Security security, BitItem item, std::size_t w);
-std::size_t BitValueWords(Security security, BitItem item);
-// The correction words a corrector receives for `units` units: the determined words that are
-// not value words (unit-major), then the value words' bits packed 64 to a word (unit-major,
-// in word order, bit k of the stream in bit k % 64 of word k / 64).
-std::uint64_t BitCorrectionWords(Security security, BitItem item, std::uint64_t units);
-// The stream a unit is expanded from (FillBitUnits): a malicious binary value word (free or
-// determined: IsBitValue) takes one keystream BIT, not a word — the unit's value bits come
-// first, packed 64 to a word, then its other words in order. So a 40-bit comparison tuple
-// costs 290 keystream words, not 492. Semi-honest units are their keystream words.
-bool IsBitValue(Security security, BitItem item, std::size_t w);
+// A malicious binary value word (free or determined): only its bit 0 is a share, the rest
+// is ignored by every reader. Semi-honest binary values are bitsliced (64 per word): none.
+bool IsBinaryValueWord(Security security, BitItem item, std::size_t w);
+// The stream a unit is expanded from (FillBitUnits): a binary value word takes one keystream
+// BIT, not a word — the unit's value bits come first, packed 64 to a word, then its other
+// words in order. So a 40-bit comparison tuple costs 290 keystream words, not 492.
+// Semi-honest units are their keystream words.
 std::size_t BitStreamWords(Security security, BitItem item);  // per unit
 // `units` units of `item` from the keystream `stream` (the next units * BitStreamWords words
 // of it) into `out` (units * BitUnitWords words).
 void FillBitUnits(Prg& stream, Security security, BitItem item, std::size_t units,
                   std::uint64_t* out);
+// A determined binary value word (a bit triple's c, an edaBit's group products, a comparison
+// tuple's products): the corrector's correction is one bit. BitCorrectionBits counts them
+// per unit.
+bool IsBitCorrection(Security security, BitItem item, std::size_t w);
+std::size_t BitCorrectionBits(Security security, BitItem item);
+// The correction words a corrector receives for `units` units: the other determined words
+// (unit-major), then the bit corrections packed 64 to a word (unit-major, in word order, bit
+// k in bit k % 64 of word k / 64).
+std::uint64_t BitCorrectionWords(Security security, BitItem item, std::uint64_t units);
 // Units per stream chunk (about 16 MB of words per party), and units for n items.
 std::size_t BitChunkUnits(Security security, BitItem item);
 std::uint64_t BitUnitsFor(Security security, BitItem item, std::uint64_t n);

@@ -146,7 +146,7 @@ Result<std::vector<BitBatch>> InProcessBitDealer<P>::MakeBatch(BitItem item, std
   std::vector<std::uint32_t> det, val;  // determined word offsets within a unit (full, bit)
   for (std::size_t w = 0; w < uw; ++w) {
     if (!IsBitDetermined(kSecurity, item, w)) continue;
-    (IsBitValueWord(kSecurity, item, w) ? val : det).push_back(static_cast<std::uint32_t>(w));
+    (IsBitCorrection(kSecurity, item, w) ? val : det).push_back(static_cast<std::uint32_t>(w));
   }
   const auto cp = static_cast<std::size_t>(corrector);
   std::vector<std::uint64_t>& corr = out[cp].corrections;
@@ -235,7 +235,7 @@ void InProcessBitDealer<P>::FillItemsLocked(BitItem item, std::size_t units, std
     lp[u * uw + w] = value ^ others(u, w);
   };
   // A malicious binary value word: only its bit 0 is a share, and only that bit is sent
-  // (IsBitValueWord); the pool holds the same word the expander makes from the bit.
+  // (IsBitCorrection); the pool holds the same word the expander makes from the bit.
   auto fix_bit = [&](std::size_t u, std::size_t w, std::uint64_t bit) {
     lp[u * uw + w] = (bit ^ others(u, w)) & 1;
   };

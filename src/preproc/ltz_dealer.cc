@@ -79,7 +79,7 @@ void InProcessBitDealer<P>::FillLtzLocked(BitItem item, std::size_t units, std::
       for (std::size_t v = 0; v < nfree; ++v) val[v] = (others(v) ^ lp[v]) & 1;
       Products(l, val);
       for (std::size_t v = 0; v < nb; ++v) {
-        if (v >= nfree) lp[v] = (val[v] ^ others(v)) & 1;  // a value word: bit 0 (IsBitValueWord)
+        if (v >= nfree) lp[v] = (val[v] ^ others(v)) & 1;  // a value word: bit 0 (IsBitCorrection)
         lp[nb + v] = (beta_ & (0 - std::uint64_t{val[v]})) ^ others(nb + v);
       }
       auto join = [&](std::size_t p, std::size_t w) {

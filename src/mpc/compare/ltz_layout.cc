@@ -260,7 +260,7 @@ LtzMaterial LtzMaterialPerItem(int groups, bool malicious) {
   if (malicious) {
     out.party_bytes = 8.0 * static_cast<double>(L.RowWords());
     // Determined words in full, but the products' values (one bit each: preproc/bit_batch.h's
-    // IsBitValueWord).
+    // IsBitCorrection).
     const int values = L.num_binary - L.free_values;
     out.correction_bytes = 8.0 * static_cast<double>(L.RowWords() - L.free_values - values) +
                            static_cast<double>(values) / 8.0;

@@ -128,7 +128,7 @@ TEST(BitStream, ValueWordsTakeOneKeystreamBitEach) {
     for (const Security sec : {Security::kMalicious, Security::kSemiHonest}) {
       const std::size_t uw = BitUnitWords(sec, item), units = 150;
       std::size_t values = 0;
-      for (std::size_t w = 0; w < uw; ++w) values += IsBitValue(sec, item, w) ? 1 : 0;
+      for (std::size_t w = 0; w < uw; ++w) values += IsBinaryValueWord(sec, item, w) ? 1 : 0;
       EXPECT_EQ(BitStreamWords(sec, item), uw - values + (values + 63) / 64) << BitItemName(item);
       if (sec == Security::kSemiHonest) {
         EXPECT_EQ(values, 0u);
@@ -150,7 +150,7 @@ TEST(BitStream, ValueWordsTakeOneKeystreamBitEach) {
       std::size_t ones = 0;
       for (std::size_t u = 0; u < units; ++u) {
         for (std::size_t w = 0; w < uw; ++w) {
-          if (!IsBitValue(sec, item, w)) continue;
+          if (!IsBinaryValueWord(sec, item, w)) continue;
           ASSERT_LE(whole[u * uw + w], 1u) << BitItemName(item) << " word " << w;
           ones += whole[u * uw + w];
         }
