@@ -97,9 +97,10 @@ struct FixedMathParams {
   int softmax_max_group = 24;
   // What one round of the row max is worth in comparisons (RankGroup weighs rounds x this
   // against the batch's rows x pairs): ~a 40 ms round trip over the ~10 us a 40-bit
-  // comparison costs a party here (docs/tuning.md's fit), so rows up to a few hundred columns
-  // keep the fewest rounds and a 7B decode at 4 096 positions (32 rows) compares 4 095 pairs
-  // per row where the fewest rounds took 32 760. 0: the fewest rounds, then pairs.
+  // comparison costs a party here (docs/tuning.md's fit), so a batch of up to 111 rows of up
+  // to 24 columns keeps their one level, and a 7B decode at 4 096 positions (32 rows)
+  // compares 4 095 pairs per row where the fewest rounds took 32 760. 0: the fewest rounds,
+  // then pairs.
   int rank_round_cost = 4096;
   // The classifier's argmax (RowArgMaxRank, the one-hot of the first maximum logit): the same
   // choice with groups of up to this many (2..64). 8 holds the dealer's comparison tuples to
