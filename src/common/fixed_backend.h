@@ -10,6 +10,7 @@
 //   Vec Sub(const Vec&, const Vec&)          // local
 //   Vec AddConst(const Vec&, Ring64 c)       // local: + public c (raw ring element)
 //   Vec MulConst(const Vec&, Ring64 c)       // local: * public c (raw ring product)
+//   Vec MulPublic(const Vec&, std::span<const Ring64> c)  // local: elementwise * public c_i
 //   Vec Trunc(const Vec&, int bits)          // arithmetic shift right (secure: may be +1 LSB)
 //   Vec Mul(const Vec&, const Vec&)          // secret x secret, raw ring product (one round)
 //   Vec Square(const Vec&)                   // Mul(a, a), one opening per element
@@ -143,6 +144,7 @@ class PlainBackend {
   Vec Sub(const Vec& a, const Vec& b) const;
   Vec AddConst(const Vec& a, Ring64 c) const;
   Vec MulConst(const Vec& a, Ring64 c) const;
+  Vec MulPublic(const Vec& a, std::span<const Ring64> c) const;
   Vec Trunc(const Vec& a, int bits);
   Vec Mul(const Vec& a, const Vec& b);
   Vec Square(const Vec& a);

@@ -101,6 +101,12 @@ PlainBackend::Vec PlainBackend::MulConst(const Vec& a, Ring64 c) const {
   return out;
 }
 
+PlainBackend::Vec PlainBackend::MulPublic(const Vec& a, std::span<const Ring64> c) const {
+  Vec out(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) out[i] = a[i] * c[i];
+  return out;
+}
+
 Ring64 PlainBackend::TruncOne(Ring64 v, int bits) {
   Ring64 t = FixedPoint::Truncate(v, bits);
   if (noise_ != nullptr && bits > 0) t += noise_->NextU64() & 1;

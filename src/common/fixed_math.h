@@ -382,25 +382,23 @@ inline constexpr int kScoreCompareBits = 31;
 // product (x g) * rsqrt is folded into rsqrt's last Newton step.
 inline constexpr int kRmsExtraBits = 8;
 
+namespace fixed_detail {
+
+// RmsNorm's part after the first product batch: sq = x^2 and xg = x g, both truncated to
+// f + kRmsExtraBits bits (pending).
 template <typename B>
-typename B::Vec RmsNorm(B& be, const FixedMathParams& p, const typename B::Vec& x,
-                        const typename B::Vec& g, std::size_t rows, std::size_t cols, double eps) {
+typename B::Vec RmsNormFrom(B& be, const FixedMathParams& p, const typename B::Vec& sq,
+                            const typename B::Vec& xg, std::size_t rows, std::size_t cols,
+                            double eps) {
   const int f = p.frac_bits, fm = f + kRmsExtraBits;
-  const std::size_t n = rows * cols;
-  std::vector<std::size_t> gidx(n);
-  for (std::size_t i = 0; i < n; ++i) gidx[i] = i % cols;
-  // One product batch: x*x and x*g, both truncated to fm bits.
-  auto both = be.Mul(be.Concat(x, x), be.Concat(x, be.Gather(g, gidx)));
-  auto sq = be.Trunc(fixed_detail::Slice(be, both, 0, n), 2 * f - fm);
-  auto xg = be.Trunc(fixed_detail::Slice(be, both, n, n), 2 * f - fm);
   auto ss = be.RowSum(sq, cols);
-  const int log2c = fixed_detail::CeilLog2(cols);
-  auto eps_enc = fixed_detail::EncodeAt(eps, fm);
+  const int log2c = CeilLog2(cols);
+  auto eps_enc = EncodeAt(eps, fm);
   if (eps_enc == 0) eps_enc = 1;  // eps below the resolution: one unit
   Multiplier<B> mult;
   mult.m = &xg;
   mult.m_frac = fm;
-  mult.bcast = fixed_detail::RowBroadcast(rows, cols);
+  mult.bcast = RowBroadcast(rows, cols);
   if ((std::size_t{1} << log2c) == cols) {
     // C a power of two: ss + C eps is the mean square at fm + log2 C bits, exactly; the
     // bucket comparisons read it so (taking in the squares' truncations by 2f - fm as they
@@ -412,8 +410,39 @@ typename B::Vec RmsNorm(B& be, const FixedMathParams& p, const typename B::Vec& 
   // bits: ms < 2^hi keeps ms * K < 2^(hi + fm + kb) <= 2^59.
   const int kb = 59 - p.rsqrt_log2_max - fm;
   const double k = std::ldexp(1.0, log2c - 1) / static_cast<double>(cols);
-  auto ms = be.Trunc(be.MulConst(be.Trunc(ss, log2c - 1), fixed_detail::EncodeAt(k, kb)), kb);
+  auto ms = be.Trunc(be.MulConst(be.Trunc(ss, log2c - 1), EncodeAt(k, kb)), kb);
   return RsqrtTimes(be, p, be.AddConst(ms, eps_enc), fm, mult, f);
+}
+
+}  // namespace fixed_detail
+
+template <typename B>
+typename B::Vec RmsNorm(B& be, const FixedMathParams& p, const typename B::Vec& x,
+                        const typename B::Vec& g, std::size_t rows, std::size_t cols, double eps) {
+  const int f = p.frac_bits, fm = f + kRmsExtraBits;
+  const std::size_t n = rows * cols;
+  std::vector<std::size_t> gidx(n);
+  for (std::size_t i = 0; i < n; ++i) gidx[i] = i % cols;
+  // One product batch: x*x and x*g, both truncated to fm bits.
+  auto both = be.Mul(be.Concat(x, x), be.Concat(x, be.Gather(g, gidx)));
+  auto sq = be.Trunc(fixed_detail::Slice(be, both, 0, n), 2 * f - fm);
+  auto xg = be.Trunc(fixed_detail::Slice(be, both, n, n), 2 * f - fm);
+  return fixed_detail::RmsNormFrom(be, p, sq, xg, rows, cols, eps);
+}
+
+// The same with public gains g (`cols` values: the model's public weights). x g is local, so
+// the first batch is Square(x) alone: x opened once per element instead of twice, and g not
+// at all (docs/fixed-point.md gives the counts). The square comes first so that x's pending
+// truncation, which that batch opens, is a share again when x g is truncated.
+template <typename B>
+typename B::Vec RmsNorm(B& be, const FixedMathParams& p, const typename B::Vec& x,
+                        std::span<const Ring64> g, std::size_t rows, std::size_t cols, double eps) {
+  const int f = p.frac_bits, fm = f + kRmsExtraBits;
+  std::vector<Ring64> gains(rows * cols);
+  for (std::size_t i = 0; i < gains.size(); ++i) gains[i] = g[i % cols];
+  auto sq = be.Trunc(be.Square(x), 2 * f - fm);
+  auto xg = be.Trunc(be.MulPublic(x, gains), 2 * f - fm);
+  return fixed_detail::RmsNormFrom(be, p, sq, xg, rows, cols, eps);
 }
 
 // Convenience wrappers over PlainBackend for plaintext callers (the fixed-point engine,

@@ -178,8 +178,10 @@ void SoftmaxCore(Ledger& g, const FixedMathParams& p, u64 rows, u64 cols, int in
 // RmsNorm (fixed_math.h) of rows x cols (f, fm = f + 8, hi = rsqrt_log2_max, lo =
 // rsqrt_log2_min, S = rsqrt_sub_buckets, nb = (hi - lo) S buckets, it = rsqrt_iterations):
 //   [x | x] x [x | g]: 4 openings per element (x plain), 7 when x carries a pending
-//     truncation (x x: 2 + 2, x g: 2 + 1); squares and x g truncated by 2f - fm = f - 8 (then
-//     pending, 2 rows cols values; plain when f = 8).
+//     truncation (x x: 2 + 2, x g: 2 + 1); with public gains (the model's public weights)
+//     Square(x) alone: 1 per element (x plain), 2 with x's pending truncation, x g local;
+//     squares and x g truncated by 2f - fm = f - 8 (then pending, 2 rows cols values; plain
+//     when f = 8).
 //   cols a power of two (2^c): v = ss + eps, compared at cf = fm + c bits of precision with
 //     cmp = min(64, hi + cf + 1 + headroom) (headroom unless the squares' truncations could
 //     not ride it), nb - 1 tests per row: the squares' and x g's truncations ride them
@@ -199,12 +201,13 @@ void SoftmaxCore(Ledger& g, const FixedMathParams& p, u64 rows, u64 cols, int in
 //     unused Trunc(v, c) riding).
 //   output: rows cols pending truncations, opened by the caller's Materialize (1 round).
 // Rounds (defaults): 1 + LtzRounds(cmp) + 4 (+2 without a power of two) + 1.
-void RmsNormCore(Ledger& g, const FixedMathParams& p, u64 rows, u64 cols, bool in_pending) {
+void RmsNormCore(Ledger& g, const FixedMathParams& p, u64 rows, u64 cols, bool in_pending,
+                 bool public_gain) {
   const u64 n = rows * cols;
   const int f = p.frac_bits, fm = f + kRmsExtraBits, hi = p.rsqrt_log2_max;
   const bool sq_pending = 2 * f - fm > 0;
   const u64 nb = static_cast<u64>(hi - p.rsqrt_log2_min) * static_cast<u64>(p.rsqrt_sub_buckets);
-  g.Exchange(n * (in_pending ? 7 : 4));
+  g.Exchange(n * (public_gain ? (in_pending ? 2 : 1) : (in_pending ? 7 : 4)));
   const int c = fixed_detail::CeilLog2(cols);
   const bool pow2 = (u64{1} << c) == cols;
   if (pow2) {
@@ -372,10 +375,10 @@ Result<KernelCost> SoftmaxKernelCost(bool malicious, const FixedMathParams& p, s
 }
 
 Result<KernelCost> RmsNormKernelCost(bool malicious, const FixedMathParams& p, std::size_t rows,
-                                     std::size_t cols, bool input_pending) {
+                                     std::size_t cols, bool input_pending, bool public_gain) {
   if (rows < 1 || cols < 2) return InvalidArgument("rmsnorm cost: rows >= 1 and cols >= 2");
   return Kernel(malicious, p, [&](Ledger& g) {
-    RmsNormCore(g, p, rows, cols, input_pending);
+    RmsNormCore(g, p, rows, cols, input_pending, public_gain);
     return Status::Ok();
   });
 }

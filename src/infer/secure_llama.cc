@@ -162,6 +162,23 @@ Status SecureLlama<P>::Reveal(const std::string& name, const Vec& v) {
 }
 
 template <typename P>
+typename SecureLlama<P>::Vec SecureLlama<P>::Norm(const Lazy& x, const Vec& gain,
+                                                  const RingVec* clear) {
+  const model::ModelConfig& c = w_.config;
+  if (clear != nullptr) {
+    return be_.Materialize(
+        RmsNorm(be_, options_.math, x, std::span<const Ring64>(*clear), 1, c.dim, c.norm_eps));
+  }
+  return be_.Materialize(RmsNorm(be_, options_.math, x, Lazy(gain), 1, c.dim, c.norm_eps));
+}
+
+template <typename P>
+const RingVec* SecureLlama<P>::ClearGain(RingVec RingLayer::*gain, int layer) const {
+  if (w_.is_private || !w_.clear) return nullptr;
+  return &(w_.clear->layers[static_cast<std::size_t>(layer)].*gain);
+}
+
+template <typename P>
 Status SecureLlama<P>::Forward(const Vec& one_hot, int pos) {
   const model::ModelConfig& c = w_.config;
   const FixedMathParams& mp = options_.math;
@@ -197,7 +214,7 @@ Status SecureLlama<P>::Forward(const Vec& one_hot, int pos) {
     Vec xb;
     {
       PhaseScope phase(stats, "norms");
-      xb = be_.Materialize(RmsNorm(be_, mp, x, lw.rms_att, 1, d, c.norm_eps));
+      xb = Norm(x, lw.rms_att, ClearGain(&RingLayer::rms_att, l));
       MPCACHE_RETURN_IF_ERROR(Check());
     }
     // q = wq xb (dim), k = wk xb (kv_dim), v = wv xb (kv_dim): one product (sums at 2f bits)
@@ -283,7 +300,7 @@ Status SecureLlama<P>::Forward(const Vec& one_hot, int pos) {
     // FFN: xb = rmsnorm(x, rms_ffn); h1 = w1 xb; h3 = w3 xb; x += w2 (silu(h1) * h3)
     {
       PhaseScope phase(stats, "norms");
-      xb = be_.Materialize(RmsNorm(be_, mp, x, lw.rms_ffn, 1, d, c.norm_eps));
+      xb = Norm(x, lw.rms_ffn, ClearGain(&RingLayer::rms_ffn, l));
       MPCACHE_RETURN_IF_ERROR(Check());
     }
     Lazy h13;
@@ -315,12 +332,11 @@ Status SecureLlama<P>::Forward(const Vec& one_hot, int pos) {
 template <typename P>
 Result<Shares<P>> SecureLlama<P>::Logits() {
   if (x_.size() == 0) return InvalidArgument("Logits() needs a Forward() first");
-  const model::ModelConfig& c = w_.config;
   net::CommStats& stats = arith().stats();
   Vec xf;
   {
     PhaseScope phase(stats, "norms");
-    xf = be_.Materialize(RmsNorm(be_, options_.math, x_, w_.rms_final, 1, c.dim, c.norm_eps));
+    xf = Norm(x_, w_.rms_final, w_.is_private || !w_.clear ? nullptr : &w_.clear->rms_final);
     MPCACHE_RETURN_IF_ERROR(Check());
   }
   MPCACHE_RETURN_IF_ERROR(Reveal("final_norm", xf));

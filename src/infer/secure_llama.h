@@ -101,6 +101,11 @@ class SecureLlama {
   // The same, truncated by f. The truncation is lazy: it rides on the next exchange.
   Result<Lazy> Linear(const SecureLinear<P>& w, const Vec& x);
   Result<Vec> Embed(const Vec& one_hot);
+  // RMSNorm of the residual row x by a norm's gains: with public weights the model's own
+  // values (`clear`, so x g is local), else their shares.
+  Vec Norm(const Lazy& x, const Vec& gain, const RingVec* clear);
+  // A layer's clear gains (nullptr with private weights).
+  const RingVec* ClearGain(RingVec RingLayer::*gain, int layer) const;
   // RoPE of the projection's sums (2f bits) by cos/sin at f bits: 3f bits, local.
   Vec Rope(const Vec& v, int pos) const;
   Status Check() const { return be_.status(); }

@@ -106,7 +106,7 @@ Result<std::map<std::string, PhaseCost>> PredictStepCost(const StepCostQuery& q)
   for (int l = 0; l < c.n_layers; ++l) {
     // xb = rmsnorm(x): the embedding row at layer 0, x + a pending projection afterwards.
     in("norms");
-    RmsNormCore(g, p, 1, d, l > 0);
+    RmsNormCore(g, p, 1, d, l > 0, true);
     // q, k, v truncated together (RoPE's 2f on q and k, f on v): one flush.
     in("attention");
     g.Exchange(d + 2 * kv);
@@ -170,12 +170,12 @@ Result<std::map<std::string, PhaseCost>> PredictStepCost(const StepCostQuery& q)
     in("attention");
     g.Exchange(d);  // the mix's truncation
     in("norms");
-    RmsNormCore(g, p, 1, d, true);
+    RmsNormCore(g, p, 1, d, true, true);
     in("ffn");
     SiluTimesCore(g, p, hd);
   }
   in("norms");
-  RmsNormCore(g, p, 1, d, true);
+  RmsNormCore(g, p, 1, d, true, true);
   in("classifier_argmax");
   g.Exchange(vocab);  // the logits' truncation
   ArgMaxCore(g, p, vocab);

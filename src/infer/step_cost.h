@@ -143,10 +143,12 @@ struct KernelCost {
 // kScoreCompareBits). cols >= 2.
 Result<KernelCost> SoftmaxKernelCost(bool malicious, const FixedMathParams& p, std::size_t rows,
                                      std::size_t cols, int input_shift, int max_bits);
-// RmsNorm(be, p, x, g, rows, cols, eps), g plain shares; x plain shares, or (input_pending)
-// plain shares plus Trunc(plain shares, f) (the residual stream after a projection). cols >= 2.
+// RmsNorm(be, p, x, g, rows, cols, eps), g plain shares (public_gain: g public values, the
+// span overload); x plain shares, or (input_pending) plain shares plus Trunc(plain shares, f)
+// (the residual stream after a projection). cols >= 2.
 Result<KernelCost> RmsNormKernelCost(bool malicious, const FixedMathParams& p, std::size_t rows,
-                                     std::size_t cols, bool input_pending);
+                                     std::size_t cols, bool input_pending,
+                                     bool public_gain = false);
 // SiluTimes(be, p, x, h), x and h the two halves of Trunc(plain shares of 2n, f) (the FFN's
 // w13 product).
 Result<KernelCost> SiluTimesKernelCost(bool malicious, const FixedMathParams& p, std::size_t n);

@@ -106,7 +106,10 @@ class Ledger {
 // call in the input state the engine gives it.
 void SoftmaxCore(Ledger& g, const FixedMathParams& p, u64 rows, u64 cols, int in_shift,
                  int max_bits);
-void RmsNormCore(Ledger& g, const FixedMathParams& p, u64 rows, u64 cols, bool in_pending);
+// public_gain: the gains are public values (fixed_math.h's RmsNorm over a span: the model's
+// public weights), else shares.
+void RmsNormCore(Ledger& g, const FixedMathParams& p, u64 rows, u64 cols, bool in_pending,
+                 bool public_gain);
 void SiluTimesCore(Ledger& g, const FixedMathParams& p, u64 n);
 void ArgMaxCore(Ledger& g, const FixedMathParams& p, u64 cols);
 void RowMaxCore(Ledger& g, u64 rows, u64 cols, int bits);

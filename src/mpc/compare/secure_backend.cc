@@ -244,6 +244,19 @@ typename SecureBackend<P>::Vec SecureBackend<P>::MulConst(const Vec& a, Ring64 c
 }
 
 template <typename P>
+typename SecureBackend<P>::Vec SecureBackend<P>::MulPublic(const Vec& a,
+                                                           std::span<const Ring64> c) const {
+  Vec out = a;
+  Normalize(out);
+  MulPublicInPlace(out.s, c);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    out.pub[i] *= c[i];
+    for (std::uint32_t k = out.off[i]; k < out.off[i + 1]; ++k) out.terms[k].coef *= c[i];
+  }
+  return out;
+}
+
+template <typename P>
 typename SecureBackend<P>::Vec SecureBackend<P>::Gather(const Vec& a,
                                                         std::span<const std::size_t> idx) const {
   Vec out = Building<P>(idx.size());

@@ -69,6 +69,10 @@ class SecureBackend {
   Vec Sub(const Vec& a, const Vec& b);
   Vec AddConst(const Vec& a, Ring64 c) const;
   Vec MulConst(const Vec& a, Ring64 c) const;
+  // Elementwise times public c (c.size() == a.size()). Local; elements whose pending
+  // truncation an earlier exchange opened take it in first, so that a Trunc of the result
+  // composes (a pending term times c_i != 1 could not).
+  Vec MulPublic(const Vec& a, std::span<const Ring64> c) const;
   Vec Trunc(const Vec& a, int bits);
   Vec Mul(const Vec& a, const Vec& b);
   Vec Square(const Vec& a);

@@ -325,6 +325,29 @@ TYPED_TEST(KernelTest, RmsNorm) {
       want, kF, 4, [](double w) { return 1e-4 * std::fabs(w) + 4 * kUlp; }, {9, 34748, 59876});
 }
 
+// Public gains (the engine's norms with public weights): the same outputs from Square(x) and
+// a local x g — x opened once per element instead of x twice and g once: 3 openings per
+// element fewer (5 when x carries a pending truncation, as in the model); the same rounds.
+TYPED_TEST(KernelTest, RmsNormWithPublicGains) {
+  using P = TypeParam;
+  const std::size_t rows = 2, cols = 64;
+  Prg prg(TestSeed(10));
+  std::vector<double> xs, gs;
+  for (std::size_t i = 0; i < rows * cols; ++i) {
+    const double scale = i < cols ? 0.2 : 2.3;
+    xs.push_back(scale * (2 * prg.NextDouble() - 1));
+  }
+  for (std::size_t c = 0; c < cols; ++c) gs.push_back(0.5 + prg.NextDouble());
+  const double eps = 1e-5;
+  const std::vector<double> want = RmsNormWant(xs, gs, rows, cols, eps);
+  const Vec gains = Encode(gs);
+  const auto fn = [&](auto& be, const auto& p, const auto& x, const auto&) {
+    return RmsNorm(be, p, x, std::span<const Ring64>(gains), rows, cols, eps);
+  };
+  CheckKernel<P>(Encode(xs), Vec{}, fn, fn, want, kF, 4,
+                 [](double w) { return 1e-4 * std::fabs(w) + 4 * kUlp; }, {9, 28604, 49124});
+}
+
 // The 7B width: C = 4096 at f = 18 is where rsqrt's bucket comparison gives up its bit of
 // headroom above 2^hi so that it can take the squares' truncations in (fixed_math.h):
 // 9 rounds like the narrow norms, not 10, and still exact at the top of the domain — one row's

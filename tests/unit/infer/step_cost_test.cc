@@ -29,7 +29,16 @@ namespace {
 // ---------------------------------------------------------------------------------------
 // Kernels on shares.
 
-enum class Op { kSoftmax, kRmsNorm, kRmsNormPending, kSilu, kArgMax, kRowMax };
+enum class Op {
+  kSoftmax,
+  kRmsNorm,
+  kRmsNormPending,
+  kSilu,
+  kArgMax,
+  kRowMax,
+  kRmsNormPublic,         // public gains (the model's public weights)
+  kRmsNormPublicPending,  // the same, x with a pending truncation
+};
 
 struct Measured {
   KernelCost comm;    // the CommStats of party 0 (all parties send alike)
@@ -55,10 +64,19 @@ Measured RunKernel(Op op, const FixedMathParams& p, std::size_t rows, std::size_
         break;
       }
       case Op::kRmsNorm:
-      case Op::kRmsNormPending: {
+      case Op::kRmsNormPending:
+      case Op::kRmsNormPublic:
+      case Op::kRmsNormPublicPending: {
         Vec x = Vec(zeros);
-        if (op == Op::kRmsNormPending) x = be.Add(x, be.Trunc(Vec(zeros), f));
-        (void)be.Materialize(RmsNorm(be, p, x, Vec(mpc::Shares<P>(cols)), rows, cols, 1e-5));
+        if (op == Op::kRmsNormPending || op == Op::kRmsNormPublicPending) {
+          x = be.Add(x, be.Trunc(Vec(zeros), f));
+        }
+        if (op == Op::kRmsNormPublic || op == Op::kRmsNormPublicPending) {
+          const std::vector<Ring64> gains(cols, Ring64{1} << f);
+          (void)be.Materialize(RmsNorm(be, p, x, std::span<const Ring64>(gains), rows, cols, 1e-5));
+        } else {
+          (void)be.Materialize(RmsNorm(be, p, x, Vec(mpc::Shares<P>(cols)), rows, cols, 1e-5));
+        }
         break;
       }
       case Op::kSilu: {
@@ -107,6 +125,10 @@ Result<KernelCost> Predict(bool malicious, Op op, const FixedMathParams& p, std:
       return RmsNormKernelCost(malicious, p, rows, cols, false);
     case Op::kRmsNormPending:
       return RmsNormKernelCost(malicious, p, rows, cols, true);
+    case Op::kRmsNormPublic:
+      return RmsNormKernelCost(malicious, p, rows, cols, false, true);
+    case Op::kRmsNormPublicPending:
+      return RmsNormKernelCost(malicious, p, rows, cols, true, true);
     case Op::kSilu:
       return SiluTimesKernelCost(malicious, p, rows * cols);
     case Op::kArgMax:
@@ -118,8 +140,9 @@ Result<KernelCost> Predict(bool malicious, Op op, const FixedMathParams& p, std:
 }
 
 const char* Name(Op op) {
-  constexpr const char* kNames[] = {"softmax", "rmsnorm", "rmsnorm(pending)",
-                                    "silu",    "argmax",  "rowmax"};
+  constexpr const char* kNames[] = {
+      "softmax", "rmsnorm", "rmsnorm(pending)",      "silu",
+      "argmax",  "rowmax",  "rmsnorm(public gains)", "rmsnorm(public gains, pending)"};
   return kNames[static_cast<int>(op)];
 }
 
@@ -207,6 +230,14 @@ std::vector<KernelCase> KernelCases() {
   out.push_back({Op::kRmsNormPending, 1, 4096});
   out.push_back({Op::kRmsNormPending, 1, 64, 12});
   out.push_back({Op::kRmsNorm, 1, 96, 22});
+  // Public gains (the engine's norms with public weights): x squared alone, x g local.
+  for (const std::size_t cols : {2, 3, 48, 64, 100, 4096}) {
+    out.push_back({Op::kRmsNormPublic, 1, cols});
+    out.push_back({Op::kRmsNormPublicPending, 1, cols});
+  }
+  out.push_back({Op::kRmsNormPublicPending, 3, 32});
+  out.push_back({Op::kRmsNormPublicPending, 1, 64, 12});
+  out.push_back({Op::kRmsNormPublicPending, 2, 24, 18, 0, 0});
   for (const std::size_t n : {1, 7, 64, 172, 300}) out.push_back({Op::kSilu, 1, n});
   out.push_back({Op::kSilu, 1, 50, 24});
   // Argmax: one level, levels of 8, a pair level.
