@@ -302,27 +302,32 @@ std::vector<double> RmsNormWant(const std::vector<double>& xs, const std::vector
   return want;
 }
 
+// Two rows of 64 (mean squares ~0.013 and ~1.8), gains in [0.5, 1.5), and the float result.
+struct RmsNormCase {
+  static constexpr std::size_t rows = 2, cols = 64;
+  static constexpr double eps = 1e-5;
+  std::vector<double> xs, gs, want;
+  RmsNormCase() {
+    Prg prg(TestSeed(10));
+    for (std::size_t i = 0; i < rows * cols; ++i) {
+      const double scale = i < cols ? 0.2 : 2.3;
+      xs.push_back(scale * (2 * prg.NextDouble() - 1));
+    }
+    for (std::size_t c = 0; c < cols; ++c) gs.push_back(0.5 + prg.NextDouble());
+    want = RmsNormWant(xs, gs, rows, cols, eps);
+  }
+};
+
 TYPED_TEST(KernelTest, RmsNorm) {
   using P = TypeParam;
-  const std::size_t rows = 2, cols = 64;
-  Prg prg(TestSeed(10));
-  std::vector<double> xs, gs;
-  for (std::size_t i = 0; i < rows * cols; ++i) {
-    const double scale = i < cols ? 0.2 : 2.3;  // mean squares ~0.013 and ~1.8
-    xs.push_back(scale * (2 * prg.NextDouble() - 1));
-  }
-  for (std::size_t c = 0; c < cols; ++c) gs.push_back(0.5 + prg.NextDouble());
-  const double eps = 1e-5;
-  const std::vector<double> want = RmsNormWant(xs, gs, rows, cols, eps);
-  CheckKernel<P>(
-      Encode(xs), Encode(gs),
-      [&](auto& be, const auto& p, const auto& x, const auto& g) {
-        return RmsNorm(be, p, x, g, rows, cols, eps);
-      },
-      [&](auto& be, const auto& p, const auto& x, const auto& g) {
-        return RmsNorm(be, p, x, g, rows, cols, eps);
-      },
-      want, kF, 4, [](double w) { return 1e-4 * std::fabs(w) + 4 * kUlp; }, {9, 34748, 59876});
+  const RmsNormCase k;
+  const std::size_t rows = k.rows, cols = k.cols;
+  const double eps = k.eps;
+  const auto fn = [&](auto& be, const auto& p, const auto& x, const auto& g) {
+    return RmsNorm(be, p, x, g, rows, cols, eps);
+  };
+  CheckKernel<P>(Encode(k.xs), Encode(k.gs), fn, fn, k.want, kF, 4,
+                 [](double w) { return 1e-4 * std::fabs(w) + 4 * kUlp; }, {9, 34748, 59876});
 }
 
 // Public gains (the engine's norms with public weights): the same outputs from Square(x) and
@@ -330,21 +335,14 @@ TYPED_TEST(KernelTest, RmsNorm) {
 // element fewer (5 when x carries a pending truncation, as in the model); the same rounds.
 TYPED_TEST(KernelTest, RmsNormWithPublicGains) {
   using P = TypeParam;
-  const std::size_t rows = 2, cols = 64;
-  Prg prg(TestSeed(10));
-  std::vector<double> xs, gs;
-  for (std::size_t i = 0; i < rows * cols; ++i) {
-    const double scale = i < cols ? 0.2 : 2.3;
-    xs.push_back(scale * (2 * prg.NextDouble() - 1));
-  }
-  for (std::size_t c = 0; c < cols; ++c) gs.push_back(0.5 + prg.NextDouble());
-  const double eps = 1e-5;
-  const std::vector<double> want = RmsNormWant(xs, gs, rows, cols, eps);
-  const Vec gains = Encode(gs);
+  const RmsNormCase k;
+  const std::size_t rows = k.rows, cols = k.cols;
+  const double eps = k.eps;
+  const Vec gains = Encode(k.gs);
   const auto fn = [&](auto& be, const auto& p, const auto& x, const auto&) {
     return RmsNorm(be, p, x, std::span<const Ring64>(gains), rows, cols, eps);
   };
-  CheckKernel<P>(Encode(xs), Vec{}, fn, fn, want, kF, 4,
+  CheckKernel<P>(Encode(k.xs), Vec{}, fn, fn, k.want, kF, 4,
                  [](double w) { return 1e-4 * std::fabs(w) + 4 * kUlp; }, {9, 28604, 49124});
 }
 
