@@ -513,7 +513,8 @@ section_mpspdz() {
       "MP-SPDZ: ~25 min on 2 cores) ..." >&2
     "$mpspdz_anchors/bench.sh" "$src" >"$dir/mpspdz-$i.txt"
   done
-  local b=$bin/bench/mpcache-bench
+  local b=$bin/bench/mpcache-bench load
+  load=$(cut -d' ' -f1-3 /proc/loadavg)
   for security in malicious semi-honest; do
     echo "bench.sh: mpspdz: ours, $security ..." >&2
     "$b" ops --op mul --n 1000000 --security "$security" --repeat 3 --json \
@@ -536,7 +537,7 @@ section_mpspdz() {
       "bench.sh at $(git -C "$root" rev-parse --short HEAD), binary $b" \
       "($(date -u -r "$b" '+built %Y-%m-%d %H:%M UTC')); MP-SPDZ" \
       "$(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo "(not a git tree)") at" \
-      "$src, the programs of $mpspdz_anchors."
+      "$src, the programs of $mpspdz_anchors; load average before ours: $load."
     echo
     python3 "$root/scripts/mpspdz-table.py" "$dir" "$cmp_bits"
   } >"$table"
