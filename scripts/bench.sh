@@ -42,7 +42,8 @@
 #        ratios; scripts/mpspdz-table.py). Needs MPCACHE_MPSPDZ_SRC, an MP-SPDZ tree with
 #        deps/SimpleOT and deps/SimplestOT_C filled at its pinned commits; without it the
 #        section is skipped when run by default and an error when named. The first run
-#        builds the image and MP-SPDZ (~25 minutes on 2 cores), each run then ~N minutes.
+#        builds the image and MP-SPDZ and makes its fake preprocessing (~17 minutes on 2
+#        cores); after that the section takes ~4 minutes (three MP-SPDZ runs, then ours).
 #
 #   MPCACHE_MODEL_DIR   folder with tokenizer.bin (the 32 000-token Llama-2 tokenizer; 7b only)
 #   MPCACHE_BENCH_DIR   where the synthetic model and the results go (default build/bench)
@@ -510,7 +511,7 @@ section_mpspdz() {
   mkdir -p "$dir"
   for i in $(seq 1 "$runs"); do
     echo "bench.sh: mpspdz: MP-SPDZ run $i of $runs (the first may build the image and" \
-      "MP-SPDZ: ~25 min on 2 cores) ..." >&2
+      "MP-SPDZ and its fake preprocessing: ~17 min on 2 cores) ..." >&2
     "$mpspdz_anchors/bench.sh" "$src" >"$dir/mpspdz-$i.txt"
   done
   local b=$bin/bench/mpcache-bench load
