@@ -304,10 +304,12 @@ Status CheckBitAnswer(const DealerSession& session, int party, preproc::BitItem 
   const preproc::Security sec = session.join().security;
   const std::uint64_t units = preproc::BitUnitsFor(sec, item, n);
   const std::string what = std::string(preproc::BitItemName(item)) + " request: answer bytes";
-  // Every determined word bounds the corrections (this guards the product's overflow).
+  // Every determined word bounds the corrections: checking that product for overflow keeps
+  // BitCorrectionWords' own products in range.
   MPCACHE_ASSIGN_OR_RETURN(const std::uint64_t bound,
                            MulSize(units, preproc::BitDeterminedWords(sec, item), what));
-  const std::uint64_t words = std::min(bound, preproc::BitCorrectionWords(sec, item, units));
+  (void)bound;
+  const std::uint64_t words = preproc::BitCorrectionWords(sec, item, units);
   MPCACHE_ASSIGN_OR_RETURN(std::uint64_t bytes, MulSize(words, 8, what));
   // The Bits message: a type byte, the batch's length (8 bytes), the batch.
   MPCACHE_ASSIGN_OR_RETURN(bytes, AddSize(bytes, 1 + 8 + preproc::kBitBatchHeaderBytes, what));

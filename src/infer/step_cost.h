@@ -6,7 +6,7 @@
 // mpc::OpenBytes, mpc::ArgMaxRounds, RankGroup, mpc::ArithCheckBytes, ...). No share is made,
 // no message sent, nothing is run (mpcache-tune prices thousands of configurations with it).
 //
-// Notation: B = OpenBytes<P>() (16 malicious, 8 semi-honest) bytes per full-width opened
+// Notation: B = OpenBytes<P>() (14 malicious, 8 semi-honest) bytes per full-width opened
 // value, sent to each of the 2 peers (every opening of the step is all-to-all: the static
 // role table names no king), so n values opened cost a party 2 B n bytes; "an exchange of n"
 // is one round that opens n values; "riding" values are pending truncations (mpc/

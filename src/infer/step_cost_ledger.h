@@ -61,7 +61,7 @@ class Ledger {
     broadcast_ = true;
   }
   // mpc::CheckAllMacs: malicious, when something is pending: 3 rounds, the arithmetic check
-  // (ArithCheckBytes of the distinct opening widths, in bytes; 16 when only broadcasts are
+  // (ArithCheckBytes of the distinct opening widths, in bytes; B() when only broadcasts are
   // pending) and the binary one (kBinaryCheckBytes) when bits were opened. Semi-honest: free.
   void Check() {
     if (!mal_) return;
@@ -72,7 +72,7 @@ class Ledger {
     if (arith) {
       u64 widths = 0;
       for (const u64 w : widths_) widths += w;
-      bytes += mpc::ArithCheckBytes(widths_.empty() ? 16 : widths);
+      bytes += mpc::ArithCheckBytes(widths_.empty() ? B() : widths);
     }
     if (binary) bytes += mpc::kBinaryCheckBytes;
     Add(mpc::kMacCheckRounds, bytes);

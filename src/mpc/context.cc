@@ -128,8 +128,13 @@ Status Context<P>::SendDeferred() {
   const std::size_t n = all.size();
   deferred_sum_ = std::move(all.v);
   deferred_macs_ = std::move(all.m);
-  const std::span<std::uint8_t> bytes(reinterpret_cast<std::uint8_t*>(deferred_sum_.data()),
-                                      n * sizeof(W));
+  // Each value travels as its low OpenBytes<P>() little-endian bytes.
+  const std::size_t width = OpenBytes<P>();
+  deferred_wire_.resize(n * width);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::memcpy(deferred_wire_.data() + i * width, &deferred_sum_[i], width);
+  }
+  const std::span<std::uint8_t> bytes(deferred_wire_);
   if (adversary_ != nullptr) {
     std::vector<Adversary::DeferredPart> parts;
     for (const auto& [src, count] : deferred_now_) {
@@ -140,6 +145,12 @@ Status Context<P>::SendDeferred() {
       }
     }
     adversary_->OnDeferredOpen(Domain::kArith, opens_, n, bytes, parts);
+    // The liar's own view includes its lie.
+    for (std::size_t i = 0; i < n; ++i) {
+      W v = 0;
+      std::memcpy(&v, deferred_wire_.data() + i * width, width);
+      deferred_sum_[i] = v;
+    }
   }
   ++opens_;
   for (PartyId p = 0; p < num_parties(); ++p) {
@@ -154,26 +165,37 @@ template <typename P>
 Status Context<P>::RecvDeferred(PartyId from) {
   using W = typename P::Word;
   if (!deferred_active_ || deferred_read_[static_cast<std::size_t>(from)]) return Status::Ok();
-  std::vector<W> in(deferred_sum_.size());
-  MPCACHE_RETURN_IF_ERROR(channel_.RecvValues<W>(from, in));
-  for (std::size_t i = 0; i < in.size(); ++i) deferred_sum_[i] += in[i];
+  const std::size_t width = OpenBytes<P>(), n = deferred_sum_.size();
+  deferred_in_.resize(n * width);
+  MPCACHE_RETURN_IF_ERROR(channel_.Recv(from, deferred_in_));
+  for (std::size_t i = 0; i < n; ++i) {
+    W v = 0;
+    std::memcpy(&v, deferred_in_.data() + i * width, width);
+    deferred_sum_[i] += v;
+  }
   deferred_read_[static_cast<std::size_t>(from)] = true;
   return Status::Ok();
 }
 
 template <typename P>
 Status Context<P>::FinishDeferred() {
+  using W = typename P::Word;
   if (!deferred_active_) return Status::Ok();
   for (PartyId p = 0; p < num_parties(); ++p) {
     if (p != self()) MPCACHE_RETURN_IF_ERROR(RecvDeferred(p));
   }
   deferred_active_ = false;
   const std::size_t n = deferred_sum_.size();
+  const std::size_t width = OpenBytes<P>();
+  const W wire_mask = width >= sizeof(W) ? ~W{0} : (W{1} << (8 * width)) - 1;
   std::vector<std::uint64_t> low(n);
-  for (std::size_t i = 0; i < n; ++i) low[i] = Low64(deferred_sum_[i]);
+  for (std::size_t i = 0; i < n; ++i) {
+    deferred_sum_[i] &= wire_mask;
+    low[i] = Low64(deferred_sum_[i]);
+  }
   if constexpr (P::kMalicious) {
     OpenedChunk chunk;
-    chunk.width = 128;
+    chunk.width = static_cast<int>(8 * width);
     chunk.opened = std::move(deferred_sum_);
     chunk.macs = std::move(deferred_macs_);
     log_.push_back(std::move(chunk));
@@ -213,7 +235,8 @@ Result<std::vector<std::uint64_t>> Context<P>::Open(const Shares<P>& x, OpenMode
 template <typename P>
 Result<std::vector<std::uint64_t>> Context<P>::OpenOwned(Shares<P>&& x, OpenMode mode, PartyId king,
                                                          int bits) {
-  using W = typename P::Word;  // u128 in malicious mode: shares travel at full width
+  // u128 in malicious mode; each share's low OpenBytes<P>(bits) bytes travel.
+  using W = typename P::Word;
   if (failed_) return MacCheckFailed("a MAC check failed earlier: this session opens nothing");
   if (bits < 1 || bits > 64) {
     return InvalidArgument("an opening keeps 1..64 bits of each value, not " +
@@ -362,7 +385,7 @@ Status Context<P>::StartCoin() {
 
 // The batched MAC check of one Context as the 3 message rounds of mac_check.h (Spdz2k
 // only). With chi_j drawn after the openings were made, each party computes, for every
-// opening width w present (128 bits for ordinary openings, narrower for comparisons),
+// opening width w present (112 bits for whole values, narrower for comparisons),
 //   c_i(w) = sum_j chi_j m_j^(i) - alpha_i sum_j chi_j x~_j  mod 2^w   (j opened at width w)
 // and the c_i(w) of all parties sum to 0 mod 2^w exactly when the opened values carry valid
 // MACs (up to the probability bound of docs/mpc-core.md). The widths are checked
@@ -377,7 +400,8 @@ class ContextCheckSteps final : public MacCheckSteps {
         widths_.push_back(c.width);
       }
     }
-    if (widths_.empty()) widths_.push_back(128);  // only input broadcasts to compare
+    // Only input broadcasts to compare: one (zero) check value of a whole value's width.
+    if (widths_.empty()) widths_.push_back(static_cast<int>(8 * OpenBytes<P>()));
     std::sort(widths_.begin(), widths_.end());
     c_.assign(widths_.size(), 0);
     total_.assign(widths_.size(), 0);

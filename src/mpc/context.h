@@ -3,32 +3,34 @@
 // No globals: every protocol function takes the Context.
 //
 // Opening (cost per party for n values; "round" = one set of sends then receives). A
-// malicious (Spdz2k) opening carries each share at full width, 16 bytes (the value's lift
-// in Z_2^128), a semi-honest one 8 bytes (docs/mpc-core.md says why full width):
-//   kAllToAll: 1 round; each party sends its shares to both peers (2 x 16n bytes).
-//   kKing:     2 rounds; non-kings send 16n bytes to the king, the king sends the sum
-//              (16n bytes) to each peer (king sends 32n bytes, the others 16n).
-// Semi-honest: the same with 8 instead of 16. kByRole (the default, for callers that name
+// malicious (Spdz2k) opening carries each share's low 112 bits, 14 bytes (64 value bits and
+// kCheckSlackBits = 48 above them, of the value's lift in Z_2^128), a semi-honest one 8
+// bytes (docs/mpc-core.md says why the slack):
+//   kAllToAll: 1 round; each party sends its shares to both peers (2 x 14n bytes).
+//   kKing:     2 rounds; non-kings send 14n bytes to the king, the king sends the sum
+//              (14n bytes) to each peer (king sends 28n bytes, the others 14n).
+// Semi-honest: the same with 8 instead of 14. kByRole (the default, for callers that name
 // no king): the king of the current unit of work in the session's role table (roles()):
 // all-to-all while it names none (the static table). In king mode the king only relays the
 // sum: every party logs the opened value it received (the king: the sum it sent) for the
 // MAC check, so a king that relays a wrong sum is caught there like any lie in an opening.
-// In Spdz2k mode each opened value (the full
-// 128-bit opened value and this party's MAC share) is logged for the next CheckMacs();
+// In Spdz2k mode each opened value (its low 112 bits as opened, and this party's MAC
+// share) is logged for the next CheckMacs();
 // after a failed check the context refuses every later open and output.
 //
 // CheckMacs() (Spdz2k; the batched MAC check over everything opened since the last check,
-// SPDZ2k's Pi_MACCheck with full-width openings; free when nothing was opened): 3 rounds,
+// SPDZ2k's Pi_MACCheck over openings of 112 (or fewer) bits; free when nothing was opened):
+// 3 rounds,
 // per party to each peer:
 //   round 1: 112 B = coin seed share (16) + nonce (32) + commitment to the next coin seed
 //            share (32) + hash of the input broadcasts seen since the last check (32)
 //   round 2:  32 B = SHA-256(c_i || nonce), c_i = sum_j chi_j m_j^(i) - alpha_i sum_j chi_j x~_j
-//   round 3:  48 B = c_i (16) + nonce (32); the sum of the c_i must be 0 mod 2^128
+//   round 3:  46 B = c_i (14) + nonce (32); the sum of the c_i must be 0 mod 2^112
 //            (narrow openings, a comparison's: one more c_i per width, mod 2^width, in
 //            width / 8 bytes)
-// i.e. 384 bytes sent per party. The coefficients chi_j in Z_2^64 come from a coin whose
+// i.e. 380 bytes sent per party. The coefficients chi_j in Z_2^64 come from a coin whose
 // seed shares were committed before the values being checked were opened (at Create() or
-// at the previous check). A lie that survives has probability <= 2^-57 (bound and proof
+// at the previous check). A lie that survives has probability < 2^-43 (bound and proof
 // sketch in docs/mpc-core.md). Semi-honest: CheckMacs() is free and always succeeds.
 // BeginMacCheck() hands the same check out as steps (mac_check.h) so that the binary
 // domain's check can travel in the same 3 rounds (CheckAllMacs).
@@ -73,9 +75,9 @@ class Context;
 // (Prepare; it may draw preprocessing then) and gets the opened values right after
 // (Finish). Every exchange of the session carries them: Context::Open/OpenOwned in either
 // mode and BinaryContext's openings. In such an exchange each party sends the deferred
-// values (full width, all-to-all) to every peer before any other message, and reads a
-// peer's deferred values before any other message from that peer; they are logged for the
-// MAC check like any opening. Sources are held weakly: one that is gone is skipped.
+// values (whole values: OpenBytes<P>() each, all-to-all) to every peer before any other message,
+// and reads a peer's deferred values before any other message from that peer; they are logged for
+// the MAC check like any opening. Sources are held weakly: one that is gone is skipped.
 template <typename P>
 class DeferredSource {
  public:
@@ -91,28 +93,29 @@ class DeferredSource {
 
 // Cost of one arithmetic CheckMacs() with something pending (malicious mode): rounds, and
 // bytes sent per party: 112 + 32 + (V + 32) to each of 2 peers, V = the check values' bytes:
-// w / 8 for each distinct opening width w since the last check (16 for full-width openings
-// only; 16 + 10 with 32-bit comparisons' openings too).
+// w / 8 for each distinct opening width w since the last check (14 for full-value openings
+// only; 14 + 10 with 32-bit comparisons' openings too).
 inline constexpr std::uint64_t kMacCheckRounds = MacCheckSteps::kRounds;
-constexpr std::uint64_t ArithCheckBytes(std::uint64_t value_bytes = 16) {
+constexpr std::uint64_t ArithCheckBytes(std::uint64_t value_bytes = 14) {
   return 2 * (112 + 32 + value_bytes + 32);
 }
 inline constexpr std::uint64_t kArithCheckBytes = ArithCheckBytes();
 
-// Malicious narrow openings carry this many bits above the ones that matter, so that a lie
-// in the low bits survives the check modulo 2^(bits + slack) with probability at most
-// (slack + 2) 2^-(slack + 1) < 2^-43 (docs/mpc-core.md).
+// Malicious openings carry this many bits above the ones that matter (all 64 of a value, or
+// a comparison's low `bits`), so that a lie in the low bits survives the check modulo
+// 2^(bits + slack) with probability at most (slack + 2) 2^-(slack + 1) < 2^-43
+// (docs/mpc-core.md "MAC check soundness"): 112-bit openings of whole values.
 inline constexpr int kCheckSlackBits = 48;
 
-// Bytes per value that OpenOwned(..., bits) sends to each peer.
+// Bytes per value that OpenOwned(..., bits) sends to each peer (14 for a whole value in
+// malicious mode, 8 semi-honest).
 template <typename P>
 constexpr std::uint64_t OpenBytes(int bits = 64) {
+  const int b = bits >= 64 ? 64 : bits;
   if constexpr (P::kMalicious) {
-    if (bits >= 64) return 16;
-    const int w = bits + kCheckSlackBits;
-    return static_cast<std::uint64_t>(w >= 128 ? 16 : (w + 7) / 8);
+    return static_cast<std::uint64_t>((b + kCheckSlackBits + 7) / 8);
   } else {
-    return static_cast<std::uint64_t>(bits >= 64 ? 8 : (bits + 7) / 8);
+    return static_cast<std::uint64_t>((b + 7) / 8);
   }
 }
 
@@ -155,7 +158,7 @@ class Context {
 
   // Registers a deferred source (see DeferredSource): its values ride the next exchange.
   void Defer(std::weak_ptr<DeferredSource<P>> source) { deferred_.push_back(std::move(source)); }
-  // An exchange of only the deferred values: 1 round (each party sends 16 B per value in
+  // An exchange of only the deferred values: 1 round (each party sends 14 B per value in
   // malicious mode, 8 B semi-honest, to each peer); nothing at all when none is waiting.
   Status FlushDeferred();
   // Deferred values opened so far (their bytes are OpenBytes<P>() each, to each peer).
@@ -200,9 +203,9 @@ class Context {
   void RecordBroadcast(std::span<const std::uint64_t> values);
 
   // For tamper tests and debugging only: the logged openings of this party (the opened
-  // values at full width and this party's MAC shares of them).
+  // values as opened and this party's MAC shares of them).
   struct OpenedChunk {
-    int width = 128;  // bits: the opened values are known mod 2^width
+    int width = 112;  // bits: the opened values are known mod 2^width
     std::vector<u128> opened;
     std::vector<u128> macs;
   };
@@ -245,6 +248,7 @@ class Context {
   std::vector<std::pair<std::shared_ptr<DeferredSource<P>>, std::size_t>> deferred_now_;
   std::vector<typename P::Word> deferred_sum_;
   std::vector<u128> deferred_macs_;
+  std::vector<std::uint8_t> deferred_wire_, deferred_in_;  // the deferred values' wire bytes
   std::vector<bool> deferred_read_;
   bool deferred_active_ = false;
   std::uint64_t deferred_opened_ = 0;

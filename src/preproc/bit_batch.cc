@@ -162,6 +162,7 @@ struct StreamShape {
   std::vector<Run> runs;  // the unit's words as runs of value words and of other words
   std::size_t unit_words = 0, values = 0, stream_words = 0;
   std::size_t corrected_bits = 0;  // determined value words
+  BitCorrectionOffsets corrections;
 };
 
 const StreamShape& ShapeOf(Security security, BitItem item) {
@@ -175,9 +176,13 @@ const StreamShape& ShapeOf(Security security, BitItem item) {
         const std::size_t uw = BitUnitWords(sec, item);
         sh.unit_words = uw;
         for (std::size_t w = 0; w < uw; ++w) {
-          const bool v = IsBinaryValueWord(sec, item, w);
+          const bool v = IsBinaryValueWord(sec, item, w), det = IsBitDetermined(sec, item, w);
           sh.values += v ? 1 : 0;
-          sh.corrected_bits += v && IsBitDetermined(sec, item, w) ? 1 : 0;
+          sh.corrected_bits += v && det ? 1 : 0;
+          if (det) {
+            (v ? sh.corrections.bits : sh.corrections.full)
+                .push_back(static_cast<std::uint32_t>(w));
+          }
           if (sh.runs.empty() || sh.runs.back().value != v) {
             sh.runs.push_back({static_cast<std::uint32_t>(w), 0, v});
           }
@@ -205,8 +210,12 @@ std::size_t BitStreamWords(Security security, BitItem item) {
   return ShapeOf(security, item).stream_words;
 }
 
+const BitCorrectionOffsets& CorrectionOffsetsOf(Security security, BitItem item) {
+  return ShapeOf(security, item).corrections;
+}
+
 void FillBitUnits(Prg& stream, Security security, BitItem item, std::size_t units,
-                  std::uint64_t* out) {
+                  std::uint64_t* out, std::vector<std::uint64_t>& scratch) {
   const StreamShape& sh = ShapeOf(security, item);
   const std::size_t uw = sh.unit_words;
   if (sh.values == 0) {
@@ -214,15 +223,16 @@ void FillBitUnits(Prg& stream, Security security, BitItem item, std::size_t unit
     return;
   }
   // A block of ~32 KB of keystream at a time (small enough to stay in cache and on the heap).
-  const std::size_t kBlockUnits =
+  const std::size_t block_units =
       std::max<std::size_t>(1, (std::size_t{32} << 10) / (sh.stream_words * sizeof(std::uint64_t)));
-  std::vector<std::uint64_t> buf(std::min(units, kBlockUnits) * sh.stream_words);
+  const std::size_t need = std::min(units, block_units) * sh.stream_words;
+  if (scratch.size() < need) scratch.resize(need);
   const std::size_t bit_words = (sh.values + 63) / 64;
-  for (std::size_t first = 0; first < units; first += kBlockUnits) {
-    const std::size_t cu = std::min(kBlockUnits, units - first);
-    stream.Fill(buf.data(), cu * sh.stream_words * sizeof(std::uint64_t));
+  for (std::size_t first = 0; first < units; first += block_units) {
+    const std::size_t cu = std::min(block_units, units - first);
+    stream.Fill(scratch.data(), cu * sh.stream_words * sizeof(std::uint64_t));
     for (std::size_t u = 0; u < cu; ++u) {
-      const std::uint64_t* bits = buf.data() + u * sh.stream_words;
+      const std::uint64_t* bits = scratch.data() + u * sh.stream_words;
       const std::uint64_t* rest = bits + bit_words;
       std::uint64_t* dst = out + (first + u) * uw;
       std::size_t k = 0;
@@ -482,12 +492,10 @@ Result<BitUnits> BitExpander<P>::Units(const BitBatch& b, BitItem want) {
                          std::to_string(b.corrector) + ")");
   }
   ++next_seq_[it];
-  std::vector<std::uint32_t> det, val;  // determined word offsets within a unit (full, bit)
-  for (std::size_t w = 0; w < uw; ++w) {
-    if (!IsBitDetermined(sec, want, w)) continue;
-    (IsBitCorrection(sec, want, w) ? val : det).push_back(static_cast<std::uint32_t>(w));
-  }
+  const BitCorrectionOffsets& offsets = CorrectionOffsetsOf(sec, want);
+  const std::vector<std::uint32_t>&det = offsets.full, &val = offsets.bits;
   BitUnits out;
+  std::vector<std::uint64_t> scratch;
   const std::size_t per_chunk = BitChunkUnits(sec, want);
   const std::uint64_t* corr = b.corrections.data();
   const std::uint64_t* bits = corr + units * det.size();  // the packed value bits
@@ -498,7 +506,7 @@ Result<BitUnits> BitExpander<P>::Units(const BitBatch& b, BitItem want) {
         static_cast<std::size_t>(std::min<std::uint64_t>(per_chunk, units - done));
     std::vector<std::uint64_t>& words = out.chunks.emplace_back(cu * uw);
     Prg stream(BitChunkSeed(seed_, want, b.seq, chunk));
-    FillBitUnits(stream, sec, want, cu, words.data());
+    FillBitUnits(stream, sec, want, cu, words.data(), scratch);
     if (corrector) {
       for (std::size_t u = 0; u < cu; ++u) {
         std::uint64_t* x = words.data() + u * uw;

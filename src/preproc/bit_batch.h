@@ -71,14 +71,21 @@ bool IsBinaryValueWord(Security security, BitItem item, std::size_t w);
 // Semi-honest units are their keystream words.
 std::size_t BitStreamWords(Security security, BitItem item);  // per unit
 // `units` units of `item` from the keystream `stream` (the next units * BitStreamWords words
-// of it) into `out` (units * BitUnitWords words).
+// of it) into `out` (units * BitUnitWords words). `scratch` holds keystream blocks (reused
+// across calls: the dealer and the expander fill many sub-blocks).
 void FillBitUnits(Prg& stream, Security security, BitItem item, std::size_t units,
-                  std::uint64_t* out);
+                  std::uint64_t* out, std::vector<std::uint64_t>& scratch);
 // A determined binary value word (a bit triple's c, an edaBit's group products, a comparison
 // tuple's products): the corrector's correction is one bit. BitCorrectionBits counts them
 // per unit.
 bool IsBitCorrection(Security security, BitItem item, std::size_t w);
 std::size_t BitCorrectionBits(Security security, BitItem item);
+// The determined words of a unit by how the corrector receives them: `full` (a word each)
+// and `bits` (IsBitCorrection: a bit each), offsets within the unit in word order.
+struct BitCorrectionOffsets {
+  std::vector<std::uint32_t> full, bits;
+};
+const BitCorrectionOffsets& CorrectionOffsetsOf(Security security, BitItem item);
 // The correction words a corrector receives for `units` units: the other determined words
 // (unit-major), then the bit corrections packed 64 to a word (unit-major, in word order, bit
 // k in bit k % 64 of word k / 64).

@@ -143,11 +143,8 @@ Result<std::vector<BitBatch>> InProcessBitDealer<P>::MakeBatch(BitItem item, std
     out[p].count = n;
     out[p].corrector = corrector;
   }
-  std::vector<std::uint32_t> det, val;  // determined word offsets within a unit (full, bit)
-  for (std::size_t w = 0; w < uw; ++w) {
-    if (!IsBitDetermined(kSecurity, item, w)) continue;
-    (IsBitCorrection(kSecurity, item, w) ? val : det).push_back(static_cast<std::uint32_t>(w));
-  }
+  const BitCorrectionOffsets& offsets = CorrectionOffsetsOf(kSecurity, item);
+  const std::vector<std::uint32_t>&det = offsets.full, &val = offsets.bits;
   const auto cp = static_cast<std::size_t>(corrector);
   std::vector<std::uint64_t>& corr = out[cp].corrections;
   corr.assign(BitCorrectionWords(kSecurity, item, units), 0);
@@ -157,7 +154,8 @@ Result<std::vector<BitBatch>> InProcessBitDealer<P>::MakeBatch(BitItem item, std
   // Every party's chunk in a scratch buffer (the dealer needs all shares to correct the
   // corrector's); only the corrector's determined words leave.
   const std::size_t per_chunk = BitChunkUnits(kSecurity, item);
-  std::vector<std::vector<std::uint64_t>> scratch(np);
+  std::vector<std::vector<std::uint64_t>>& scratch = scratch_;  // kept: no page faults next time
+  scratch.resize(np);
   std::vector<std::uint64_t*> part(np);
   std::uint64_t chunk = 0;
   for (std::size_t done = 0; done < units; done += per_chunk, ++chunk) {
@@ -201,7 +199,7 @@ void InProcessBitDealer<P>::FillChunkLocked(BitItem item, std::uint64_t seq, std
     const std::size_t cu = std::min(sub, units - first);
     for (std::size_t p = 0; p < np; ++p) {
       at[p] = part[p] + first * uw;
-      FillBitUnits(*streams[p], kSecurity, item, cu, at[p]);
+      FillBitUnits(*streams[p], kSecurity, item, cu, at[p], keystream_);
     }
     if (IsLtzItem(item)) {
       FillLtzLocked(item, cu, corrector, at);

@@ -148,6 +148,7 @@ class InProcessBitDealer {
   std::uint64_t beta_ = 0;
   std::array<std::uint64_t, kNumBitItems> seq_{};
   std::vector<std::vector<std::uint64_t>> scratch_;    // MakeBatch's chunk per party, reused
+  std::vector<std::uint64_t> keystream_;               // FillBitUnits' keystream blocks, reused
   std::vector<std::array<Pool, kNumBitItems>> pools_;  // [party][item]
   std::vector<std::unique_ptr<BitStore<P>>> stores_;
   BitOfflineStats stats_;

@@ -56,7 +56,7 @@ double MacFailures(Cluster& c, int party) {
 struct Lie {
   std::string domain;  // arith | binary
   int after_position;  // armed once this position's forward pass (and classifier) ran
-  int opening;         // which opening of the domain after arming (arith: of full width)
+  int opening;         // which opening of the domain after arming (arith: of whole values)
   int element;         // which value / bit of it
 };
 
@@ -71,7 +71,7 @@ void ExpectCaught(Cluster& c, const Lie& lie, int steps, const std::string& expe
       1, MPCACHE_PARTY_LIAR_BIN,
       {"--lie-domain", lie.domain, "--lie-after-position", std::to_string(lie.after_position),
        "--lie-opening", std::to_string(lie.opening), "--lie-element", std::to_string(lie.element),
-       "--lie-bit", "63", "--lie-width", "16"}))
+       "--lie-bit", "63", "--lie-width", "14"}))
       << c.Log("party1").substr(liar_from);
   const double failures0 = MacFailures(c, 0), failures2 = MacFailures(c, 2);
 
@@ -83,8 +83,8 @@ void ExpectCaught(Cluster& c, const Lie& lie, int steps, const std::string& expe
   const std::string lied = "TEST LIAR: lied in " + lie.domain;
   ASSERT_NE(liar_log.find(lied), std::string::npos) << "the lie was never told:\n" << liar_log;
   std::printf("[%s] %s", tag.c_str(), liar_log.substr(liar_log.find(lied)).c_str());
-  if (lie.domain == "arith") {  // bit 63 of a full-width (128-bit) opened share
-    EXPECT_NE(liar_log.find("values of 16 bytes): added 2^63"), std::string::npos) << liar_log;
+  if (lie.domain == "arith") {  // bit 63 of a whole value's opened share (112 bits)
+    EXPECT_NE(liar_log.find("values of 14 bytes): added 2^63"), std::string::npos) << liar_log;
   }
 
   ASSERT_TRUE(r.code.has_value()) << "the client did not give up";
@@ -125,7 +125,7 @@ void ExpectCaught(Cluster& c, const Lie& lie, int steps, const std::string& expe
 }
 
 // (a) The lie falls in the first decoded position's computation: the client prints the
-// prompt and nothing else. Arithmetic: bit 63 of a value of the first full-width opening
+// prompt and nothing else. Arithmetic: bit 63 of a value of the first whole-value opening
 // of position 4's forward pass; binary: an opened bit of its first binary opening.
 TEST(LyingParty, LieInTheFirstDecodedPositionReleasesNoToken) {
   const auto t0 = std::chrono::steady_clock::now();

@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
     app.add_option("--lie-bit", lie.bit, "Arithmetic: add 2^bit to the share sent")
         ->check(CLI::Range(0, 127));
     app.add_option("--lie-width", lie.width,
-                   "Arithmetic: count only openings of this many bytes per value (16: full-width "
+                   "Arithmetic: count only openings of this many bytes per value (14: whole-value "
                    "malicious openings; 0: any)");
     try {
       app.parse(argc, argv);

@@ -10,7 +10,7 @@
 // no round and MulTrunc one.
 //
 // Cost of each call (per party, all-to-all openings, figures sent to each of 2 peers), with
-// B = OpenBytes<P>() bytes per full-width opened value (16 malicious, 8 semi-honest):
+// B = OpenBytes<P>() bytes per full-width opened value (14 malicious, 8 semi-honest):
 //   Add, Sub, AddConst, MulConst, Gather, Concat, Trunc: local
 //   RowSum: local, unless a summed element still has a pending truncation (then a flush)
 //   Mul / MulTrunc / Square (n): 1 round; one opened value per operand component per

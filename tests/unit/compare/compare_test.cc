@@ -173,10 +173,13 @@ TEST(CompareShape, EveryWidthTakesAtMostThreeRounds) {
     EXPECT_EQ(s.groups, (bits - 1 + 3) / 4) << bits;
   }
   EXPECT_EQ(LtzRounds(7), 0);  // out of range: no shape
-  // Malicious narrow openings carry the value's bits + 48 (checked modulo that width).
+  // Malicious openings carry the value's bits + 48 (checked modulo that width): whole
+  // values 112 bits.
   EXPECT_EQ(OpenBytes<Spdz2k>(32), 10u);
   EXPECT_EQ(OpenBytes<Spdz2k>(40), 11u);
-  EXPECT_EQ(OpenBytes<Spdz2k>(64), 16u);
+  EXPECT_EQ(OpenBytes<Spdz2k>(64), 14u);
+  EXPECT_EQ(OpenBytes<Spdz2k>(63), 14u);
+  EXPECT_EQ(OpenBytes<SemiHonest>(64), 8u);
   EXPECT_EQ(OpenBytes<SemiHonest>(32), 4u);
   EXPECT_EQ(OpenBytes<SemiHonest>(40), 5u);
   // 100K comparisons of 32-bit values, malicious: ~2.45 MB per party (10 + 15/8 + 3/8 B to
@@ -325,11 +328,11 @@ TYPED_TEST(CompareTest, CombinedMacCheckSharesItsRounds) {
   const bool m = P::kMalicious;
   for (const auto& r : res) {
     EXPECT_EQ(r->both.rounds, m ? kMacCheckRounds : 0u);
-    EXPECT_EQ(r->both.bytes_sent, m ? 688u : 0u);
+    EXPECT_EQ(r->both.bytes_sent, m ? 684u : 0u);
     EXPECT_EQ(r->binary_only.rounds, m ? kMacCheckRounds : 0u);
     EXPECT_EQ(r->binary_only.bytes_sent, m ? 304u : 0u);
     EXPECT_EQ(r->arith_only.rounds, m ? kMacCheckRounds : 0u);
-    EXPECT_EQ(r->arith_only.bytes_sent, m ? 384u : 0u);
+    EXPECT_EQ(r->arith_only.bytes_sent, m ? 380u : 0u);
     EXPECT_EQ(r->none.rounds, 0u);
     EXPECT_EQ(r->none.bytes_sent, 0u);
   }

@@ -54,7 +54,7 @@ void ExpectEveryOpeningFreshlyMasked(const std::shared_ptr<const RingModel>& mod
     if (o.kind == Kind::kArith && (o.sources & Bit(Item::kClientMask))) ++released;
     if (o.kind == Kind::kArith && MaskedByFixedItems(o)) ++control;
   }
-  EXPECT_TRUE(widths.count(P::kMalicious ? 16 : 8)) << "no full-width opening recorded";
+  EXPECT_TRUE(widths.count(mpc::OpenBytes<P>())) << "no whole-value opening recorded";
   EXPECT_GE(widths.size(), 2u) << "no narrow comparison opening recorded";
   EXPECT_GT(bits, 1000u);
   EXPECT_EQ(inputs, 2u);  // the two prompt tokens

@@ -135,10 +135,11 @@ TEST(BitStream, ValueWordsTakeOneKeystreamBitEach) {
       }
       std::vector<std::uint64_t> whole(units * uw), cut(units * uw);
       Prg a(TestSeed(7)), b(TestSeed(7)), raw(TestSeed(7));
-      FillBitUnits(a, sec, item, units, whole.data());
-      FillBitUnits(b, sec, item, 1, cut.data());
-      FillBitUnits(b, sec, item, 66, cut.data() + uw);
-      FillBitUnits(b, sec, item, units - 67, cut.data() + 67 * uw);
+      std::vector<std::uint64_t> scratch_a, scratch_b;
+      FillBitUnits(a, sec, item, units, whole.data(), scratch_a);
+      FillBitUnits(b, sec, item, 1, cut.data(), scratch_b);
+      FillBitUnits(b, sec, item, 66, cut.data() + uw, scratch_b);
+      FillBitUnits(b, sec, item, units - 67, cut.data() + 67 * uw, scratch_b);
       EXPECT_EQ(whole, cut) << BitItemName(item);
       // Both consumed units * BitStreamWords words: their next words are the raw stream's.
       std::vector<std::uint64_t> skip(units * BitStreamWords(sec, item));
