@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates the measured figures of docs/PERFORMANCE.md on this machine (issue 16).
 #
-#   scripts/bench.sh [SECTION...]     sections: 7b layers context tune (default: all of them,
-#                                     in that order)
+#   scripts/bench.sh [SECTION...]     sections: 7b layers context tune mpspdz (default: all
+#                                     of them, in that order)
 #
 #   7b   the 32-layer Llama-2-7B shape (synthetic weights written as a real GGUF Q8_0 file by
 #        `mpcache-model synth --dims 7b`, 6.7 GB, made once), public weights, greedy, prompt
@@ -33,6 +33,18 @@
 #        step's predicted cost against a measured one, the held-out line), tune.yaml (the
 #        fragment) and tune_frontier.png (copy it to docs/img/). ~12 minutes on 2 cores.
 #
+#   mpspdz  per op against MP-SPDZ at its best options (issue 16): the anchors' programs
+#        ($MPCACHE_SHARED/anchors/mpspdz, default ../shared beside the checkout: 1M products,
+#        100K sfix comparisons, softmax over 1024; online only, fake preprocessing, -R 64 -Y,
+#        spdz2k and semi2k, in a podman/docker container) against `mpcache-bench ops --op
+#        mul|lt|softmax` in malicious and semi-honest security, comparisons at MP-SPDZ's sfix
+#        width (31 bits) and at the kernels' default. Writes mpspdz.md (time, MB, rounds,
+#        ratios; scripts/mpspdz-table.py). Needs MPCACHE_MPSPDZ_SRC, an MP-SPDZ tree with
+#        deps/SimpleOT and deps/SimplestOT_C filled at its pinned commits; without it the
+#        section is skipped when run by default and an error when named. The first run
+#        builds the image and MP-SPDZ and makes its fake preprocessing (~17 minutes on 2
+#        cores); after that the section takes ~4 minutes (three MP-SPDZ runs, then ours).
+#
 #   MPCACHE_MODEL_DIR   folder with tokenizer.bin (the 32 000-token Llama-2 tokenizer; 7b only)
 #   MPCACHE_BENCH_DIR   where the synthetic model and the results go (default build/bench)
 #   MPCACHE_BUILD_DIR   the release build to use (default build/release; built if needed)
@@ -47,18 +59,43 @@
 #   MPCACHE_BENCH_CONTEXTS      its contexts (default "256 512 1024 2048 4096"; a smoke run:
 #                       MPCACHE_BENCH_CONTEXT_DIMS=256x1x4 MPCACHE_BENCH_CONTEXTS="128 256",
 #                       ~20 s)
+#   MPCACHE_MPSPDZ_SRC  the MP-SPDZ tree of the mpspdz section (see above)
+#   MPCACHE_SHARED      the folder holding anchors/mpspdz (default ../shared beside the checkout)
+#   MPCACHE_BENCH_MPSPDZ_RUNS  runs of MP-SPDZ's programs, medians taken (default 3)
 #
 # Results: $MPCACHE_BENCH_DIR/7b/*.json (one JSON object per run), daemon logs and metrics,
 # and $MPCACHE_BENCH_DIR/7b.md, the table docs/PERFORMANCE.md quotes;
 # $MPCACHE_BENCH_DIR/layers/*.json, layers.md and its two PNGs;
 # $MPCACHE_BENCH_DIR/context/*.json, $MPCACHE_BENCH_DIR/context.md and the two PNGs;
-# $MPCACHE_BENCH_DIR/tune.md, tune.yaml and tune_frontier.png.
+# $MPCACHE_BENCH_DIR/tune.md, tune.yaml and tune_frontier.png;
+# $MPCACHE_BENCH_DIR/mpspdz/ (MP-SPDZ's output, our JSON) and $MPCACHE_BENCH_DIR/mpspdz.md.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
 sections=("$@")
-[ ${#sections[@]} -gt 0 ] || sections=(7b layers context tune)
+named=1  # sections named on the command line: a missing MP-SPDZ tree is an error, not a skip
+[ ${#sections[@]} -gt 0 ] || { sections=(7b layers context tune mpspdz); named=0; }
+mpspdz_anchors=${MPCACHE_SHARED:-$root/../shared}/anchors/mpspdz
+[ ! -d "$mpspdz_anchors" ] || mpspdz_anchors=$(cd "$mpspdz_anchors" && pwd)
+# Why the mpspdz section cannot run (nothing when it can).
+mpspdz_missing() {
+  local src=${MPCACHE_MPSPDZ_SRC:-}
+  if [ -z "$src" ]; then
+    echo "MPCACHE_MPSPDZ_SRC is not set"
+  elif [ ! -f "$src/compile.py" ] || [ ! -f "$src/Makefile" ]; then
+    echo "MPCACHE_MPSPDZ_SRC=$src is not an MP-SPDZ source tree"
+  elif [ ! -f "$src/deps/SimpleOT/Makefile" ] || [ ! -d "$src/deps/SimplestOT_C/ref10" ]; then
+    echo "deps/SimpleOT or deps/SimplestOT_C is empty in $src"
+  elif [ ! -x "$mpspdz_anchors/bench.sh" ]; then
+    echo "no $mpspdz_anchors/bench.sh (set MPCACHE_SHARED to the folder holding anchors/)"
+  elif ! command -v podman >/dev/null && ! command -v docker >/dev/null; then
+    echo "neither podman nor docker is installed"
+  fi
+}
+mpspdz_how="Get a tree: git clone https://github.com/data61/MP-SPDZ DIR &&
+  git -C DIR submodule update --init deps/SimpleOT deps/SimplestOT_C (the commits DIR pins),
+  then MPCACHE_MPSPDZ_SRC=DIR scripts/bench.sh mpspdz ($mpspdz_anchors/README.md)"
 need_7b=0
 need_models=0
 for s in "${sections[@]}"; do
@@ -66,7 +103,14 @@ for s in "${sections[@]}"; do
     7b|layers) need_7b=1; need_models=1 ;;
     context) ;;
     tune) need_models=1 ;;
-    *) echo "bench.sh: unknown section '$s' (the sections: 7b, layers, context, tune)" >&2; exit 2 ;;
+    mpspdz)
+      why=$(mpspdz_missing)
+      if [ -n "$why" ] && [ "$named" = 1 ]; then
+        echo "bench.sh: the mpspdz section cannot run: $why. $mpspdz_how" >&2
+        exit 1
+      fi ;;
+    *) echo "bench.sh: unknown section '$s' (the sections: 7b, layers, context, tune, mpspdz)" >&2
+       exit 2 ;;
   esac
 done
 
@@ -448,6 +492,58 @@ section_tune() {
   } >"$out/tune.md"
   echo "bench.sh: the tuning run is in $out/tune.md, its plot in $out/tune_frontier.png" >&2
   cat "$out/tune.md"
+}
+
+# Per op against MP-SPDZ (issue 16): the anchors' bench.sh (MP-SPDZ online only, fake
+# preprocessing, -R 64 -Y, spdz2k and semi2k; replicated-ring for reference) run
+# MPCACHE_BENCH_MPSPDZ_RUNS times, then mpcache-bench ops for the same ops, three runs each
+# (products: one process, --repeat 3), malicious against spdz2k and semi-honest against semi2k.
+section_mpspdz() {
+  local why
+  why=$(mpspdz_missing)
+  if [ -n "$why" ]; then
+    echo "bench.sh: skipping the mpspdz section: $why. $mpspdz_how" >&2
+    return 0
+  fi
+  local src runs=${MPCACHE_BENCH_MPSPDZ_RUNS:-3} dir=$out/mpspdz cmp_bits=31 i k security
+  src=$(cd "$MPCACHE_MPSPDZ_SRC" && pwd)
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  for i in $(seq 1 "$runs"); do
+    echo "bench.sh: mpspdz: MP-SPDZ run $i of $runs (the first may build the image and" \
+      "MP-SPDZ and its fake preprocessing: ~17 min on 2 cores) ..." >&2
+    "$mpspdz_anchors/bench.sh" "$src" >"$dir/mpspdz-$i.txt"
+  done
+  local b=$bin/bench/mpcache-bench load
+  load=$(cut -d' ' -f1-3 /proc/loadavg)
+  for security in malicious semi-honest; do
+    echo "bench.sh: mpspdz: ours, $security ..." >&2
+    "$b" ops --op mul --n 1000000 --security "$security" --repeat 3 --json \
+      >"$dir/mul-$security.json"
+    # lt and softmax: one measured run per process (after a warm-up run), three processes.
+    for k in 1 2 3; do
+      "$b" ops --op lt --n 100000 --bits "$cmp_bits" --security "$security" --json \
+        >"$dir/lt-$cmp_bits-$security-$k.json"
+      "$b" ops --op softmax --n 1024 --bits "$cmp_bits" --security "$security" --json \
+        >"$dir/softmax-$cmp_bits-$security-$k.json"
+      "$b" ops --op lt --n 100000 --security "$security" --json >"$dir/lt-default-$security-$k.json"
+      "$b" ops --op softmax --n 1024 --security "$security" --json \
+        >"$dir/softmax-default-$security-$k.json"
+    done
+  done
+  local table=$out/mpspdz.md
+  {
+    echo "$(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p' | head -n 1))," \
+      "$(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo), $(date -u +%Y-%m-%d);" \
+      "bench.sh at $(git -C "$root" rev-parse --short HEAD), binary $b" \
+      "($(date -u -r "$b" '+built %Y-%m-%d %H:%M UTC')); MP-SPDZ" \
+      "$(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo "(not a git tree)") at" \
+      "$src, the programs of $mpspdz_anchors; load average before ours: $load."
+    echo
+    python3 "$root/scripts/mpspdz-table.py" "$dir" "$cmp_bits"
+  } >"$table"
+  echo "bench.sh: the MP-SPDZ table is in $table" >&2
+  cat "$table"
 }
 
 for s in "${sections[@]}"; do "section_$s"; done
