@@ -116,18 +116,15 @@ set grid
 set yrange [0:*]
 set style data linespoints
 set title "One decoding step, ${dims} x 1 layer, malicious, in process ($(nproc) cores)"
-set output "$out/context_seconds.png"
-set ylabel "seconds"
-plot "$dir/plot.dat" using 1:2 title "full cache, whole step" lw 2 pt 7, \
-     "" using 1:4 title "MPCache, whole step" lw 2 pt 5, \
-     "" using 1:6 title "full cache, attention (scores+select+softmax+mix)" lw 2 pt 6, \
-     "" using 1:8 title "MPCache, attention" lw 2 pt 4
-set output "$out/context_bytes.png"
-set ylabel "MB sent by the busiest party"
-plot "$dir/plot.dat" using 1:3 title "full cache, whole step" lw 2 pt 7, \
-     "" using 1:5 title "MPCache, whole step" lw 2 pt 5, \
-     "" using 1:7 title "full cache, attention (scores+select+softmax+mix)" lw 2 pt 6, \
-     "" using 1:9 title "MPCache, attention" lw 2 pt 4
+# k = 0: seconds (columns 2, 4, 6, 8), k = 1: MB (columns 3, 5, 7, 9).
+do for [k=0:1] {
+  set output sprintf("%s/context_%s.png", "$out", k == 0 ? "seconds" : "bytes")
+  set ylabel (k == 0 ? "seconds" : "MB sent by the busiest party")
+  plot "$dir/plot.dat" using 1:(column(2+k)) title "full cache, whole step" lw 2 pt 7, \
+       "" using 1:(column(4+k)) title "MPCache, whole step" lw 2 pt 5, \
+       "" using 1:(column(6+k)) title "full cache, attention (scores+select+softmax+mix)" lw 2 pt 6, \
+       "" using 1:(column(8+k)) title "MPCache, attention" lw 2 pt 4
+}
 GP
   echo "bench.sh: the context table is in $table, the plots in $out/context_seconds.png" \
     "and $out/context_bytes.png" >&2
