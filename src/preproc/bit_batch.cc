@@ -176,11 +176,12 @@ const StreamShape& ShapeOf(Security security, BitItem item) {
         const std::size_t uw = BitUnitWords(sec, item);
         sh.unit_words = uw;
         for (std::size_t w = 0; w < uw; ++w) {
-          const bool v = IsBinaryValueWord(sec, item, w), det = IsBitDetermined(sec, item, w);
+          const bool v = IsBinaryValueWord(sec, item, w);
           sh.values += v ? 1 : 0;
-          sh.corrected_bits += v && det ? 1 : 0;
-          if (det) {
-            (v ? sh.corrections.bits : sh.corrections.full)
+          if (IsBitDetermined(sec, item, w)) {
+            const bool bit = IsBitCorrection(sec, item, w);
+            sh.corrected_bits += bit ? 1 : 0;
+            (bit ? sh.corrections.bits : sh.corrections.full)
                 .push_back(static_cast<std::uint32_t>(w));
           }
           if (sh.runs.empty() || sh.runs.back().value != v) {
