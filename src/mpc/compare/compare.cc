@@ -127,12 +127,45 @@ Node<P> CombineSuper(const BitKey& key, const LtzTuples<P>& t, const ltz::LtzLay
     out.has_eq = true;
   }
   const bool p0 = key.party == 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    unsigned p = 0;
-    for (std::size_t v = 0; v < pos.size(); ++v) p |= BitAt(opened[first + v], i) << pos[v];
-    // XOR of the monomials in `set` (+ the public 1 when `one`): this item's share.
-    auto eval = [&](std::uint64_t set, bool one, BitShares<P>& dst) {
-      if constexpr (P::kMalicious) {
+  if constexpr (!P::kMalicious) {
+    // 64 items per word: every product of the opened bits (prod[T], T a pattern), then each
+    // share word is XOR_i coef_i & monomial_i with coef_i from its normal form (lt_anf).
+    std::vector<std::uint64_t> prod(std::size_t{1} << (2 * s.k));
+    std::array<std::uint64_t, 2 * ltz::kMaxSuper> ew{};
+    auto eval = [&](const std::vector<std::vector<std::uint32_t>>& anf, std::size_t word) {
+      std::uint64_t acc = 0;
+      for (std::size_t i = 0; i < anf.size(); ++i) {
+        std::uint64_t coef = 0;
+        for (const std::uint32_t term : anf[i]) coef ^= prod[term];
+        if (i + 1 < anf.size()) {
+          acc ^= coef & t.bin[value[i]].v[word];
+        } else if (p0) {
+          acc ^= coef;  // the constant term: party 0 holds it
+        }
+      }
+      return acc;
+    };
+    const std::size_t words = out.lt.v.size();
+    const std::uint64_t tail = n % 64 == 0 ? ~std::uint64_t{0} : (std::uint64_t{1} << (n % 64)) - 1;
+    for (std::size_t word = 0; word < words; ++word) {
+      for (std::size_t v = 0; v < pos.size(); ++v) {
+        ew[static_cast<std::size_t>(pos[v])] = opened[first + v].w[word];
+      }
+      prod[0] = ~std::uint64_t{0};
+      for (std::size_t term = 1; term < prod.size(); ++term) {
+        prod[term] = prod[term & (term - 1)] & ew[static_cast<std::size_t>(std::countr_zero(term))];
+      }
+      const std::uint64_t keep = word + 1 == words ? tail : ~std::uint64_t{0};
+      out.lt.v[word] = eval(s.lt_anf, word) & keep;
+      if (!s.bottom) out.eq.v[word] = eval(s.eq_anf, word) & keep;
+    }
+    return out;
+  } else {
+    for (std::size_t i = 0; i < n; ++i) {
+      unsigned p = 0;
+      for (std::size_t v = 0; v < pos.size(); ++v) p |= BitAt(opened[first + v], i) << pos[v];
+      // XOR of the monomials in `set` (+ the public 1 when `one`): this item's share.
+      auto eval = [&](std::uint64_t set, bool one, BitShares<P>& dst) {
         const std::uint64_t* row = t.rows.rows[i];
         const std::size_t mo = static_cast<std::size_t>(layout.num_binary);
         std::uint64_t v = 0, m = 0;
@@ -147,20 +180,12 @@ Node<P> CombineSuper(const BitKey& key, const LtzTuples<P>& t, const ltz::LtzLay
         }
         dst.v[i] = v & 1;
         dst.m[i] = m;
-      } else {
-        std::uint64_t v = 0;
-        for (; set != 0; set &= set - 1) {
-          v ^= t.bin[value[static_cast<std::size_t>(std::countr_zero(set))]].v[i / 64];
-        }
-        v = (v >> (i % 64)) & 1;
-        if (one && p0) v ^= 1;
-        dst.v[i / 64] |= v << (i % 64);
-      }
-    };
-    eval(s.lt[p], s.lt_one[p] != 0, out.lt);
-    if (!s.bottom) eval(s.eq[p], s.eq_one[p] != 0, out.eq);
+      };
+      eval(s.lt[p], s.lt_one[p] != 0, out.lt);
+      if (!s.bottom) eval(s.eq[p], s.eq_one[p] != 0, out.eq);
+    }
+    return out;
   }
-  return out;
 }
 
 }  // namespace

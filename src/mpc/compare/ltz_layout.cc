@@ -50,6 +50,31 @@ Gf2Poly Gf2Masked(std::size_t size, std::uint32_t mask_var, bool opened) {
   return p;
 }
 
+// Per monomial i (and i = monos, the constant term): the algebraic normal form of its
+// coefficient as a function of the opened pattern p (`bits` bits), from the truth tables
+// set[p] / one[p] by the Moebius transform.
+std::vector<std::vector<std::uint32_t>> Anf(const std::vector<std::uint64_t>& set,
+                                            const std::vector<std::uint8_t>& one, std::size_t monos,
+                                            int bits) {
+  const std::size_t patterns = std::size_t{1} << bits;
+  std::vector<std::vector<std::uint32_t>> out(monos + 1);
+  std::vector<std::uint8_t> g(patterns);
+  for (std::size_t i = 0; i <= monos; ++i) {
+    for (std::size_t p = 0; p < patterns; ++p) {
+      g[p] = i < monos ? static_cast<std::uint8_t>((set[p] >> i) & 1) : one[p];
+    }
+    for (int b = 0; b < bits; ++b) {
+      for (std::size_t p = 0; p < patterns; ++p) {
+        if (((p >> b) & 1) != 0) g[p] ^= g[p ^ (std::size_t{1} << b)];
+      }
+    }
+    for (std::size_t p = 0; p < patterns; ++p) {
+      if (g[p] != 0) out[i].push_back(static_cast<std::uint32_t>(p));
+    }
+  }
+  return out;
+}
+
 SuperNode MakeSuper(int first, int k, bool bottom) {
   SuperNode s;
   s.first = first;
@@ -107,6 +132,8 @@ SuperNode MakeSuper(int first, int k, bool bottom) {
     to_set(lt, s.lt[p], s.lt_one[p]);
     if (!bottom) to_set(eq, s.eq[p], s.eq_one[p]);
   }
+  s.lt_anf = Anf(s.lt, s.lt_one, s.monos.size(), 2 * k);
+  if (!bottom) s.eq_anf = Anf(s.eq, s.eq_one, s.monos.size(), 2 * k);
   return s;
 }
 

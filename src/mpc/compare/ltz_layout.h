@@ -65,6 +65,11 @@ struct SuperNode {
   // the constant term. Only for k >= 2.
   std::vector<std::uint64_t> lt, eq;
   std::vector<std::uint8_t> lt_one, eq_one;
+  // The same polynomials with the opened bits as variables too (the algebraic normal form of
+  // each coefficient, for bitsliced evaluation): lt_anf[i] lists the patterns T whose
+  // product prod_{b in T} opened_b is a term of monos[i]'s coefficient in lt; entry
+  // monos.size() is the constant term's. Semi-honest shares evaluate 64 items per word so.
+  std::vector<std::vector<std::uint32_t>> lt_anf, eq_anf;
 };
 
 // The fused root over m super-nodes (top = m - 1). Variables, in the order they are opened:
