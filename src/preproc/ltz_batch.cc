@@ -1,6 +1,7 @@
 // Comparison tuples (mpc/compare/ltz_layout.h): dealer units -> items, for BitStore and
 // BitExpander. Malicious units are the items' rows, kept in place (as edaBits'); semi-honest
 // units hold 64 items, bitsliced.
+#include <algorithm>
 #include <memory>
 
 #include "preproc/bit_batch.h"
@@ -46,11 +47,14 @@ mpc::LtzTuples<P> UnpackLtzTuples(BitUnits w, std::size_t n, int groups) {
         const std::uint64_t* x = c.data() + off;
         if (u >= mpc::WordsFor(n)) break;
         for (std::size_t v = 0; v < values; ++v) t.bin[v].v[u] = x[v];
-        for (std::size_t i = 0; i < 64 && 64 * u + i < n; ++i) {
-          t.r.v[64 * u + i] = x[layout.SemiRWord() + i];
-          for (std::size_t k = 0; k < t.mono.size(); ++k) {
-            t.mono[k].v[64 * u + i] = x[layout.SemiMonoWord(static_cast<int>(k)) + i];
-          }
+        // Each arithmetic vector's 64 items are consecutive in the unit: one copy apiece.
+        const std::size_t items = std::min<std::size_t>(64, n - 64 * u);
+        const auto copy = [&](std::size_t word, mpc::Shares<P>& dst) {
+          std::copy_n(x + word, items, dst.v.begin() + static_cast<std::ptrdiff_t>(64 * u));
+        };
+        copy(layout.SemiRWord(), t.r);
+        for (std::size_t k = 0; k < t.mono.size(); ++k) {
+          copy(layout.SemiMonoWord(static_cast<int>(k)), t.mono[k]);
         }
       }
       first = false;
