@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 namespace mpcache::mpc {
 
@@ -32,6 +34,48 @@ T Get(std::span<const std::uint8_t> buf, std::size_t& off) {
   std::memcpy(&v, buf.data() + off, sizeof(T));
   off += sizeof(T);
   return v;
+}
+
+// Calls f(std::integral_constant<std::size_t, width>) for width in 1..sizeof(W): the loops
+// below then copy a compile-time number of bytes per value (no memcpy call per value).
+template <typename W, typename F>
+void WithWidth(std::size_t width, F&& f) {
+  [&]<std::size_t... k>(std::index_sequence<k...>) {
+    (void)((width == k + 1 ? (f(std::integral_constant<std::size_t, k + 1>{}), true) : false) ||
+           ...);
+  }
+  (std::make_index_sequence<sizeof(W)>{});
+}
+
+// Opened values travel as their low `width` little-endian bytes: out = those bytes of each.
+template <typename W>
+void PackLow(std::span<const W> v, std::size_t width, std::vector<std::uint8_t>& out) {
+  out.resize(v.size() * width);
+  WithWidth<W>(width, [&](auto w) {
+    constexpr std::size_t kW = decltype(w)::value;
+    std::uint8_t* o = out.data();
+    for (std::size_t i = 0; i < v.size(); ++i) std::memcpy(o + i * kW, &v[i], kW);
+  });
+}
+
+// The values `in` holds (PackLow's form) into dst: added to it, or assigned.
+template <typename W>
+void UnpackLow(std::span<const std::uint8_t> in, std::size_t width, std::span<W> dst, bool add) {
+  WithWidth<W>(width, [&](auto w) {
+    constexpr std::size_t kW = decltype(w)::value;
+    const std::uint8_t* b = in.data();
+    for (std::size_t i = 0; i < dst.size(); ++i) {
+      W x = 0;
+      std::memcpy(&x, b + i * kW, kW);
+      dst[i] = add ? dst[i] + x : x;
+    }
+  });
+}
+
+// The part of a word an opening of `width` bytes determines.
+template <typename W>
+W WireMask(std::size_t width) {
+  return width >= sizeof(W) ? ~W{0} : (W{1} << (8 * width)) - 1;
 }
 
 }  // namespace
@@ -130,10 +174,7 @@ Status Context<P>::SendDeferred() {
   deferred_macs_ = std::move(all.m);
   // Each value travels as its low OpenBytes<P>() little-endian bytes.
   const std::size_t width = OpenBytes<P>();
-  deferred_wire_.resize(n * width);
-  for (std::size_t i = 0; i < n; ++i) {
-    std::memcpy(deferred_wire_.data() + i * width, &deferred_sum_[i], width);
-  }
+  PackLow<W>(deferred_sum_, width, deferred_wire_);
   const std::span<std::uint8_t> bytes(deferred_wire_);
   if (adversary_ != nullptr) {
     std::vector<Adversary::DeferredPart> parts;
@@ -146,11 +187,7 @@ Status Context<P>::SendDeferred() {
     }
     adversary_->OnDeferredOpen(Domain::kArith, opens_, n, bytes, parts);
     // The liar's own view includes its lie.
-    for (std::size_t i = 0; i < n; ++i) {
-      W v = 0;
-      std::memcpy(&v, deferred_wire_.data() + i * width, width);
-      deferred_sum_[i] = v;
-    }
+    UnpackLow<W>(deferred_wire_, width, std::span<W>(deferred_sum_), false);
   }
   ++opens_;
   for (PartyId p = 0; p < num_parties(); ++p) {
@@ -168,11 +205,7 @@ Status Context<P>::RecvDeferred(PartyId from) {
   const std::size_t width = OpenBytes<P>(), n = deferred_sum_.size();
   deferred_in_.resize(n * width);
   MPCACHE_RETURN_IF_ERROR(channel_.Recv(from, deferred_in_));
-  for (std::size_t i = 0; i < n; ++i) {
-    W v = 0;
-    std::memcpy(&v, deferred_in_.data() + i * width, width);
-    deferred_sum_[i] += v;
-  }
+  UnpackLow<W>(deferred_in_, width, std::span<W>(deferred_sum_), true);
   deferred_read_[static_cast<std::size_t>(from)] = true;
   return Status::Ok();
 }
@@ -187,7 +220,7 @@ Status Context<P>::FinishDeferred() {
   deferred_active_ = false;
   const std::size_t n = deferred_sum_.size();
   const std::size_t width = OpenBytes<P>();
-  const W wire_mask = width >= sizeof(W) ? ~W{0} : (W{1} << (8 * width)) - 1;
+  const W wire_mask = WireMask<W>(width);
   std::vector<std::uint64_t> low(n);
   for (std::size_t i = 0; i < n; ++i) {
     deferred_sum_[i] &= wire_mask;
@@ -253,15 +286,14 @@ Result<std::vector<std::uint64_t>> Context<P>::OpenOwned(Shares<P>&& x, OpenMode
   if (mode == OpenMode::kKing && (king < 0 || king >= num_parties())) {
     return InvalidArgument("king must be a party id, got " + std::to_string(king));
   }
-  const W wire_mask = width >= sizeof(W) ? ~W{0} : (W{1} << (8 * width)) - 1;
+  const W wire_mask = WireMask<W>(width);
   // The running sum starts as my share (the log keeps the opened value, not my share).
   std::vector<W> sum = std::move(x.v);
   // Values travel as their low `width` little-endian bytes.
   std::vector<std::uint8_t> wire;
   auto pack = [&]() -> std::span<const std::uint8_t> {
     if (width == sizeof(W)) return {reinterpret_cast<const std::uint8_t*>(sum.data()), n * width};
-    wire.resize(n * width);
-    for (std::size_t i = 0; i < n; ++i) std::memcpy(wire.data() + i * width, &sum[i], width);
+    PackLow<W>(sum, width, wire);
     return wire;
   };
   std::vector<std::uint8_t> in_bytes;
@@ -279,11 +311,7 @@ Result<std::vector<std::uint64_t>> Context<P>::OpenOwned(Shares<P>&& x, OpenMode
     }
     in_bytes.resize(n * width);
     MPCACHE_RETURN_IF_ERROR(channel_.Recv(p, in_bytes));
-    for (std::size_t i = 0; i < n; ++i) {
-      W v = 0;
-      std::memcpy(&v, in_bytes.data() + i * width, width);
-      sum[i] = add ? sum[i] + v : v;
-    }
+    UnpackLow<W>(in_bytes, width, std::span<W>(sum), add);
     return Status::Ok();
   };
   auto send_to = [&](PartyId p, std::span<const std::uint8_t> bytes) -> Status {
@@ -299,11 +327,7 @@ Result<std::vector<std::uint64_t>> Context<P>::OpenOwned(Shares<P>&& x, OpenMode
       adversary_->OnOpen(Domain::kArith, opens_, n, lie);
       wire = std::move(lie);
       out = wire;
-      for (std::size_t i = 0; i < n; ++i) {
-        W v = 0;
-        std::memcpy(&v, wire.data() + i * width, width);
-        sum[i] = v;
-      }
+      UnpackLow<W>(wire, width, std::span<W>(sum), false);
     }
   }
   ++opens_;
@@ -341,11 +365,7 @@ Result<std::vector<std::uint64_t>> Context<P>::OpenOwned(Shares<P>&& x, OpenMode
       adversary_->OnOpen(Domain::kArith, opens_ - 1, n, lie);
       wire = std::move(lie);
       out = wire;
-      for (std::size_t i = 0; i < n; ++i) {
-        W v = 0;
-        std::memcpy(&v, wire.data() + i * width, width);
-        sum[i] = v;
-      }
+      UnpackLow<W>(wire, width, std::span<W>(sum), false);
     }
     for (PartyId p = 0; p < num_parties(); ++p) {
       if (p != self()) MPCACHE_RETURN_IF_ERROR(send_to(p, out));
