@@ -259,6 +259,16 @@ typename SecureBackend<P>::Vec SecureBackend<P>::MulPublic(const Vec& a,
 template <typename P>
 typename SecureBackend<P>::Vec SecureBackend<P>::Gather(const Vec& a,
                                                         std::span<const std::size_t> idx) const {
+  if (a.terms.empty()) {  // nothing pending: plain copies (most gathers)
+    const std::size_t n = idx.size();
+    Vec out = Vec::Zeros(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      out.s.CopyFrom(i, a.s, idx[i]);
+      out.has_s[i] = a.has_s[idx[i]];
+      out.pub[i] = a.pub[idx[i]];
+    }
+    return out;
+  }
   Vec out = Building<P>(idx.size());
   out.src = a.src;
   std::size_t terms = 0;
@@ -272,6 +282,20 @@ typename SecureBackend<P>::Vec SecureBackend<P>::Gather(const Vec& a,
 template <typename P>
 typename SecureBackend<P>::Vec SecureBackend<P>::Concat(const Vec& a, const Vec& b) const {
   const std::size_t na = a.size(), nb = b.size();
+  if (a.terms.empty() && b.terms.empty()) {  // nothing pending: append the parts
+    Vec out;
+    out.s.v.reserve(na + nb);
+    if constexpr (P::kMalicious) out.s.m.reserve(na + nb);
+    out.has_s.reserve(na + nb);
+    out.pub.reserve(na + nb);
+    for (const Vec* part : {&a, &b}) {
+      out.s.Append(part->s);
+      out.has_s.insert(out.has_s.end(), part->has_s.begin(), part->has_s.end());
+      out.pub.insert(out.pub.end(), part->pub.begin(), part->pub.end());
+    }
+    out.off.assign(na + nb + 1, 0);
+    return out;
+  }
   Vec out = Building<P>(na + nb);
   out.src = a.src;
   out.src.insert(out.src.end(), b.src.begin(), b.src.end());
