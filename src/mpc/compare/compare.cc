@@ -295,28 +295,46 @@ Result<Shares<P>> LessThanZero(BinaryContext<P>& ctx, const Shares<P>& x, int bi
   const std::size_t per = root.monos.size() + 1;
   Shares<P> out(n);
   std::vector<std::uint64_t> constant(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    unsigned p = 0;
-    for (int v = 0; v < root.vars; ++v) p |= BitAt(e[static_cast<std::size_t>(v)], i) << v;
-    const std::uint64_t* coef = root.coef.data() + p * per;
-    // c_top = 1: the result is 1 - (u ^ R).
-    const bool flip = ((c[i] >> top) & 1) != 0;
-    typename P::Word acc_v = 0;
-    u128 acc_m = 0;
-    for (std::size_t k = 0; k + 1 < per; ++k) {
-      const std::uint64_t cf = flip ? 0 - coef[k] : coef[k];
-      if constexpr (P::kMalicious) {
-        const std::uint64_t* row = t.rows.rows[i];
+  // Each item's opened pattern, and c_top = 1 flips the result to 1 - (u ^ R).
+  std::vector<std::uint8_t> pattern(n);
+  for (int v = 0; v < root.vars; ++v) {
+    const PublicBits& ev = e[static_cast<std::size_t>(v)];
+    for (std::size_t i = 0; i < n; ++i) {
+      pattern[i] = static_cast<std::uint8_t>(pattern[i] | (BitAt(ev, i) << v));
+    }
+  }
+  const auto flip = [&](std::size_t i) { return ((c[i] >> top) & 1) != 0; };
+  if constexpr (P::kMalicious) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint64_t* coef = root.coef.data() + pattern[i] * per;
+      const std::uint64_t* row = t.rows.rows[i];
+      const bool f = flip(i);
+      u128 acc_v = 0, acc_m = 0;
+      for (std::size_t k = 0; k + 1 < per; ++k) {
+        // The coefficient negated mod 2^64 (as the transcripts pin), then lifted.
+        const std::uint64_t cf = f ? 0 - coef[k] : coef[k];
         const std::size_t w = layout.MonoWord(static_cast<int>(k));
         acc_v += (u128{row[w + 1]} << 64 | row[w]) * cf;
         acc_m += (u128{row[w + 3]} << 64 | row[w + 2]) * cf;
-      } else {
-        acc_v += t.mono[k].v[i] * cf;
       }
+      out.v[i] = acc_v;
+      out.m[i] = acc_m;
     }
-    out.v[i] = acc_v;
-    if constexpr (P::kMalicious) out.m[i] = acc_m;
-    constant[i] = flip ? 1 - coef[per - 1] : coef[per - 1];
+  } else {
+    // One monomial at a time over all items: streams over each vector once.
+    std::vector<std::uint64_t> coef_k(std::size_t{1} << root.vars);
+    for (std::size_t k = 0; k + 1 < per; ++k) {
+      for (std::size_t p = 0; p < coef_k.size(); ++p) coef_k[p] = root.coef[p * per + k];
+      const std::uint64_t* mono = t.mono[k].v.data();
+      for (std::size_t i = 0; i < n; ++i) out.v[i] += mono[i] * coef_k[pattern[i]];
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      if (flip(i)) out.v[i] = 0 - out.v[i];
+    }
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint64_t c0 = root.coef[pattern[i] * per + per - 1];
+    constant[i] = flip(i) ? 1 - c0 : c0;
   }
   AddPublicInPlace(ctx.arith().key(), out, constant);
   return out;
