@@ -290,13 +290,13 @@ Result<std::vector<std::uint64_t>> Context<P>::OpenOwned(Shares<P>&& x, OpenMode
   // The running sum starts as my share (the log keeps the opened value, not my share).
   std::vector<W> sum = std::move(x.v);
   // Values travel as their low `width` little-endian bytes.
-  std::vector<std::uint8_t> wire;
+  std::vector<std::uint8_t>& wire = open_wire_;
   auto pack = [&]() -> std::span<const std::uint8_t> {
     if (width == sizeof(W)) return {reinterpret_cast<const std::uint8_t*>(sum.data()), n * width};
     PackLow<W>(sum, width, wire);
     return wire;
   };
-  std::vector<std::uint8_t> in_bytes;
+  std::vector<std::uint8_t>& in_bytes = open_in_;
   std::vector<W> in_words;
   auto recv_into = [&](PartyId p, bool add) -> Status {
     if (width == sizeof(W)) {  // full width: straight into words

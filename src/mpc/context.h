@@ -249,6 +249,9 @@ class Context {
   std::vector<typename P::Word> deferred_sum_;
   std::vector<u128> deferred_macs_;
   std::vector<std::uint8_t> deferred_wire_, deferred_in_;  // the deferred values' wire bytes
+  // OpenOwned's wire bytes out and in, kept between openings: an opening of the same size
+  // as the last one allocates (and page-faults) nothing.
+  std::vector<std::uint8_t> open_wire_, open_in_;
   std::vector<bool> deferred_read_;
   bool deferred_active_ = false;
   std::uint64_t deferred_opened_ = 0;
