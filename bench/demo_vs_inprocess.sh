@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The loopback demo's s/token against the in-process figure, measured in one sitting
-# (docs/network.md "Round latency"): alternately, N times,
+# (docs/PERFORMANCE.md "The TLS mesh on loopback"; scripts/bench.sh mesh runs it):
+# alternately, N times,
 #   - scripts/demo.sh's deployment: mpcache-dealer and three mpcache-party daemons as
 #     processes on loopback with the shipped config/*.yaml (moved to free ports and fresh
 #     certificates in a temporary folder, so that it runs beside another deployment), and

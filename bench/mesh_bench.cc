@@ -8,8 +8,8 @@
 // BM_MeshPingPong is two parties, one message there and back (two one-way hops). Larger
 // sizes show the bandwidth side (bytes_per_second: payload one party sends per second).
 // Certificates are made once by deploy/gen-certs.sh in a temporary folder, or read from
-// $MPCACHE_BENCH_CERTS (a folder gen-certs.sh wrote). docs/network.md "Round latency"
-// records the figures.
+// $MPCACHE_BENCH_CERTS (a folder gen-certs.sh wrote). docs/PERFORMANCE.md "The TLS mesh on
+// loopback" records the figures (scripts/bench.sh mesh runs it).
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 #include <unistd.h>

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates the measured figures of docs/PERFORMANCE.md on this machine (issue 16).
 #
-#   scripts/bench.sh [SECTION...]     sections: 7b layers context tune mpspdz (default: all
+#   scripts/bench.sh [SECTION...]     sections: 7b layers context tune mesh mpspdz (default: all
 #                                     of them, in that order)
 #
 #   7b   the 32-layer Llama-2-7B shape (synthetic weights written as a real GGUF Q8_0 file by
@@ -21,9 +21,10 @@
 #        `mpcache-bench decode-step --dims 7b --layers 1`, synthetic K/V of C positions
 #        secret-shared first) at contexts C, full cache against MPCache at the 7B settings
 #        README.md and docs/secure-llama.md quote (clusters of 64, 10% kept, sub-clusters
-#        of 16, 4% of the context's sub-clusters attended, mean representatives), malicious,
-#        in process. Writes context.md (the table) and context_seconds.png,
-#        context_bytes.png (gnuplot; copy them to docs/img/ for the report).
+#        of 16, 4% of the context's sub-clusters attended, mean representatives), malicious
+#        (or semi-honest: MPCACHE_BENCH_CONTEXT_SECURITY), in process. Writes context.md (the
+#        table) and context_seconds.png, context_bytes.png (gnuplot; copy them to docs/img/
+#        for the report).
 #        ~5 minutes on 2 cores at the default contexts; ~19 GiB of memory at 4096 (full).
 #
 #   tune  `mpcache-tune` on stories260K (docs/tuning.md): the standard grid, 256 positions per
@@ -32,6 +33,12 @@
 #        Writes tune.md (its output: every candidate, the choice, the check of the chosen
 #        step's predicted cost against a measured one, the held-out line), tune.yaml (the
 #        fragment) and tune_frontier.png (copy it to docs/img/). ~12 minutes on 2 cores.
+#
+#   mesh  the TLS mesh on loopback (scripts/bench-mesh.sh): one MPC round of three parties
+#        (bench_mesh's BM_MeshRound/8, MPCACHE_BENCH_MESH_REPETITIONS repetitions, default 5)
+#        and the stories260K demo through the four daemons against in process
+#        (bench/demo_vs_inprocess.sh, MPCACHE_BENCH_DEMO_RUNS alternate runs, default 3).
+#        Writes mesh.md. ~4 minutes on 2 cores.
 #
 #   mpspdz  per op against MP-SPDZ at its best options (issue 16): the anchors' programs
 #        ($MPCACHE_SHARED/anchors/mpspdz, default ../shared beside the checkout: 1M products,
@@ -56,6 +63,8 @@
 #   MPCACHE_BENCH_CONTEXT_DIMS  the context section's shape (default 7b; e.g. 256x1x4)
 #   MPCACHE_BENCH_TUNE_GRID, MPCACHE_BENCH_TUNE_STEPS  the tune section's grid and positions
 #                       (default standard, 256; a smoke run: quick and 64, ~30 s)
+#   MPCACHE_BENCH_CONTEXT_SECURITY  malicious (default: context.md, context_*.png) or
+#                       semi-honest (context-semi-honest.md, context-semi-honest_*.png)
 #   MPCACHE_BENCH_CONTEXTS      its contexts (default "256 512 1024 2048 4096"; a smoke run:
 #                       MPCACHE_BENCH_CONTEXT_DIMS=256x1x4 MPCACHE_BENCH_CONTEXTS="128 256",
 #                       ~20 s)
@@ -68,6 +77,7 @@
 # $MPCACHE_BENCH_DIR/layers/*.json, layers.md and its two PNGs;
 # $MPCACHE_BENCH_DIR/context/*.json, $MPCACHE_BENCH_DIR/context.md and the two PNGs;
 # $MPCACHE_BENCH_DIR/tune.md, tune.yaml and tune_frontier.png;
+# $MPCACHE_BENCH_DIR/mesh/ (bench_mesh's JSON, the demo runs) and $MPCACHE_BENCH_DIR/mesh.md;
 # $MPCACHE_BENCH_DIR/mpspdz/ (MP-SPDZ's output, our JSON) and $MPCACHE_BENCH_DIR/mpspdz.md.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -75,7 +85,7 @@ cd "$root"
 
 sections=("$@")
 named=1  # sections named on the command line: a missing MP-SPDZ tree is an error, not a skip
-[ ${#sections[@]} -gt 0 ] || { sections=(7b layers context tune mpspdz); named=0; }
+[ ${#sections[@]} -gt 0 ] || { sections=(7b layers context tune mesh mpspdz); named=0; }
 mpspdz_anchors=${MPCACHE_SHARED:-$root/../shared}/anchors/mpspdz
 [ ! -d "$mpspdz_anchors" ] || mpspdz_anchors=$(cd "$mpspdz_anchors" && pwd)
 # Why the mpspdz section cannot run (nothing when it can).
@@ -102,14 +112,14 @@ for s in "${sections[@]}"; do
   case "$s" in
     7b|layers) need_7b=1; need_models=1 ;;
     context) ;;
-    tune) need_models=1 ;;
+    tune|mesh) need_models=1 ;;
     mpspdz)
       why=$(mpspdz_missing)
       if [ -n "$why" ] && [ "$named" = 1 ]; then
         echo "bench.sh: the mpspdz section cannot run: $why. $mpspdz_how" >&2
         exit 1
       fi ;;
-    *) echo "bench.sh: unknown section '$s' (the sections: 7b, layers, context, tune, mpspdz)" >&2
+    *) echo "bench.sh: unknown section '$s' (the sections: 7b, layers, context, tune, mesh, mpspdz)" >&2
        exit 2 ;;
   esac
 done
@@ -132,7 +142,7 @@ if [ "${MPCACHE_BENCH_BUILD:-1}" != 0 ]; then
   echo "bench.sh: building the tools in $build ..." >&2
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DMPCACHE_BUILD_BENCH=ON >/dev/null
   cmake --build "$build" -j"$(nproc)" --target mpcache-model mpcache-bench mpcache-party \
-    mpcache-dealer mpcache-client mpcache-tune >/dev/null
+    mpcache-dealer mpcache-client mpcache-tune bench_mesh >/dev/null
 fi
 [ -d "$build/src/tools" ] || { echo "bench.sh: no tools in $build/src/tools (MPCACHE_BUILD_DIR)" >&2; exit 1; }
 bin=$(cd "$build/src/tools" && pwd)
@@ -272,9 +282,11 @@ PY
   cat "$table"
 }
 
-# section_context: scripts/bench-context.sh.
+# section_context: scripts/bench-context.sh; section_mesh: scripts/bench-mesh.sh.
 # shellcheck source=scripts/bench-context.sh
 source "$root/scripts/bench-context.sh"
+# shellcheck source=scripts/bench-mesh.sh
+source "$root/scripts/bench-mesh.sh"
 
 # s/token and bytes/token against the number of layers: the 7B shape cut to its first L
 # layers (mpcache-model synth --layers L), both modes, in process (the 7b section's procedure;
