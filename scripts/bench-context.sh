@@ -8,7 +8,17 @@
 section_context() {
   local dims=${MPCACHE_BENCH_CONTEXT_DIMS:-7b}
   local contexts=${MPCACHE_BENCH_CONTEXTS:-256 512 1024 2048 4096}
-  local dir=$out/context
+  local security=${MPCACHE_BENCH_CONTEXT_SECURITY:-malicious}
+  # Malicious: context/, context.md, context_*.png; semi-honest: context-semi-honest...
+  local name=context
+  case "$security" in
+    malicious) ;;
+    semi-honest) name=context-semi-honest ;;
+    *) echo "bench.sh: MPCACHE_BENCH_CONTEXT_SECURITY must be malicious or semi-honest," \
+         "not '$security'" >&2
+       return 2 ;;
+  esac
+  local dir=$out/$name
   local mpcache_flags=(--cluster 64 --keep 0.1 --level2 16 --level2-keep 0.04 --representative mean)
   rm -rf "$dir"
   mkdir -p "$dir"
@@ -19,11 +29,11 @@ section_context() {
     for cache in full mpcache; do
       flags=()
       if [ "$cache" = mpcache ]; then flags=("${mpcache_flags[@]}"); fi
-      echo "bench.sh: context $c, $cache cache, $dims x 1 layer, malicious ..." >&2
+      echo "bench.sh: context $c, $cache cache, $dims x 1 layer, $security ..." >&2
       # The JSON to $cache-$c.json; the run's wall time (setup included: the K/V
       # secret-shared, representatives) and peak RSS (KiB) to $cache-$c.run.
       python3 - "$dir/$cache-$c" "$bin/bench/mpcache-bench" decode-step --dims "$dims" \
-        --layers 1 --context "$c" --cache "$cache" "${flags[@]}" --security malicious \
+        --layers 1 --context "$c" --cache "$cache" "${flags[@]}" --security "$security" \
         --json <<'PY'
 import resource, subprocess, sys, time
 prefix, cmd = sys.argv[1], sys.argv[2:]
@@ -38,9 +48,9 @@ with open(prefix + ".run", "w") as out:
 PY
     done
   done
-  local table=$out/context.md
+  local table=$out/$name.md
   {
-    echo "Shape $dims, 1 layer, malicious, in process (three parties and the dealer in one" \
+    echo "Shape $dims, 1 layer, $security, in process (three parties and the dealer in one" \
       "process, in-memory mesh), one run per point; $(nproc) cores, $(date -u +%Y-%m-%d)," \
       "bench.sh at $(git -C "$root" rev-parse --short HEAD), binary $bin/bench/mpcache-bench" \
       "($(date -u -r "$bin/bench/mpcache-bench" '+built %Y-%m-%d %H:%M UTC'))."
@@ -115,10 +125,10 @@ set key top left Left reverse
 set grid
 set yrange [0:*]
 set style data linespoints
-set title "One decoding step, ${dims} x 1 layer, malicious, in process ($(nproc) cores)"
+set title "One decoding step, ${dims} x 1 layer, $security, in process ($(nproc) cores)"
 # k = 0: seconds (columns 2, 4, 6, 8), k = 1: MB (columns 3, 5, 7, 9).
 do for [k=0:1] {
-  set output sprintf("%s/context_%s.png", "$out", k == 0 ? "seconds" : "bytes")
+  set output sprintf("%s/${name}_%s.png", "$out", k == 0 ? "seconds" : "bytes")
   set ylabel (k == 0 ? "seconds" : "MB sent by the busiest party")
   plot "$dir/plot.dat" using 1:(column(2+k)) title "full cache, whole step" lw 2 pt 7, \
        "" using 1:(column(4+k)) title "MPCache, whole step" lw 2 pt 5, \
@@ -126,7 +136,7 @@ do for [k=0:1] {
        "" using 1:(column(8+k)) title "MPCache, attention" lw 2 pt 4
 }
 GP
-  echo "bench.sh: the context table is in $table, the plots in $out/context_seconds.png" \
-    "and $out/context_bytes.png" >&2
+  echo "bench.sh: the context table is in $table, the plots in $out/${name}_seconds.png" \
+    "and $out/${name}_bytes.png" >&2
   cat "$table"
 }
