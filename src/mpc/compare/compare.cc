@@ -252,7 +252,7 @@ Result<Shares<P>> LessThanZero(BinaryContext<P>& ctx, const Shares<P>& x, int bi
       if (s.k < 2) continue;
       int var = 0;
       for (int j = 0; j < s.k; ++j) {
-        Node<P>& node = nodes[static_cast<std::size_t>(s.first + j)];
+        Node<P>& node = nodes[static_cast<std::size_t>(s.first) + static_cast<std::size_t>(j)];
         XorValueInPlace(node.lt, t, layout, layout.SuperMono(static_cast<int>(q), var++));
         masked.push_back(std::move(node.lt));
         if (s.bottom && j == 0) continue;
@@ -295,7 +295,12 @@ Result<Shares<P>> LessThanZero(BinaryContext<P>& ctx, const Shares<P>& x, int bi
   const std::size_t per = root.monos.size() + 1;
   Shares<P> out(n);
   std::vector<std::uint64_t> constant(n);
-  // Each item's opened pattern, and c_top = 1 flips the result to 1 - (u ^ R).
+  // Each item's opened pattern (root.vars = 2m - 1 bits: 7 for the layouts' m <= 4
+  // super-nodes), and c_top = 1 flips the result to 1 - (u ^ R).
+  if (root.vars > 8) {
+    return Internal("a comparison root of " + std::to_string(root.vars) +
+                    " variables: its patterns do not fit a byte");
+  }
   std::vector<std::uint8_t> pattern(n);
   for (int v = 0; v < root.vars; ++v) {
     const PublicBits& ev = e[static_cast<std::size_t>(v)];

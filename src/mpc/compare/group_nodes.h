@@ -99,7 +99,7 @@ Node<P> GroupNodeBitsliced(const BitKey& key, Mono&& mono, const std::vector<Pub
   const int size = GroupSizeAt(g, low);
   Poly lt, eq;
   for (int t = 0; t < size; ++t) {
-    PublicBits nc = cb[static_cast<std::size_t>(base + t)];
+    PublicBits nc = cb[static_cast<std::size_t>(base) + static_cast<std::size_t>(t)];
     for (auto& w : nc.w) w = ~w;
     const unsigned bit = 1u << t;
     Poly lt_t = PolyConstant(nc, bit);  // r_t & ~c_t

@@ -115,7 +115,9 @@ struct LtzLayout {
                       : super_prod[static_cast<std::size_t>(q)] + i - s.vars;
   }
   // Malicious row words.
-  std::size_t MacWord(int value) const { return static_cast<std::size_t>(num_binary + value); }
+  std::size_t MacWord(int value) const {
+    return static_cast<std::size_t>(num_binary) + static_cast<std::size_t>(value);
+  }
   std::size_t RWord() const { return 2 * static_cast<std::size_t>(num_binary); }
   std::size_t RMacWord() const { return RWord() + 2; }
   std::size_t MonoWord(int i) const { return RWord() + 4 + 4 * static_cast<std::size_t>(i); }
