@@ -2,13 +2,15 @@
 """The mpspdz section's table (scripts/bench.sh mpspdz): MP-SPDZ's timer lines beside
 `mpcache-bench ops`, per op and model, as markdown on stdout.
 
-  mpspdz-table.py DIR BITS
+  mpspdz-table.py DIR BITS [ROUND_COST]
 
 DIR holds mpspdz-*.txt (the output of one run each of the anchors' bench.sh: lines
 "PROTOCOL PROGRAM TimeN = S seconds (MB MB, R rounds)") and our JSON files
 mul-SECURITY.json (one run, --repeat 3: the tool's median) and
 {lt,softmax}-WIDTH-SECURITY-K.json (K = 1..3, one process each; WIDTH is BITS, the width
-matched to MP-SPDZ's sfix, or "default", the kernels' own). Every figure is the median run
+matched to MP-SPDZ's sfix, or "default", the kernels' own); with ROUND_COST, also
+softmax_rcROUND_COST-BITS-SECURITY-K.json (softmax with --rank-round-cost ROUND_COST: the row
+max's groups chosen for a round worth that many comparisons). Every figure is the median run
 by seconds, with that run's bytes and rounds.
 """
 import glob
@@ -18,6 +20,7 @@ import re
 import sys
 
 d, bits = sys.argv[1], sys.argv[2]
+round_cost = sys.argv[3] if len(sys.argv) > 3 else None
 LINE = re.compile(r"^(\S+) (\S+) Time\d+ = ([0-9.eE+-]+) seconds \(([0-9.eE+-]+) MB, (\d+) rounds\)")
 TARGET = 5.0
 
@@ -87,7 +90,10 @@ def table(width, ops):
             met.append((f"{label} {proto}", ok, t))
             extra = ""
             if op != "mul":
-                extra = f" ({j['compare_bits']}-bit)"
+                extra = f" ({j['compare_bits']}-bit"
+                if op.startswith("softmax_rc"):
+                    extra += f", --rank-round-cost {j['rank_round_cost']}"
+                extra += ")"
             print(f"| {label}{extra} | {proto} / {security} | {fmt_s(ms)} | {fmt_mb(mmb)} | {mr} "
                   f"| {fmt_s(s)} | {fmt_mb(mb)} | {r} | {t:.1f}x | {b:.1f}x "
                   f"| {'yes' if ok else 'no'} |")
@@ -98,7 +104,8 @@ n_runs = len(files)
 print(f"Medians of {n_runs} MP-SPDZ run(s) and of 3 runs of ours; MB = 10^6 bytes sent "
       "(MP-SPDZ: by party 0; ours: by the busiest party); ratios = MP-SPDZ / ours.")
 print()
-met = table(bits, OPS)
+ops = OPS + ([("softmax-1024", "bench_softmax", f"softmax_rc{round_cost}")] if round_cost else [])
+met = table(bits, ops)
 print()
 yes = [f"{n} ({t:.1f}x)" for n, ok, t in met if ok]
 no = [f"{n} ({t:.1f}x)" for n, ok, t in met if not ok]
@@ -116,7 +123,10 @@ print("Not like for like: (1) MP-SPDZ runs three processes over loopback TCP in 
       "(4) Softmax: MP-SPDZ's ml.softmax (its max, exp and sfix division) against our kernel "
       "(its max, exp and reciprocal approximations), one row of 1024 at f = 16 each; inputs "
       "i * 0.01 - 5 there, uniform in [-192.8, 23.9] here (ours: max error against float in "
-      "the JSON). (5) Products: both 1M products in "
+      "the JSON). The --rank-round-cost rows choose the row max's groups for a round worth that "
+      "many comparisons (the default, 4 096, prices the 40 ms round trip of a WAN deployment; "
+      "a round of this machine's mesh costs ~50 us, a comparison ~0.2-3 us of CPU): more rounds, "
+      "fewer comparisons, the same result. (5) Products: both 1M products in "
       "Z_2^64 (no truncation). (6) Rounds are each tool's own count of communication "
       "rounds.")
 print()

@@ -287,6 +287,7 @@ Result<Shares<P>> RunOp(BinaryContext<P>& ctx, const std::string& op, const Prob
 FixedMathParams ParamsOf(const CompareOpsArgs& a) {
   FixedMathParams p{};
   if (a.bits != 0) p.compare_bits = a.bits;
+  if (a.rank_round_cost != -1) p.rank_round_cost = a.rank_round_cost;
   return p;
 }
 
@@ -463,6 +464,7 @@ Result<nlohmann::json> Run(const CompareOpsArgs& a) {
   j["dealer_bytes_per_party"] = rep.dealer_bytes + rep.bit_dealer_bytes;
   j["frac_bits"] = f;
   j["compare_bits"] = params.compare_bits;
+  j["rank_round_cost"] = params.rank_round_cost;
   if (a.op == "topk" || a.op == "topk-rank") j["k"] = std::min(kTopK, a.n);
   j["ops_per_second"] = seconds > 0 ? static_cast<double>(a.n) / seconds : 0;
   if (a.seed) j["seed"] = *a.seed;
@@ -488,6 +490,12 @@ int RunCompareOps(const CompareOpsArgs& a) {
     std::cerr << "error: --bits must be in " << ParamsOf({}).frac_bits + 8
               << "..64 (comparisons are exact while |x| < 2^(bits-1)), got " << a.bits << "\n";
     return 2;
+  }
+  if (a.rank_round_cost != -1) {
+    if (const Status st = ParamsOf(a).Validate(); !st.ok()) {
+      std::cerr << "error: --rank-round-cost: " << st.error().message() << "\n";
+      return 2;
+    }
   }
   if (a.op == "topk-rank" && a.n > 2048) {
     std::cerr << "error: --n " << a.n << " is too large for topk-rank (n (n - 1) / 2 comparisons "

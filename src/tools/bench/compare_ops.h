@@ -32,6 +32,8 @@ struct CompareOpsArgs {
   // Comparison width (lt, max, argmax, topk, and the kernels' compare_bits): exact while
   // |x| < 2^(bits - 1); 0 = the kernels' default (FixedMathParams::compare_bits).
   int bits = 0;
+  // FixedMathParams::rank_round_cost (the row max's round price in comparisons); -1 = default.
+  int rank_round_cost = -1;
 };
 
 bool IsCompareOp(std::string_view op);

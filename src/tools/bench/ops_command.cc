@@ -55,7 +55,8 @@ struct OpsOptions {
   int frac_bits = 16;
   int repeat = 1;
   bool json = false;
-  int bits = 0;  // comparison width (comparison ops); 0 = the kernels' default
+  int bits = 0;              // comparison width (comparison ops); 0 = the kernels' default
+  int rank_round_cost = -1;  // FixedMathParams::rank_round_cost; -1 = the kernels' default
 };
 
 double Since(std::chrono::steady_clock::time_point t0) {
@@ -320,7 +321,8 @@ int RunOpsCommand(const OpsOptions& o) {
                           .seed = o.seed,
                           .threads = o.threads,
                           .json = o.json,
-                          .bits = o.bits});
+                          .bits = o.bits,
+                          .rank_round_cost = o.rank_round_cost});
   }
   if (o.op != "mul" && o.op != "matmul" && o.op != "trunc") {
     std::cerr << "error: unknown op '" << o.op << "'; valid ops: " << kValidOps << "\n";
@@ -376,6 +378,10 @@ void AddOpsCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--bits", opts->bits,
                   "Comparison width for lt/max/argmax/topk and the kernels (exact while "
                   "|x| < 2^(bits-1)); default: the kernels' compare_bits (40)");
+  cmd->add_option("--rank-round-cost", opts->rank_round_cost,
+                  "What one round of a row max / top-k ranking is worth in comparisons (softmax, "
+                  "max, topk-rank); default: the kernels' rank_round_cost (4096, priced for the "
+                  "TLS daemons)");
   cmd->add_option("--repeat", opts->repeat,
                   "Run the online phase R times (fresh preprocessing each); report the median");
   cmd->add_flag("--json", opts->json, "Print one JSON object on stdout");
