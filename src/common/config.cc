@@ -217,6 +217,7 @@ Result<DealerConfig> ParseDealerConfig(std::string_view yaml, const std::string&
     MPCACHE_ASSIGN_OR_RETURN(auto batch, p.Int("batch_items", 1 << 16, 64, std::int64_t{1} << 32));
     MPCACHE_ASSIGN_OR_RETURN(auto matrix,
                              p.Int("max_matrix_elements", 1 << 28, 1, std::int64_t{1} << 31));
+    MPCACHE_ASSIGN_OR_RETURN(auto threads, p.Int("threads", 2, 1, 64));
     MPCACHE_RETURN_IF_ERROR(p.Finish());
     if (batch > cap) {
       return p.Fail("batch_items", "is larger than pool.capacity_items",
@@ -225,6 +226,7 @@ Result<DealerConfig> ParseDealerConfig(std::string_view yaml, const std::string&
     c.pool_capacity_items = static_cast<std::uint64_t>(cap);
     c.batch_items = static_cast<std::uint64_t>(batch);
     c.pool_max_matrix_elements = static_cast<std::uint64_t>(matrix);
+    c.pool_threads = static_cast<int>(threads);
   }
   MPCACHE_ASSIGN_OR_RETURN(c.timeouts, top.ReadTimeouts());
   {

@@ -135,6 +135,7 @@ struct DealerConfig {
   std::uint64_t batch_items = 1u << 16;          // parties ask ahead for at least this many
   // Largest matrix mask / matrix-triple operand served (elements of A, B or C).
   std::uint64_t pool_max_matrix_elements = 1u << 28;
+  int pool_threads = 2;  // threads making a comparison-material batch (pool.threads)
   int max_sessions = 8;  // preprocessing sessions at once (limits.max_sessions)
   std::string log_level = "info";
   int metrics_port = 0;

@@ -141,6 +141,7 @@ Status DealerService::Impl::Handle(SyncLink& link, int party, std::uint64_t& ses
       limits.chunk_items = cfg.batch_items;
       limits.max_request_items = cfg.pool_capacity_items;
       limits.max_matrix_elements = cfg.pool_max_matrix_elements;
+      limits.threads = cfg.pool_threads;
       MPCACHE_ASSIGN_OR_RETURN(session, DealerSession::Create(join, limits));
       sessions[session_id] = session;
       metrics.Add("mpcache_dealer_sessions_total", 1);

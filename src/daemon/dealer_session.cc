@@ -36,6 +36,7 @@ class DealerSessionImpl final : public DealerSession {
     MPCACHE_ASSIGN_OR_RETURN(dealer_, preproc::Dealer::Create(sec, master, 3));
     MPCACHE_ASSIGN_OR_RETURN(bits_, preproc::InProcessBitDealer<P>::Create(
                                         DeriveSeed(master, 0xB17), dealer_->mac_key(), 3));
+    bits_->set_threads(limits_.threads);
     // Client seed: XOR-shared over the parties (each sees one share).
     const Seed client = dealer_->party_seed(mpc::kClient);
     MPCACHE_ASSIGN_OR_RETURN(Seed s0, OsSeed());
@@ -241,6 +242,10 @@ Result<std::shared_ptr<DealerSession>> DealerSession::Create(const dealer_proto:
     return InvalidArgument(
         "dealer limits: pool.batch_items must be at least 64 and at most "
         "pool.capacity_items");
+  }
+  if (limits.threads < 1 || limits.threads > 64) {
+    return InvalidArgument("dealer limits: pool.threads must be 1..64, got " +
+                           std::to_string(limits.threads));
   }
   if (limits.max_matrix_elements < 1 || limits.max_matrix_elements > preproc::kMaxBatchElements) {
     return InvalidArgument("dealer limits: pool.max_matrix_elements must be 1.." +

@@ -38,6 +38,9 @@ struct DealerLimits {
   // Largest matrix a matrix mask or triple may hold, in elements: a mask's rows x cols, a
   // triple's A, B and C each (pool.max_matrix_elements).
   std::uint64_t max_matrix_elements = 1ull << 28;
+  // Threads making one comparison-material batch (pool.threads; the batch is the same bytes
+  // however many make it).
+  int threads = 2;
 };
 // The limits of the arithmetic dealer (preproc::Dealer) for these, naming the settings.
 preproc::BatchLimits ArithmeticLimits(const DealerLimits& limits);

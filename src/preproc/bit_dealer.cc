@@ -1,8 +1,12 @@
 #include "preproc/bit_dealer.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <functional>
 #include <string>
+#include <system_error>
+#include <thread>
 
 namespace mpcache::preproc {
 
@@ -114,7 +118,13 @@ void InProcessBitDealer<P>::MakeChunkLocked(BitItem item, std::uint64_t seq, std
     pool.words += total;
     part[p] = pool.chunks.back().data();
   }
-  FillChunkLocked(item, seq, chunk, units, corrector, part);
+  FillChunkLocked(item, seq, chunk, units, corrector, part, scratch_[0].keystream);
+}
+
+template <typename P>
+void InProcessBitDealer<P>::set_threads(int threads) {
+  std::lock_guard<std::mutex> lock(mu_);
+  threads_ = std::clamp(threads, 1, 64);
 }
 
 template <typename P>
@@ -148,31 +158,69 @@ Result<std::vector<BitBatch>> InProcessBitDealer<P>::MakeBatch(BitItem item, std
   const auto cp = static_cast<std::size_t>(corrector);
   std::vector<std::uint64_t>& corr = out[cp].corrections;
   corr.assign(BitCorrectionWords(kSecurity, item, units), 0);
-  std::uint64_t* dst = corr.data();
-  std::uint64_t* bits = dst + units * det.size();  // the value words' bits, packed
-  std::uint64_t k = 0;
+  std::uint64_t* const bits = corr.data() + units * det.size();  // the value words' bits, packed
   // Every party's chunk in a scratch buffer (the dealer needs all shares to correct the
-  // corrector's); only the corrector's determined words leave.
+  // corrector's); only the corrector's determined words leave. Chunks are independent (own
+  // streams, own ranges of the corrections), so up to threads_ workers fill them, each with
+  // its own scratch, taking the next chunk as they finish one; only the packed value bits of
+  // a chunk may share a word with its neighbour's, so a worker packs them apart and they are
+  // merged afterwards.
   const std::size_t per_chunk = BitChunkUnits(kSecurity, item);
-  std::vector<std::vector<std::uint64_t>>& scratch = scratch_;  // kept: no page faults next time
-  scratch.resize(np);
-  std::vector<std::uint64_t*> part(np);
-  std::uint64_t chunk = 0;
-  for (std::size_t done = 0; done < units; done += per_chunk, ++chunk) {
-    const std::size_t cu = std::min(per_chunk, units - done);
-    for (std::size_t p = 0; p < np; ++p) {
-      scratch[p].resize(cu * uw);
-      part[p] = scratch[p].data();
-    }
-    FillChunkLocked(item, seq, chunk, cu, corrector, part);
-    const std::uint64_t* lp = part[cp];
-    for (std::size_t u = 0; u < cu; ++u) {
-      for (std::uint32_t w : det) *dst++ = lp[u * uw + w];
-      for (std::uint32_t w : val) {
-        bits[k / 64] |= (lp[u * uw + w] & 1) << (k % 64);
-        ++k;
+  const std::size_t chunks = (units + per_chunk - 1) / per_chunk;
+  const std::size_t workers = std::min<std::size_t>(static_cast<std::size_t>(threads_), chunks);
+  if (scratch_.size() < workers) scratch_.resize(workers);
+  std::vector<std::vector<std::uint64_t>> chunk_bits(val.empty() ? 0 : chunks);
+  std::atomic<std::size_t> next{0};
+  auto work = [&](Scratch& scratch) {
+    scratch.parts.resize(np);
+    std::vector<std::uint64_t*> part(np);
+    for (std::size_t chunk = next++; chunk < chunks; chunk = next++) {
+      const std::size_t done = chunk * per_chunk, cu = std::min(per_chunk, units - done);
+      for (std::size_t p = 0; p < np; ++p) {
+        scratch.parts[p].resize(cu * uw);
+        part[p] = scratch.parts[p].data();
+      }
+      FillChunkLocked(item, seq, chunk, cu, corrector, part, scratch.keystream);
+      const std::uint64_t* lp = part[cp];
+      std::uint64_t* dst = corr.data() + done * det.size();
+      std::uint64_t* packed = nullptr;
+      if (!val.empty()) {
+        chunk_bits[chunk].assign((cu * val.size() + 63) / 64, 0);
+        packed = chunk_bits[chunk].data();
+      }
+      std::uint64_t k = 0;
+      for (std::size_t u = 0; u < cu; ++u) {
+        for (std::uint32_t w : det) *dst++ = lp[u * uw + w];
+        for (std::uint32_t w : val) {
+          packed[k / 64] |= (lp[u * uw + w] & 1) << (k % 64);
+          ++k;
+        }
       }
     }
+  };
+  std::vector<std::thread> helpers;
+  for (std::size_t w = 1; w < workers; ++w) {
+    try {
+      helpers.emplace_back(work, std::ref(scratch_[w]));
+    } catch (const std::system_error&) {
+      break;  // no thread to be had: the others take its chunks
+    }
+  }
+  work(scratch_[0]);
+  for (std::thread& t : helpers) t.join();
+  // The chunks' value bits, end to end.
+  std::uint64_t k = 0;
+  for (std::size_t chunk = 0; chunk < chunk_bits.size(); ++chunk) {
+    const std::size_t count = std::min(per_chunk, units - chunk * per_chunk) * val.size();
+    const std::vector<std::uint64_t>& src = chunk_bits[chunk];
+    const std::size_t shift = k % 64;
+    std::uint64_t* at = bits + k / 64;
+    for (std::size_t i = 0; i < src.size(); ++i) {
+      at[i] |= src[i] << shift;
+      // The high part spills into the next word only where that word holds bits of the batch.
+      if (shift != 0 && (i + 1) * 64 - shift < count) at[i + 1] |= src[i] >> (64 - shift);
+    }
+    k += count;
   }
   CountLocked(item, units,
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
@@ -183,6 +231,7 @@ template <typename P>
 void InProcessBitDealer<P>::FillChunkLocked(BitItem item, std::uint64_t seq, std::uint64_t chunk,
                                             std::size_t units, std::int32_t corrector,
                                             const std::vector<std::uint64_t*>& part,
+                                            std::vector<std::uint64_t>& keystream,
                                             const SubBlockDone& done) {
   // Every party's stream (free words are final; the corrector's determined words are
   // replaced by corrections), a sub-block of units at a time so that the dealer reads the
@@ -199,7 +248,7 @@ void InProcessBitDealer<P>::FillChunkLocked(BitItem item, std::uint64_t seq, std
     const std::size_t cu = std::min(sub, units - first);
     for (std::size_t p = 0; p < np; ++p) {
       at[p] = part[p] + first * uw;
-      FillBitUnits(*streams[p], kSecurity, item, cu, at[p], keystream_);
+      FillBitUnits(*streams[p], kSecurity, item, cu, at[p], keystream);
     }
     if (IsLtzItem(item)) {
       FillLtzLocked(item, cu, corrector, at);

@@ -97,6 +97,9 @@ class InProcessBitDealer {
   // Thread-safe.
   Result<std::vector<BitBatch>> MakeBatch(BitItem item, std::uint64_t n,
                                           std::int32_t corrector = kStaticCorrector);
+  // Worker threads MakeBatch fills a batch's chunks with (1..64; chunks are independent:
+  // each has its own streams, so the batch is the same however many fill it).
+  void set_threads(int threads);
   // The bit seed party p shares with the dealer (sent once, over TLS, at session set-up).
   const Seed& bit_seed(mpc::PartyId p) const { return seeds_[static_cast<std::size_t>(p)]; }
   BitOfflineStats stats() const;
@@ -125,9 +128,10 @@ class InProcessBitDealer {
   // Every party's stream of chunk `chunk` of batch (item, seq) into part[p] (units * unit
   // words each), then the corrector's determined words set so the shares are consistent;
   // a sub-block (~64 KB per party) at a time, `done` told of each.
+  // `keystream`: FillBitUnits' scratch (one per thread filling chunks).
   void FillChunkLocked(BitItem item, std::uint64_t seq, std::uint64_t chunk, std::size_t units,
                        std::int32_t corrector, const std::vector<std::uint64_t*>& part,
-                       const SubBlockDone& done = {});
+                       std::vector<std::uint64_t>& keystream, const SubBlockDone& done = {});
   void CountLocked(BitItem item, std::size_t units, double seconds);
   // FillChunkLocked's part: the corrector's determined words of `units` units whose streams
   // are in part[p] — comparison tuples (ltz_dealer.cc) and the other items.
@@ -147,8 +151,14 @@ class InProcessBitDealer {
   mpc::u128 alpha_ = 0;
   std::uint64_t beta_ = 0;
   std::array<std::uint64_t, kNumBitItems> seq_{};
-  std::vector<std::vector<std::uint64_t>> scratch_;    // MakeBatch's chunk per party, reused
-  std::vector<std::uint64_t> keystream_;               // FillBitUnits' keystream blocks, reused
+  // One per thread filling chunks, reused (no page faults next time): a chunk per party
+  // (MakeBatch) and FillBitUnits' keystream blocks.
+  struct Scratch {
+    std::vector<std::vector<std::uint64_t>> parts;
+    std::vector<std::uint64_t> keystream;
+  };
+  std::vector<Scratch> scratch_ = std::vector<Scratch>(1);
+  int threads_ = 1;
   std::vector<std::array<Pool, kNumBitItems>> pools_;  // [party][item]
   std::vector<std::unique_ptr<BitStore<P>>> stores_;
   BitOfflineStats stats_;

@@ -67,6 +67,7 @@ TEST(Config, ShippedConfigsLoad) {
   ASSERT_TRUE(d.ok()) << d.error().ToString();
   EXPECT_EQ(d->listen.port, 7200);
   EXPECT_EQ(d->pool_max_matrix_elements, 268435456u);
+  EXPECT_EQ(d->pool_threads, 2);
   auto cl = LoadClientConfig((kConfigDir / "client.yaml").string(), kNoFiles);
   ASSERT_TRUE(cl.ok()) << cl.error().ToString();
   EXPECT_EQ(cl->parties[2].port, 7112);
@@ -239,6 +240,12 @@ TEST(Config, DealerAndClientValidation) {
   dc = ParseDealerConfig(d, "dealer.yaml", kNoFiles);
   ASSERT_FALSE(dc.ok());
   EXPECT_NE(dc.error().message().find("field 'pool.max_matrix_elements'"), std::string::npos)
+      << dc.error().message();
+  d = ReadText(kConfigDir / "dealer.yaml");
+  d.replace(d.find("threads: 2"), 10, "threads: 65");
+  dc = ParseDealerConfig(d, "dealer.yaml", kNoFiles);
+  ASSERT_FALSE(dc.ok());
+  EXPECT_NE(dc.error().message().find("field 'pool.threads'"), std::string::npos)
       << dc.error().message();
   d = ReadText(kConfigDir / "dealer.yaml");
   d.replace(d.find("max_sessions: 8"), 15, "max_sessions: 0");

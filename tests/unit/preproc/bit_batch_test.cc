@@ -165,6 +165,36 @@ TEST(BitStream, ValueWordsTakeOneKeystreamBitEach) {
   }
 }
 
+// MakeBatch fills a batch's chunks on several threads (set_threads): the batches are the same
+// bytes as one thread's, over several chunks whose packed value bits do not end on a word
+// boundary (edaBits: 169 bits per malicious item), and they still expand to valid items.
+TYPED_TEST(BitBatchTest, ThreadsFillTheSameBatches) {
+  using P = TypeParam;
+  const Security sec = P::kMalicious ? Security::kMalicious : Security::kSemiHonest;
+  for (const BitItem item : {BitItem::kEdaBit, LtzItem(10)}) {
+    if (!P::kMalicious && item == BitItem::kEdaBit) continue;  // 576K items a chunk
+    auto one = NewDealer<P>(7), many = NewDealer<P>(7);
+    many->set_threads(3);
+    // Three chunks and a bit, the last one short.
+    const std::size_t n = (3 * BitChunkUnits(sec, item) + 5) * BitUnitItems(sec, item) - 3;
+    ASSERT_LE(n, kMaxBitBatchItems);
+    for (int round = 0; round < 2; ++round) {  // the workers' scratch reused the second time
+      auto a = one->MakeBatch(item, n, 1).value();
+      auto b = many->MakeBatch(item, n, 1).value();
+      ASSERT_EQ(a.size(), b.size());
+      for (std::size_t p = 0; p < a.size(); ++p) {
+        EXPECT_EQ(a[p].Serialize(), b[p].Serialize()) << BitItemName(item) << " party " << p;
+      }
+      if (item == BitItem::kEdaBit && round == 0) {  // new expanders expect batch #0
+        auto ex = Expanders(*many);
+        std::array<mpc::EdaBits<P>, 3> items;
+        for (std::size_t p = 0; p < 3; ++p) items[p] = ex[p].EdaBits(b[p]).value();
+        CheckerFor(*many).Check(items, n);
+      }
+    }
+  }
+}
+
 TYPED_TEST(BitBatchTest, BatchesAndPoolsShareSequenceNumbersAndStayValid) {
   using P = TypeParam;
   auto d = NewDealer<P>(2);
