@@ -216,14 +216,18 @@ Error UnexpectedMessage(const std::vector<std::uint8_t>& p, const char* wanted) 
 }
 
 std::vector<std::uint8_t> EncodeBitBatch(const preproc::BitBatch& b) {
-  return Writer(kBits).Bytes(b.Serialize()).Take();
+  // Writer(kBits).Bytes(b.Serialize()), with the batch written once, in place.
+  std::vector<std::uint8_t> out = Writer(kBits).U64(b.WireSize()).Take();
+  out.reserve(out.size() + b.WireSize());
+  b.AppendTo(out);
+  return out;
 }
 
 Result<preproc::BitBatch> DecodeBitBatch(const std::vector<std::uint8_t>& p) {
   if (!p.empty() && p[0] == kError) return UnexpectedMessage(p, "Bits");
   Reader r(p);
   MPCACHE_RETURN_IF_ERROR(Expect(r, kBits, "Bits"));
-  MPCACHE_ASSIGN_OR_RETURN(auto bytes, r.Bytes());
+  MPCACHE_ASSIGN_OR_RETURN(auto bytes, r.BytesView());
   MPCACHE_RETURN_IF_ERROR(r.End());
   return preproc::BitBatch::Parse(bytes);
 }

@@ -89,6 +89,9 @@ class MessageLimits {
 
 // Reassembles one message from its fragments, checking the limits as bytes arrive: the
 // message's type is known from the first fragment, and nothing beyond its limit is kept.
+// The fragments are kept as they come and joined once, into a buffer of the message's exact
+// size, when the last arrives (appending each to a growing buffer copied a large message —
+// the dealer's answers run to hundreds of MB — about twice, into ever fresh pages).
 class MessageAssembler {
  public:
   // `limits` may be null: then only `hard_max` bounds the message. `peer` names the sender.
@@ -97,6 +100,9 @@ class MessageAssembler {
 
   // Adds one fragment. true when the message is complete (then Take() it).
   Result<bool> Add(const std::vector<std::uint8_t>& fragment) {
+    return Add(std::vector<std::uint8_t>(fragment));
+  }
+  Result<bool> Add(std::vector<std::uint8_t>&& fragment) {
     if (fragment.empty()) return ProtocolError(peer_ + " sent an empty frame");
     if (fragment[0] > 1) {
       return ProtocolError(peer_ + " sent a fragment with continuation byte " +
@@ -107,26 +113,40 @@ class MessageAssembler {
     // A sender never cuts an empty non-final fragment: refusing it bounds the frames one
     // message may take.
     if (!last && n == 0) return ProtocolError(peer_ + " sent an empty non-final fragment");
-    const std::size_t total = message_.size() + n;
+    const std::size_t total = size_ + n;
     if (total > hard_max_) {
       return ProtocolError(peer_ + " sent a message of more than " + std::to_string(hard_max_) +
                            " bytes");
     }
     if (limits_) {  // an empty message has no type: type 0, which no protocol uses
-      const std::uint8_t type = total == 0 ? 0 : message_.empty() ? fragment[1] : message_[0];
+      const std::uint8_t type = total == 0 ? 0 : size_ == 0 ? fragment[1] : Type();
       MPCACHE_RETURN_IF_ERROR(limits_->Check(type, total, peer_));
     }
-    message_.insert(message_.end(), fragment.begin() + 1, fragment.end());
+    if (n > 0) parts_.push_back(std::move(fragment));
+    size_ = total;
     return last;
   }
 
-  std::vector<std::uint8_t> Take() { return std::move(message_); }
+  // The message (its fragments without their continuation bytes, end to end).
+  std::vector<std::uint8_t> Take() {
+    std::vector<std::uint8_t> message;
+    message.reserve(size_);
+    for (const std::vector<std::uint8_t>& f : parts_)
+      message.insert(message.end(), f.begin() + 1, f.end());
+    parts_.clear();
+    size_ = 0;
+    return message;
+  }
 
  private:
   const MessageLimits* limits_;
   std::size_t hard_max_;
+  // The type byte: the first byte of the first non-empty fragment's payload.
+  std::uint8_t Type() const { return parts_.front()[1]; }
+
   std::string peer_;
-  std::vector<std::uint8_t> message_;
+  std::vector<std::vector<std::uint8_t>> parts_;  // fragments with payload, as received
+  std::size_t size_ = 0;                          // payload bytes in parts_
 };
 
 }  // namespace mpcache::daemon

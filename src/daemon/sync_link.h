@@ -111,7 +111,7 @@ class SyncLink final : public MessageLink {
     MessageAssembler message(nullptr, kMaxMessageBytes, label_);
     for (;;) {
       MPCACHE_ASSIGN_OR_RETURN(auto part, RecvFrame(timeout));
-      MPCACHE_ASSIGN_OR_RETURN(bool last, message.Add(part));
+      MPCACHE_ASSIGN_OR_RETURN(bool last, message.Add(std::move(part)));
       if (last) return message.Take();
     }
   }
@@ -131,7 +131,7 @@ class SyncLink final : public MessageLink {
                        std::to_string(timeout.count()) + " ms");
       }
       MPCACHE_ASSIGN_OR_RETURN(auto part, RecvFrame(left));
-      MPCACHE_ASSIGN_OR_RETURN(bool last, message.Add(part));
+      MPCACHE_ASSIGN_OR_RETURN(bool last, message.Add(std::move(part)));
       if (last) return message.Take();
     }
   }

@@ -70,6 +70,14 @@ class Reader {
   Result<std::int32_t> I32() { return Pod<std::int32_t>(); }
   Result<double> F64() { return Pod<double>(); }
   Result<std::vector<std::uint8_t>> Bytes() { return Vec<std::uint8_t>(); }
+  // Bytes() without the copy: a view into the message (valid while the message is).
+  Result<std::span<const std::uint8_t>> BytesView() {
+    MPCACHE_ASSIGN_OR_RETURN(std::uint64_t n, U64());
+    if (n > in_.size() - pos_) return CorruptData("message: vector runs past the end");
+    const std::span<const std::uint8_t> v = in_.subspan(pos_, static_cast<std::size_t>(n));
+    pos_ += static_cast<std::size_t>(n);
+    return v;
+  }
   Result<std::string> Str() {
     MPCACHE_ASSIGN_OR_RETURN(auto b, Bytes());
     return std::string(b.begin(), b.end());

@@ -275,9 +275,16 @@ Seed BitChunkSeed(const Seed& party_bit_seed, BitItem item, std::uint64_t seq,
 // Header: magic[4] version u8, security u8, item u8, reserved u8, party i32, seq u64,
 // count u64, corrections u64; then the corrections (little-endian words).
 std::vector<std::uint8_t> BitBatch::Serialize() const {
-  std::vector<std::uint8_t> out(WireSize());
-  std::memcpy(out.data(), kMagic, 4);
-  std::size_t off = 4;
+  std::vector<std::uint8_t> out;
+  AppendTo(out);
+  return out;
+}
+
+void BitBatch::AppendTo(std::vector<std::uint8_t>& out) const {
+  std::size_t off = out.size();
+  out.resize(off + WireSize());
+  std::memcpy(out.data() + off, kMagic, 4);
+  off += 4;
   Put<std::uint8_t>(out, off, kVersion);
   Put<std::uint8_t>(out, off, static_cast<std::uint8_t>(security));
   Put<std::uint8_t>(out, off, static_cast<std::uint8_t>(item));
@@ -289,7 +296,6 @@ std::vector<std::uint8_t> BitBatch::Serialize() const {
   if (!corrections.empty()) {
     std::memcpy(out.data() + off, corrections.data(), 8 * corrections.size());
   }
-  return out;
 }
 
 Result<BitBatch> BitBatch::Parse(std::span<const std::uint8_t> bytes) {

@@ -111,6 +111,9 @@ struct BitBatch {
 
   std::size_t WireSize() const { return kBitBatchHeaderBytes + 8 * corrections.size(); }
   std::vector<std::uint8_t> Serialize() const;
+  // Serialize()'s bytes appended to `out` (a message built around the batch without a copy
+  // of it of its own).
+  void AppendTo(std::vector<std::uint8_t>& out) const;
   static Result<BitBatch> Parse(std::span<const std::uint8_t> bytes);
 };
 
