@@ -8,9 +8,11 @@
 #include "daemon/daemon_main.h"
 #include "daemon/dealer_service.h"
 #include "tools/common/cli_checks.h"
+#include "tools/common/heap_policy.h"
 
 int main(int argc, char** argv) {
   return mpcache::GuardedMain([&]() -> int {
+    mpcache::tools::UseReusingHeap();  // before any allocation worth keeping
     CLI::App app{
         "mpcache-dealer: the trusted preprocessing service. Accepts the three parties over "
         "mutually authenticated TLS and streams each its seed-compressed share of every "

@@ -8,9 +8,11 @@
 #include "daemon/daemon_main.h"
 #include "daemon/party_service.h"
 #include "tools/common/cli_checks.h"
+#include "tools/common/heap_policy.h"
 
 int main(int argc, char** argv) {
   return mpcache::GuardedMain([&]() -> int {
+    mpcache::tools::UseReusingHeap();  // before any allocation worth keeping
     CLI::App app{
         "mpcache-party: one of the three compute parties. Connects to the other parties over "
         "mutually authenticated TLS, streams preprocessing from the dealer, serves private "
