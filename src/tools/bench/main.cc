@@ -9,9 +9,10 @@
 
 int main(int argc, char** argv) {
   return mpcache::GuardedMain([&]() -> int {
-    // The daemons' heap policy: freed buffers reused, not returned to the OS and faulted in
-    // again (tools/common/heap_policy.h).
-    mpcache::tools::UseReusingHeap();
+    // The daemons' heap policy (freed buffers reused, not returned to the OS and faulted in
+    // again), with an arena per thread: the three parties here are threads of one process
+    // (tools/common/heap_policy.h).
+    mpcache::tools::UseReusingHeap(/*one_arena=*/false);
     CLI::App app{"mpcache-bench: reproducible MPC benchmarks (time, bytes, rounds)"};
     app.require_subcommand(1);
     int exit_code = 0;

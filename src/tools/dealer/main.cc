@@ -12,7 +12,7 @@
 
 int main(int argc, char** argv) {
   return mpcache::GuardedMain([&]() -> int {
-    mpcache::tools::UseReusingHeap();  // before any allocation worth keeping
+    mpcache::tools::UseReusingHeap(/*one_arena=*/true);  // before any allocation worth keeping
     CLI::App app{
         "mpcache-dealer: the trusted preprocessing service. Accepts the three parties over "
         "mutually authenticated TLS and streams each its seed-compressed share of every "

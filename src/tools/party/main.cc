@@ -12,7 +12,7 @@
 
 int main(int argc, char** argv) {
   return mpcache::GuardedMain([&]() -> int {
-    mpcache::tools::UseReusingHeap();  // before any allocation worth keeping
+    mpcache::tools::UseReusingHeap(/*one_arena=*/true);  // before any allocation worth keeping
     CLI::App app{
         "mpcache-party: one of the three compute parties. Connects to the other parties over "
         "mutually authenticated TLS, streams preprocessing from the dealer, serves private "
