@@ -89,9 +89,12 @@ class MessageLimits {
 
 // Reassembles one message from its fragments, checking the limits as bytes arrive: the
 // message's type is known from the first fragment, and nothing beyond its limit is kept.
-// The fragments are kept as they come and joined once, into a buffer of the message's exact
-// size, when the last arrives (appending each to a growing buffer copied a large message —
-// the dealer's answers run to hundreds of MB — about twice, into ever fresh pages).
+// Fragments of at least kKeptFragmentBytes are kept as they come and joined once, into a
+// buffer of the message's exact size, when the last arrives (appending each to a growing
+// buffer copied a large message — the dealer's answers run to hundreds of MB — about twice,
+// into ever fresh pages). Smaller ones are appended to the last kept part, so a peer that
+// cuts a message into tiny fragments cannot make the assembler hold a vector per byte: the
+// parts kept stay at most hard_max / kKeptFragmentBytes + 1.
 class MessageAssembler {
  public:
   // `limits` may be null: then only `hard_max` bounds the message. `peer` names the sender.
@@ -122,10 +125,19 @@ class MessageAssembler {
       const std::uint8_t type = total == 0 ? 0 : size_ == 0 ? fragment[1] : Type();
       MPCACHE_RETURN_IF_ERROR(limits_->Check(type, total, peer_));
     }
-    if (n > 0) parts_.push_back(std::move(fragment));
+    if (n >= kKeptFragmentBytes || (n > 0 && parts_.empty())) {
+      parts_.push_back(std::move(fragment));
+    } else if (n > 0) {
+      parts_.back().insert(parts_.back().end(), fragment.begin() + 1, fragment.end());
+    }
     size_ = total;
     return last;
   }
+
+  // Fragments this small are appended to the last part kept instead of kept on their own.
+  static constexpr std::size_t kKeptFragmentBytes = std::size_t{64} << 10;
+  // The parts held for the message so far (tests: the bound above).
+  std::size_t parts_kept() const { return parts_.size(); }
 
   // The message (its fragments without their continuation bytes, end to end).
   std::vector<std::uint8_t> Take() {

@@ -101,6 +101,47 @@ TEST(ClientLinkLimits, UnexpectedTypesAndBadFragmentsAreRefused) {
   EXPECT_FALSE(a.Add({}).ok());
 }
 
+// Reassembly keeps big fragments as they come and joins them once; a peer that cuts a message
+// into the smallest fragments there are (one byte each) gets them appended to one part, not
+// a vector per byte; mixed sizes come back in order.
+TEST(ClientLinkLimits, TinyFragmentsAreCoalescedAndMixedOnesJoinInOrder) {
+  const MessageLimits any = cp::GenerateLimits();
+  std::vector<std::uint8_t> payload = cp::Encode(cp::Generate{1, 5, 64, 512});
+  {
+    MessageAssembler a(&any, std::size_t{1} << 20, "the client");
+    const auto frags = Fragment(payload, 1);
+    ASSERT_EQ(frags.size(), payload.size());
+    for (std::size_t i = 0; i < frags.size(); ++i) {
+      auto r = a.Add(frags[i]);
+      ASSERT_TRUE(r.ok()) << r.error().ToString();
+      EXPECT_EQ(*r, i + 1 == frags.size());
+      EXPECT_EQ(a.parts_kept(), 1u);
+    }
+    EXPECT_EQ(a.Take(), payload);
+  }
+  // Big and small fragments mixed (a Bits-sized message, no limits): the same bytes back, and
+  // one part per big fragment plus the first.
+  std::vector<std::uint8_t> big(3 * MessageAssembler::kKeptFragmentBytes + 12345);
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<std::uint8_t>(i * 131 + 7);
+  MessageAssembler a(nullptr, std::size_t{1} << 30, "the dealer");
+  std::size_t at = 0, kept = 0;
+  for (const std::size_t n :
+       {std::size_t{3}, MessageAssembler::kKeptFragmentBytes + 1, std::size_t{5}, std::size_t{7},
+        2 * MessageAssembler::kKeptFragmentBytes, std::size_t{12345 - 16 - 1}, std::size_t{1}}) {
+    ASSERT_LE(at + n, big.size());
+    std::vector<std::uint8_t> f{static_cast<std::uint8_t>(at + n < big.size() ? 1 : 0)};
+    f.insert(f.end(), big.begin() + static_cast<std::ptrdiff_t>(at),
+             big.begin() + static_cast<std::ptrdiff_t>(at + n));
+    at += n;
+    if (n >= MessageAssembler::kKeptFragmentBytes || kept == 0) ++kept;
+    auto r = a.Add(std::move(f));
+    ASSERT_TRUE(r.ok()) << r.error().ToString();
+    EXPECT_EQ(a.parts_kept(), kept);
+  }
+  ASSERT_EQ(at, big.size());
+  EXPECT_EQ(a.Take(), big);
+}
+
 // The client's side: what a party may send it.
 TEST(ClientLinkLimits, EveryPartyMessageAtItsLimitPassesAndOneByteMoreIsRefused) {
   const MessageLimits limits = cp::PartyMessageLimits();
