@@ -9,7 +9,9 @@
 #        "Once", 3 positions: in process (`mpcache-bench generate`, per-phase breakdown) and
 #        through the three TLS daemons and the dealer on loopback (`mpcache-client generate`;
 #        the daemons' summed PSS sampled every 2 s, dealer bytes from their /metrics), in
-#        malicious and semi-honest security. ~10 minutes on 2 cores; needs ~22 GB of memory.
+#        malicious and semi-honest security, and malicious with split kings (`--open
+#        split-king`, `balancer.static_king: split`: a third fewer bytes, a round more per
+#        opening). ~15 minutes on 2 cores; needs ~22 GB of memory.
 #
 #   layers  s/token and bytes/token against the layer count: the 7B shape cut to its first L
 #        layers (`mpcache-model synth --layers L`, L in MPCACHE_BENCH_LAYERS, default
@@ -169,9 +171,9 @@ PY
 metric() { awk -v m="$2" '$1 == m {print $2}' "$1" | head -n 1; }
 
 # The three parties, the dealer and the client through the daemons: one generation.
-# daemons_run SECURITY MODEL DIR
+# daemons_run SECURITY MODEL DIR [KING]  (KING: balancer.static_king, default none)
 daemons_run() {
-  local security=$1 model=$2 dir=$3
+  local security=$1 model=$2 dir=$3 king=${4:-none}
   mkdir -p "$dir/cfg"
   for f in dealer party0 party1 party2 client; do
     sed -e "s#\.\./build/certs#$certs#" \
@@ -180,6 +182,7 @@ daemons_run() {
         -e "s#recv_ms: 30000#recv_ms: 600000#" \
         -e "s#request_ms: 600000#request_ms: 7200000#" \
         -e "s#^security: malicious#security: $security#" \
+        -e "s#static_king: none#static_king: $king#" \
         "config/$f.yaml" >"$dir/cfg/$f.yaml"
   done
   (
@@ -231,11 +234,17 @@ section_7b() {
     echo "| security | where | s/token | party-to-party bytes/token | rounds/token | dealer bytes/position (corrector) | peak memory | text |"
     echo "|---|---|---|---|---|---|---|---|"
   } >"$table"
-  for security in malicious semi-honest; do
-    echo "bench.sh: 7B, $security, in process ..." >&2
+  # Rows: both modes with all-to-all openings, then malicious with split kings (every party
+  # the king of a third of each opening: a third fewer bytes, a round more per opening).
+  local row security open label
+  for row in malicious semi-honest malicious/split-king; do
+    security=${row%%/*} open=all-to-all label=$security
+    if [ "$row" != "$security" ]; then open=${row#*/} label="$security, split kings"; fi
+    echo "bench.sh: 7B, $label, in process ..." >&2
     local j=$dir/inprocess-$security.json
+    [ "$open" = all-to-all ] || j=$dir/inprocess-$security-$open.json
     "$bin/bench/mpcache-bench" generate --model "$model" --tokenizer "$tokenizer" --prompt "Once" \
-      --steps "$steps" --security "$security" --weights public --json >"$j"
+      --steps "$steps" --security "$security" --weights public --open "$open" --json >"$j"
     local dealer
     dealer=$(python3 - "$j" <<'PY'
 import json, sys
@@ -244,20 +253,21 @@ o = d["offline"]
 print(round((o["bytes_to_party"][-1] + o["bit_dealer_correction_bytes"]) / d["positions"] / 1e9, 2))
 PY
 )
-    printf '| %s | in process | %s | %s MB | %s | %s GB | %s GiB RSS | %s |\n' "$security" \
+    printf '| %s | in process | %s | %s MB | %s | %s GB | %s GiB RSS | %s |\n' "$label" \
       "$(json "$j" seconds_per_token)" "$(json "$j" bytes_per_token 1e6)" \
       "$(json "$j" rounds_per_token)" "$dealer" "$(json "$j" peak_rss_bytes 1073741824)" \
       "$(json "$j" text)" >>"$table"
 
-    echo "bench.sh: 7B, $security, through the daemons ..." >&2
+    echo "bench.sh: 7B, $label, through the daemons ..." >&2
     local d=$dir/daemons-$security
-    daemons_run "$security" "$model" "$d"
+    [ "$open" = all-to-all ] || d=$dir/daemons-$security-$open
+    daemons_run "$security" "$model" "$d" "$([ "$open" = split-king ] && echo split || echo none)"
     local c=$d/client.json corrected=0 m
     for m in "$d"/metrics[012].txt; do
       corrected=$((corrected + $(metric "$m" mpcache_dealer_corrected_bytes_total | cut -d. -f1)))
     done
     printf '| %s | three daemons + dealer (TLS, loopback) | %s | %s MB | %s | %s GB | %s GiB PSS | %s |\n' \
-      "$security" "$(json "$c" seconds_per_token)" "$(json "$c" bytes_per_token 1e6)" \
+      "$label" "$(json "$c" seconds_per_token)" "$(json "$c" bytes_per_token 1e6)" \
       "$(json "$c" rounds_per_token)" "$(awk -v b="$corrected" -v p="$steps" 'BEGIN {printf "%.2f", b / p / 1e9}')" \
       "$(awk -v k="$(cat "$d/peak_pss_kb")" 'BEGIN {printf "%.1f", k / 1048576}')" "$(json "$c" text)" >>"$table"
   done

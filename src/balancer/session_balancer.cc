@@ -61,7 +61,7 @@ SettingsWire Decode(const std::array<std::uint8_t, 17>& in) {
 }
 
 std::string KingName(std::int32_t k) {
-  return k < 0 ? "none" : std::to_string(k);
+  return k == mpc::kSplitKing ? "split" : k < 0 ? "none" : std::to_string(k);
 }
 
 }  // namespace

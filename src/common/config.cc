@@ -179,8 +179,8 @@ Result<PartyConfig> ParsePartyConfig(std::string_view yaml, const std::string& f
     c.balancer.bid_timeout_ms = static_cast<int>(bt);
     MPCACHE_ASSIGN_OR_RETURN(auto sc, b.Int("static_corrector", 2, 0, 2));
     c.balancer.static_corrector = static_cast<int>(sc);
-    MPCACHE_ASSIGN_OR_RETURN(auto sk, b.Choice("static_king", {"none", "0", "1", "2"}, 0));
-    c.balancer.static_king = sk - 1;
+    MPCACHE_ASSIGN_OR_RETURN(auto sk, b.Choice("static_king", {"none", "0", "1", "2", "split"}, 0));
+    c.balancer.static_king = sk == 4 ? -2 : sk - 1;
     MPCACHE_RETURN_IF_ERROR(b.Finish());
   }
   MPCACHE_ASSIGN_OR_RETURN(c.log_level, top.LogLevel("info"));

@@ -96,7 +96,8 @@ struct BalancerConfig {
   double max_spread = 0.15;          // load-spread rule: loads within this fraction
   int bid_timeout_ms = 10000;        // the longest wait for a peer's bids
   // The static assignment (balancer off, and until the first auction): who receives the
-  // dealer's corrections, and the king of every opening (-1: none, all-to-all).
+  // dealer's corrections, and the king of every opening (-1: none, all-to-all; -2: split,
+  // every party the king of a third of each arithmetic opening: mpc::kSplitKing).
   int static_corrector = 2;
   int static_king = -1;
 };

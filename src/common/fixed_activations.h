@@ -110,8 +110,9 @@ SigmoidParts<B> SigmoidCore(B& be, const FixedMathParams& p, const typename B::V
   SigmoidParts<B> out;
   out.s = Slice(be, cmp, 0, n);
   auto below = be.Add(Slice(be, cmp, n, n), Slice(be, cmp, 2 * n, n));
-  // One product batch: s x (exact) and x^2 (= |x|^2, exp's z^2 without a batch of its own).
-  auto first = be.Mul(be.Concat(out.s, x), be.Concat(x, x));
+  // One product batch: s x (exact) and x^2 (= |x|^2, exp's z^2 without a batch of its own),
+  // a square: x opened twice per element, not three times.
+  auto first = be.MulAndSquare(out.s, x, x);
   out.sx = Slice(be, first, 0, n);
   const auto x_sq = Slice(be, first, n, n);
   auto neg_abs = be.Sub(be.MulConst(out.sx, 2), x);  // -|x| = 2 s x - x

@@ -14,6 +14,8 @@
 //   Vec Trunc(const Vec&, int bits)          // arithmetic shift right (secure: may be +1 LSB)
 //   Vec Mul(const Vec&, const Vec&)          // secret x secret, raw ring product (one round)
 //   Vec Square(const Vec&)                   // Mul(a, a), one opening per element
+//   Vec MulAndSquare(const Vec& a, const Vec& b, const Vec& c)  // [a b | c^2]: ONE batch,
+//                                            // the squares opening c once per element
 //   Vec MulTrunc(const Vec&, const Vec&, int bits)  // secret x secret, then Trunc (one round)
 //   Vec IsNegative(const Vec&, int bits)     // 1 if the value, read as a signed `bits`-bit
 //                                            // number, is < 0 (bit bits-1), else 0: exact
@@ -148,6 +150,7 @@ class PlainBackend {
   Vec Trunc(const Vec& a, int bits);
   Vec Mul(const Vec& a, const Vec& b);
   Vec Square(const Vec& a);
+  Vec MulAndSquare(const Vec& a, const Vec& b, const Vec& c);
   Vec MulTrunc(const Vec& a, const Vec& b, int bits);
   Vec IsNegative(const Vec& a, int bits);
   Vec Gather(const Vec& a, std::span<const std::size_t> idx) const;

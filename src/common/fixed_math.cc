@@ -133,6 +133,10 @@ PlainBackend::Vec PlainBackend::Square(const Vec& a) {
   return Mul(a, a);
 }
 
+PlainBackend::Vec PlainBackend::MulAndSquare(const Vec& a, const Vec& b, const Vec& c) {
+  return Mul(Concat(a, c), Concat(b, c));
+}
+
 PlainBackend::Vec PlainBackend::MulTrunc(const Vec& a, const Vec& b, int bits) {
   ++counts_.mul_batches;
   counts_.mul_elems += a.size();

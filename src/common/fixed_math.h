@@ -423,10 +423,10 @@ typename B::Vec RmsNorm(B& be, const FixedMathParams& p, const typename B::Vec& 
   const std::size_t n = rows * cols;
   std::vector<std::size_t> gidx(n);
   for (std::size_t i = 0; i < n; ++i) gidx[i] = i % cols;
-  // One product batch: x*x and x*g, both truncated to fm bits.
-  auto both = be.Mul(be.Concat(x, x), be.Concat(x, be.Gather(g, gidx)));
-  auto sq = be.Trunc(fixed_detail::Slice(be, both, 0, n), 2 * f - fm);
-  auto xg = be.Trunc(fixed_detail::Slice(be, both, n, n), 2 * f - fm);
+  // One product batch: x*g and x*x, both truncated to fm bits.
+  auto both = be.MulAndSquare(x, be.Gather(g, gidx), x);  // [x g | x^2]: x^2 a square
+  auto sq = be.Trunc(fixed_detail::Slice(be, both, n, n), 2 * f - fm);
+  auto xg = be.Trunc(fixed_detail::Slice(be, both, 0, n), 2 * f - fm);
   return fixed_detail::RmsNormFrom(be, p, sq, xg, rows, cols, eps);
 }
 

@@ -122,8 +122,11 @@ balancer::BalancerSettings SettingsOf(const config::BalancerConfig& b) {
   s.enabled = b.enabled;
   s.reauction_interval_steps = b.reauction_interval_steps;
   s.max_spread = b.max_spread;
-  s.static_roles =
-      mpc::Roles{b.static_king < 0 ? mpc::kNoKing : b.static_king, b.static_corrector, {}};
+  s.static_roles = mpc::Roles{b.static_king == -2 ? mpc::kSplitKing
+                              : b.static_king < 0 ? mpc::kNoKing
+                                                  : b.static_king,
+                              b.static_corrector,
+                              {}};
   return s;
 }
 

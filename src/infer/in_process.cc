@@ -139,6 +139,7 @@ Result<InProcessResult> RunOnce(std::shared_ptr<const RingModel> model,
   const int parties = 3;
   preproc::LocalPartiesOptions lo = preproc::LocalPartiesFromSeed(options.seed);
   lo.threads = options.threads;
+  lo.open_style = options.open_style;
   lo.observe_batches = options.observe_batches;
   lo.observe_bits = options.observe_bits;
   MPCACHE_ASSIGN_OR_RETURN(auto local, preproc::LocalParties<P>::Create(lo));

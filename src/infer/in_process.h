@@ -13,6 +13,7 @@
 
 #include "infer/client_link.h"
 #include "infer/session.h"
+#include "mpc/context.h"
 #include "net/channel.h"
 #include "net/comm_stats.h"
 #include "preproc/bit_dealer.h"
@@ -71,6 +72,7 @@ struct InProcessOptions {
   std::uint64_t sampling_seed = 1;
   std::uint64_t seed = 1;  // dealer and local seeds (reproducible runs)
   int threads = 1;         // worker threads per party for local matrix products
+  mpc::OpenStyle open_style = mpc::OpenStyle::kAllToAll;  // ContextOptions::open_style
   // Offline first: run once recording every party's preprocessing requests, then run again
   // with fresh dealers (same seeds) that produce ALL of it before the online phase starts,
   // so the reported online figures contain no dealer work (twice the total run time).

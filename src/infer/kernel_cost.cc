@@ -177,8 +177,8 @@ void SoftmaxCore(Ledger& g, const FixedMathParams& p, u64 rows, u64 cols, int in
 // ---------------------------------------------------------------------------------------
 // RmsNorm (fixed_math.h) of rows x cols (f, fm = f + 8, hi = rsqrt_log2_max, lo =
 // rsqrt_log2_min, S = rsqrt_sub_buckets, nb = (hi - lo) S buckets, it = rsqrt_iterations):
-//   [x | x] x [x | g]: 4 openings per element (x plain), 7 when x carries a pending
-//     truncation (x x: 2 + 2, x g: 2 + 1); with public gains (the model's public weights)
+//   [x g | x^2] (MulAndSquare): 3 openings per element (x plain), 5 when x carries a pending
+//     truncation (x g: 2 + 1, the square x^2: 2); with public gains (the model's public weights)
 //     Square(x) alone: 1 per element (x plain), 2 with x's pending truncation, x g local;
 //     squares and x g truncated by 2f - fm = f - 8 (then pending, 2 rows cols values; plain
 //     when f = 8).
@@ -207,7 +207,7 @@ void RmsNormCore(Ledger& g, const FixedMathParams& p, u64 rows, u64 cols, bool i
   const int f = p.frac_bits, fm = f + kRmsExtraBits, hi = p.rsqrt_log2_max;
   const bool sq_pending = 2 * f - fm > 0;
   const u64 nb = static_cast<u64>(hi - p.rsqrt_log2_min) * static_cast<u64>(p.rsqrt_sub_buckets);
-  g.Exchange(n * (public_gain ? (in_pending ? 2 : 1) : (in_pending ? 7 : 4)));
+  g.Exchange(n * (public_gain ? (in_pending ? 2 : 1) : (in_pending ? 5 : 3)));
   const int c = fixed_detail::CeilLog2(cols);
   const bool pow2 = (u64{1} << c) == cols;
   if (pow2) {
@@ -264,7 +264,7 @@ void RmsNormCore(Ledger& g, const FixedMathParams& p, u64 rows, u64 cols, bool i
 //   ONE test of [x | x + clip | clip - x] at compare_bits: Ltz(3n); the n distinct x
 //     truncations are claimed by it and h's n ride it when ComparisonTakesInTruncation(f,
 //     compare_bits), else 2n flushed first;
-//   [s | x] x [x | x]: 4 per element (all plain);
+//   [s x | x^2] (MulAndSquare): 3 per element (all plain; the square opens x once);
 //   ExpCore with x_sq (z^2 = Trunc(x^2, 2f + 2n_sq - fe)), relu(x) h and |x| h riding the z^2
 //     w batch (2n products, 2 each); their 2n truncations ride the first squaring;
 //   1/(1 + e) on [1, 2]: one bucket (no comparison), the start y a pure truncation (1);
@@ -284,7 +284,7 @@ void SiluTimesCore(Ledger& g, const FixedMathParams& p, u64 n) {
     g.Exchange(2 * n);
     g.Ltz(3 * n, p.compare_bits);
   }
-  g.Exchange(4 * n);  // [s | x] x [x | x]
+  g.Exchange(3 * n);  // [s x | x^2]
   ExpCore(g, p,
           {.count = n,
            .x_sq = true,

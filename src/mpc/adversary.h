@@ -44,6 +44,12 @@ class Adversary {
                               std::span<const DeferredPart> /*parts*/) {
     OnOpen(domain, index, n, outgoing);
   }
+  // A split-king opening (mpc/context.h, OpenMode::kSplitKing): as king of `n` of opening
+  // `index`'s values this party is about to relay their sums to peer `to` (after OnOpen
+  // changed them for both peers alike). A change here reaches `to` only: an inconsistent
+  // relay, the two honest parties then hold different opened values.
+  virtual void OnRelay(Domain /*domain*/, std::uint64_t /*index*/, int /*to*/, std::size_t /*n*/,
+                       std::span<std::uint8_t> /*outgoing*/) {}
   // This party's part of round `round` of a MAC check of `domain` (layout in the context's
   // header), after it was computed and before it is sent to every peer.
   virtual void OnCheckMessage(Domain /*domain*/, int /*round*/, std::span<std::uint8_t> /*msg*/) {}

@@ -8,7 +8,13 @@
 #include <type_traits>
 #include <utility>
 
+#include "mpc/wire_pack.h"
+
 namespace mpcache::mpc {
+
+using wire::PackLow;
+using wire::UnpackLow;
+using wire::WireMask;
 
 Digest Sha256(std::initializer_list<std::span<const std::uint8_t>> parts) {
   Digest out{};
@@ -34,48 +40,6 @@ T Get(std::span<const std::uint8_t> buf, std::size_t& off) {
   std::memcpy(&v, buf.data() + off, sizeof(T));
   off += sizeof(T);
   return v;
-}
-
-// Calls f(std::integral_constant<std::size_t, width>) for width in 1..sizeof(W): the loops
-// below then copy a compile-time number of bytes per value (no memcpy call per value).
-template <typename W, typename F>
-void WithWidth(std::size_t width, F&& f) {
-  [&]<std::size_t... k>(std::index_sequence<k...>) {
-    (void)((width == k + 1 ? (f(std::integral_constant<std::size_t, k + 1>{}), true) : false) ||
-           ...);
-  }
-  (std::make_index_sequence<sizeof(W)>{});
-}
-
-// Opened values travel as their low `width` little-endian bytes: out = those bytes of each.
-template <typename W>
-void PackLow(std::span<const W> v, std::size_t width, std::vector<std::uint8_t>& out) {
-  out.resize(v.size() * width);
-  WithWidth<W>(width, [&](auto w) {
-    constexpr std::size_t kW = decltype(w)::value;
-    std::uint8_t* o = out.data();
-    for (std::size_t i = 0; i < v.size(); ++i) std::memcpy(o + i * kW, &v[i], kW);
-  });
-}
-
-// The values `in` holds (PackLow's form) into dst: added to it, or assigned.
-template <typename W>
-void UnpackLow(std::span<const std::uint8_t> in, std::size_t width, std::span<W> dst, bool add) {
-  WithWidth<W>(width, [&](auto w) {
-    constexpr std::size_t kW = decltype(w)::value;
-    const std::uint8_t* b = in.data();
-    for (std::size_t i = 0; i < dst.size(); ++i) {
-      W x = 0;
-      std::memcpy(&x, b + i * kW, kW);
-      dst[i] = add ? dst[i] + x : x;
-    }
-  });
-}
-
-// The part of a word an opening of `width` bytes determines.
-template <typename W>
-W WireMask(std::size_t width) {
-  return width >= sizeof(W) ? ~W{0} : (W{1} << (8 * width)) - 1;
 }
 
 }  // namespace
@@ -281,7 +245,11 @@ Result<std::vector<std::uint64_t>> Context<P>::OpenOwned(Shares<P>&& x, OpenMode
   const std::size_t width = OpenBytes<P>(bits);  // bytes per value on the wire
   if (mode == OpenMode::kByRole) {
     king = roles_->KingFor(n * width);
-    mode = king == kNoKing ? OpenMode::kAllToAll : OpenMode::kKing;
+    if (king == kSplitKing || (king == kNoKing && options_.open_style == OpenStyle::kSplitKing)) {
+      mode = OpenMode::kSplitKing;
+    } else {
+      mode = king == kNoKing ? OpenMode::kAllToAll : OpenMode::kKing;
+    }
   }
   if (mode == OpenMode::kKing && (king < 0 || king >= num_parties())) {
     return InvalidArgument("king must be a party id, got " + std::to_string(king));
@@ -317,7 +285,7 @@ Result<std::vector<std::uint64_t>> Context<P>::OpenOwned(Shares<P>&& x, OpenMode
   auto send_to = [&](PartyId p, std::span<const std::uint8_t> bytes) -> Status {
     return channel_.Send(p, bytes);
   };
-  const bool sends_share = mode == OpenMode::kAllToAll || self() != king;
+  const bool sends_share = mode != OpenMode::kKing || self() != king;
   std::span<const std::uint8_t> out;
   if (sends_share) {
     out = pack();
@@ -331,7 +299,9 @@ Result<std::vector<std::uint64_t>> Context<P>::OpenOwned(Shares<P>&& x, OpenMode
     }
   }
   ++opens_;
-  if (mode == OpenMode::kAllToAll) {
+  if (mode == OpenMode::kSplitKing) {
+    MPCACHE_RETURN_IF_ERROR(SplitExchange(sum, out, width));
+  } else if (mode == OpenMode::kAllToAll) {
     for (PartyId p = 0; p < num_parties(); ++p) {
       if (p != self()) MPCACHE_RETURN_IF_ERROR(send_to(p, out));
     }

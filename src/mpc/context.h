@@ -9,6 +9,11 @@
 //   kAllToAll: 1 round; each party sends its shares to both peers (2 x 14n bytes).
 //   kKing:     2 rounds; non-kings send 14n bytes to the king, the king sends the sum
 //              (14n bytes) to each peer (king sends 28n bytes, the others 14n).
+//   kSplitKing: 2 rounds; every party is the king of a third of the values (SplitSegment:
+//              which third rotates from one opening to the next): it receives the others'
+//              shares of its third and sends the sums back. Each party sends ~2/3 x 14n in
+//              each round, 4/3 x 14n in all (SplitKingBytes) against 2 x 14n all-to-all:
+//              a third fewer bytes for a round more (ContextOptions::open_style).
 // Semi-honest: the same with 8 instead of 14. kByRole (the default, for callers that name
 // no king): the king of the current unit of work in the session's role table (roles()):
 // all-to-all while it names none (the static table). In king mode the king only relays the
@@ -37,11 +42,14 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/prg.h"
@@ -55,12 +63,43 @@
 
 namespace mpcache::mpc {
 
-enum class OpenMode : std::uint8_t { kAllToAll, kKing, kByRole };
+enum class OpenMode : std::uint8_t { kAllToAll, kKing, kByRole, kSplitKing };
+
+// How a kByRole opening goes when the role table names no king: all-to-all (1 round) or
+// split among kings (2 rounds, a third fewer bytes). Every party of a session must use the
+// same style (the sessions agree on it: daemon/party_session.cc).
+enum class OpenStyle : std::uint8_t { kAllToAll, kSplitKing };
 
 struct ContextOptions {
   // Worker threads for big local kernels (matrix products). 1 = run in the caller.
   int threads = 1;
+  OpenStyle open_style = OpenStyle::kAllToAll;
 };
+
+// "all-to-all" / "split-king" (config files and command lines), and back.
+const char* OpenStyleName(OpenStyle style);
+Result<OpenStyle> ParseOpenStyle(std::string_view name);
+
+// A split-king opening of n values among `parties` parties with rotation `rot`: segment j
+// is [n j / parties, n (j + 1) / parties) and its king is party (j + rot) mod parties; the
+// king of segment j opens it. Returns the [begin, end) of `king`'s segment.
+constexpr std::pair<std::size_t, std::size_t> SplitSegment(std::size_t n, int parties, int rot,
+                                                           PartyId king) {
+  const auto j = static_cast<std::size_t>(((king - rot) % parties + parties) % parties);
+  const auto np = static_cast<std::size_t>(parties);
+  return {n * j / np, n * (j + 1) / np};
+}
+// Bytes `self` sends in a split-king opening of n values of `width` bytes each: its share
+// of every other king's segment (round 1) and its own segment's sum to every peer (round 2).
+constexpr std::uint64_t SplitKingBytes(std::size_t n, std::size_t width, int parties, int rot,
+                                       PartyId self) {
+  std::uint64_t values = 0;
+  for (PartyId k = 0; k < parties; ++k) {
+    const auto [b, e] = SplitSegment(n, parties, rot, k);
+    values += (k == self ? static_cast<std::uint64_t>(parties - 1) : 1) * (e - b);
+  }
+  return values * width;
+}
 
 using Digest = std::array<std::uint8_t, 32>;
 
@@ -156,6 +195,13 @@ class Context {
   Result<std::vector<std::uint64_t>> OpenOwned(Shares<P>&& x, OpenMode mode = OpenMode::kByRole,
                                                PartyId king = 0, int bits = 64);
 
+  // What the next OpenOwned(n values, kByRole, ., bits) will cost this party: its rounds and
+  // the bytes it sends (deferred values aside), by the role table and the open style.
+  struct OpenCost {
+    std::uint64_t rounds = 0, bytes = 0;
+  };
+  OpenCost NextOpenCost(std::size_t n, int bits = 64) const;
+
   // Registers a deferred source (see DeferredSource): its values ride the next exchange.
   void Defer(std::weak_ptr<DeferredSource<P>> source) { deferred_.push_back(std::move(source)); }
   // An exchange of only the deferred values: 1 round (each party sends 14 B per value in
@@ -221,6 +267,10 @@ class Context {
   Status SendToPeers(std::span<const std::uint8_t> bytes);
   Status Fail(const std::string& why);
   Status StartCoin();  // draw the next coin seed share and its commitment
+  // The two rounds of a split-king opening (mpc/split_open.cc): `sum` holds my shares (low
+  // `width` bytes; `out` their wire form, already sent nowhere) and ends as the opened values.
+  Status SplitExchange(std::vector<typename P::Word>& sum, std::span<const std::uint8_t> out,
+                       std::size_t width);
 
   net::Channel& channel_;
   Preprocessing<P>& prep_;
@@ -241,7 +291,8 @@ class Context {
   bool broadcast_pending_ = false;
   Digest broadcast_hash_{};
   Adversary* adversary_ = nullptr;
-  std::uint64_t opens_ = 0;  // openings so far (the adversary's index)
+  std::uint64_t opens_ = 0;        // openings so far (the adversary's index)
+  std::uint64_t split_opens_ = 0;  // split-king openings so far (their rotation)
   // Deferred openings: registered sources; the exchange in progress (the sources that
   // contributed, with their value counts; the running sums; my MAC shares; peers read).
   std::vector<std::weak_ptr<DeferredSource<P>>> deferred_;

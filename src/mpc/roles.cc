@@ -14,10 +14,10 @@ RoleTable::RoleTable(int num_parties)
 
 Status RoleTable::Fill(Roles defaults, std::map<WorkUnit, Roles> units) {
   auto check = [&](const Roles& r, const std::string& where) -> Status {
-    if (r.king != kNoKing && (r.king < 0 || r.king >= num_parties_)) {
+    if (r.king != kNoKing && r.king != kSplitKing && (r.king < 0 || r.king >= num_parties_)) {
       return InvalidArgument("role table: king " + std::to_string(r.king) + " of " + where +
                              " is not a party (0.." + std::to_string(num_parties_ - 1) +
-                             ") nor kNoKing");
+                             ") nor kNoKing nor kSplitKing");
     }
     if (r.corrector < 0 || r.corrector >= num_parties_) {
       return InvalidArgument("role table: corrector " + std::to_string(r.corrector) + " of " +

@@ -2,7 +2,10 @@
 //   king       an opening through a king (Context::Open, BinaryContext::OpenMany in
 //              OpenMode::kKing): the non-kings send their shares to the king, which sums
 //              and sends the sum back (2 rounds; the king moves twice the bytes of the
-//              others); kNoKing: all-to-all (1 round, every party the same bytes).
+//              others); kNoKing: all-to-all (1 round, every party the same bytes);
+//              kSplitKing: every party the king of a third of each arithmetic opening
+//              (mpc/context.h, OpenMode::kSplitKing: 2 rounds, a third fewer bytes than
+//              all-to-all for every party; binary openings stay all-to-all).
 //   corrector  the party that receives the dealer's corrections for a batch of
 //              preprocessing (full-size data; the others expand seeds: batch.h,
 //              bit_batch.h). Named in every dealer request.
@@ -34,6 +37,7 @@
 namespace mpcache::mpc {
 
 inline constexpr PartyId kNoKing = -1;
+inline constexpr PartyId kSplitKing = -2;
 
 struct WorkUnit {
   int layer = -1;
@@ -44,7 +48,7 @@ struct WorkUnit {
 };
 
 struct Roles {
-  PartyId king = kNoKing;  // kNoKing: all-to-all openings
+  PartyId king = kNoKing;  // kNoKing: all-to-all openings; kSplitKing: split among kings
   PartyId corrector = 0;
   // Empty: every request of the unit corrected by `corrector`. Otherwise one weight per
   // party: the unit's correction bytes are dealt out in these proportions, request by

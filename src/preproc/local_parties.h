@@ -29,6 +29,7 @@ struct LocalPartiesOptions {
   Seed bit_seed = TestSeed(2);
   Seed local_seed = TestSeed(3);
   int threads = 1;  // worker threads per party for local products
+  mpc::OpenStyle open_style = mpc::OpenStyle::kAllToAll;  // ContextOptions::open_style
   std::chrono::milliseconds recv_timeout{std::chrono::seconds(600)};
   bool on_demand = true;  // the dealers make batches when a party's pool runs short
   BatchLimits limits;
@@ -122,6 +123,7 @@ class LocalParties {
         i < o.prep.size() && o.prep[i] != nullptr ? *o.prep[i] : dealer_->store(p);
     mpc::ContextOptions copts;
     copts.threads = options_.threads;
+    copts.open_style = options_.open_style;
     return mpc::Context<P>::Create(
         ch, prep, DeriveSeed(options_.local_seed, 100 + static_cast<std::uint64_t>(p)), copts);
   }

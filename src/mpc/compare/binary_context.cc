@@ -129,7 +129,8 @@ Result<std::vector<PublicBits>> BinaryContext<P>::OpenMany(std::vector<BitShares
   const std::size_t total_bytes = (total_bits + 7) / 8;
   if (mode == OpenMode::kByRole) {
     king = arith_.roles().KingFor(total_bytes);
-    mode = king == kNoKing ? OpenMode::kAllToAll : OpenMode::kKing;
+    // Split kings open arithmetic values only: bits go all-to-all.
+    mode = king == kNoKing || king == kSplitKing ? OpenMode::kAllToAll : OpenMode::kKing;
   }
   net::Channel& ch = arith_.channel();
   if (mode == OpenMode::kKing && (king < 0 || king >= ch.num_parties())) {

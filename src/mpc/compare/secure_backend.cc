@@ -396,7 +396,8 @@ typename SecureBackend<P>::Vec SecureBackend<P>::Trunc(const Vec& a, int bits) {
 }
 
 template <typename P>
-typename SecureBackend<P>::Vec SecureBackend<P>::Product(const Vec& a, const Vec* b) {
+typename SecureBackend<P>::Vec SecureBackend<P>::Product(const Vec& a, const Vec* b,
+                                                         std::size_t squares_from) {
   const std::size_t n = a.size();
   counts_.mul_batches += 1;
   counts_.mul_elems += n;
@@ -439,10 +440,10 @@ typename SecureBackend<P>::Vec SecureBackend<P>::Product(const Vec& a, const Vec
     EndElement(out);  // filled after the exchange
     FusedShape shape;
     shape.left = lc;
-    shape.right = b != nullptr ? rc : 0;
+    shape.right = b != nullptr && i < squares_from ? rc : 0;
     if (x.pending(i))
       shape.left_bits = static_cast<std::uint8_t>(x.source(x.terms[x.off[i]]).bits());
-    if (b != nullptr && y.pending(i)) {
+    if (!shape.square() && y.pending(i)) {
       shape.right_bits = static_cast<std::uint8_t>(y.source(y.terms[y.off[i]]).bits());
     }
     groups[shape.Code()].push_back(i);
@@ -488,12 +489,13 @@ typename SecureBackend<P>::Vec SecureBackend<P>::Product(const Vec& a, const Vec
     handles.emplace_back(batch.Add(std::move(left), std::move(right)), &idx);
   }
   const std::uint64_t before = ctx_.arith().deferred_opened();
+  const auto cost = ctx_.arith().NextOpenCost(openings);  // all-to-all: 1 round, 2 B each
   Status st = batch.Exchange();
   if (!st.ok()) {
     Fail(st);
     return Vec::Zeros(n);
   }
-  Charge(1, 2 * OpenBytes<P>() * openings);
+  Charge(cost.rounds, cost.bytes);
   ChargeDeferred(before);
   for (const auto& [h, idx_ptr] : handles) {
     const std::vector<std::size_t>& idx = *idx_ptr;
@@ -524,6 +526,13 @@ typename SecureBackend<P>::Vec SecureBackend<P>::Mul(const Vec& a, const Vec& b)
 template <typename P>
 typename SecureBackend<P>::Vec SecureBackend<P>::Square(const Vec& a) {
   return Product(a, nullptr);
+}
+
+template <typename P>
+typename SecureBackend<P>::Vec SecureBackend<P>::MulAndSquare(const Vec& a, const Vec& b,
+                                                              const Vec& c) {
+  const Vec left = Concat(a, c), right = Concat(b, c);
+  return Product(left, &right, a.size());
 }
 
 template <typename P>
@@ -627,13 +636,15 @@ typename SecureBackend<P>::Vec SecureBackend<P>::IsNegative(const Vec& a, int bi
     };
   }
   const std::uint64_t before = ctx_.arith().deferred_opened();
+  // The masked value's opening goes by the open style; the binary rounds after it do not.
+  const auto open = ctx_.arith().NextOpenCost(n, bits);
   Result<Shares<P>> r = LessThanZero(ctx_, in, bits, late);
   if (!r.ok()) {
     Fail(r.error());
     return Vec::Zeros(n);
   }
-  Charge(static_cast<std::uint64_t>(LtzRounds(bits)),
-         2 * LtzBytesPerPeer(n, bits, OpenBytes<P>(bits)));
+  Charge(static_cast<std::uint64_t>(LtzRounds(bits)) - 1 + open.rounds,
+         2 * LtzBytesPerPeer(n, bits, 0) + open.bytes);
   ChargeDeferred(before);
   for (std::size_t k = 0; k < values.size(); ++k) {
     values[k].first->Resolve(values[k].second, claimed->values(), k);

@@ -76,6 +76,7 @@ class SecureBackend {
   Vec Trunc(const Vec& a, int bits);
   Vec Mul(const Vec& a, const Vec& b);
   Vec Square(const Vec& a);
+  Vec MulAndSquare(const Vec& a, const Vec& b, const Vec& c);
   Vec MulTrunc(const Vec& a, const Vec& b, int bits);
   Vec IsNegative(const Vec& a, int bits);
   Vec Gather(const Vec& a, std::span<const std::size_t> idx) const;
@@ -92,7 +93,9 @@ class SecureBackend {
   // Opens every waiting truncation now (1 round if there is any), then normalizes `vs`.
   void Flush(std::initializer_list<Vec*> vs);
   // A product batch: b == nullptr squares a.
-  Vec Product(const Vec& a, const Vec* b);
+  // a * b (b null: a squared); with b, elements from `squares_from` on are squares of a's
+  // (b holds the same values there).
+  Vec Product(const Vec& a, const Vec* b, std::size_t squares_from = SIZE_MAX);
   void Fail(const Status& s) {
     if (status_.ok()) status_ = s;
   }

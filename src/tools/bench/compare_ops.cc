@@ -312,6 +312,7 @@ Result<RunReport> RunOnce(const CompareOpsArgs& a, const Seed& master, const Pro
   lo.bit_seed = DeriveSeed(master, 0xB175);
   lo.local_seed = DeriveSeed(master, 0xC0);
   lo.threads = a.threads;
+  MPCACHE_ASSIGN_OR_RETURN(lo.open_style, mpc::ParseOpenStyle(a.open));
   MPCACHE_ASSIGN_OR_RETURN(auto parties, preproc::LocalParties<P>::Create(lo));
   preproc::InProcessDealer<P>* dealer = &parties->dealer();
   preproc::InProcessBitDealer<P>* bits = &parties->bit_dealer();
@@ -465,6 +466,7 @@ Result<nlohmann::json> Run(const CompareOpsArgs& a) {
   j["frac_bits"] = f;
   j["compare_bits"] = params.compare_bits;
   j["rank_round_cost"] = params.rank_round_cost;
+  j["open"] = a.open;
   if (a.op == "topk" || a.op == "topk-rank") j["k"] = std::min(kTopK, a.n);
   j["ops_per_second"] = seconds > 0 ? static_cast<double>(a.n) / seconds : 0;
   if (a.seed) j["seed"] = *a.seed;

@@ -34,6 +34,8 @@ struct CompareOpsArgs {
   int bits = 0;
   // FixedMathParams::rank_round_cost (the row max's round price in comparisons); -1 = default.
   int rank_round_cost = -1;
+  // How values are opened: mpc::OpenStyle by name ("all-to-all" or "split-king").
+  std::string open = "all-to-all";
 };
 
 bool IsCompareOp(std::string_view op);

@@ -24,6 +24,7 @@
 #include "infer/ring_model.h"
 #include "model/checkpoint.h"
 #include "model/tokenizer.h"
+#include "mpc/context.h"
 #include "tools/bench/commands.h"
 #include "tools/bench/link_estimate.h"
 #include "tools/common/sampling_flags.h"
@@ -46,6 +47,7 @@ struct GenerateOptions {
   CacheFlags cache;
   SamplingFlags sampling;
   int threads = 1;
+  std::string open = "all-to-all";  // mpc::OpenStyle
   std::uint64_t seed = 1;
   int frac_bits = kRecommendedFracBits;
   std::string shares;  // private weights from share files
@@ -80,6 +82,7 @@ Result<nlohmann::json> RunGenerate(const GenerateOptions& o) {
   io.sampling_seed = o.seed;
   io.session.sampling = o.sampling.params;
   io.threads = o.threads;
+  MPCACHE_ASSIGN_OR_RETURN(io.open_style, mpc::ParseOpenStyle(o.open));
   io.preprocess_first = o.offline_first;
   io.session.math.frac_bits = o.frac_bits;
   io.session.max_seq_len = std::max(steps, 1);
@@ -124,6 +127,7 @@ Result<nlohmann::json> RunGenerate(const GenerateOptions& o) {
   j["compact_weights"] = ring->is_compact();
   if (ring->is_compact()) j["weight_type"] = ring->compact->weight_type;
   j["threads"] = o.threads;
+  j["open"] = o.open;
   j["cache"] = o.cache.cache;
   j["mpcache"] = o.cache.Describe();
   j["cached_rows"] = r.report.cached_rows;
@@ -232,6 +236,11 @@ void AddGenerateCommand(CLI::App& app, int* exit_code) {
                   "the model in memory)");
   AddCacheFlags(*cmd, opts->cache);
   cmd->add_option("--threads", opts->threads, "Worker threads per party for local products");
+  cmd->add_option("--open", opts->open,
+                  "How values are opened: all-to-all (1 round each) or split-king (2 rounds, a "
+                  "third fewer bytes)")
+      ->check(CLI::IsMember({"all-to-all", "split-king"}))
+      ->capture_default_str();
   opts->sampling.Add(cmd, /*with_seed=*/false);
   cmd->add_option("--seed", opts->seed,
                   "Dealer, party and sampling-noise seeds (reproducible runs: the same --seed "

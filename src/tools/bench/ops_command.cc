@@ -55,8 +55,9 @@ struct OpsOptions {
   int frac_bits = 16;
   int repeat = 1;
   bool json = false;
-  int bits = 0;              // comparison width (comparison ops); 0 = the kernels' default
-  int rank_round_cost = -1;  // FixedMathParams::rank_round_cost; -1 = the kernels' default
+  int bits = 0;                     // comparison width (comparison ops); 0 = the kernels' default
+  int rank_round_cost = -1;         // FixedMathParams::rank_round_cost; -1 = the kernels' default
+  std::string open = "all-to-all";  // mpc::OpenStyle by name
 };
 
 double Since(std::chrono::steady_clock::time_point t0) {
@@ -156,6 +157,7 @@ Result<nlohmann::json> RunOps(const OpsOptions& o) {
   lo.bit_seed = DeriveSeed(master, 0xB175);
   lo.local_seed = DeriveSeed(master, 0x5E1F);
   lo.threads = o.threads;
+  MPCACHE_ASSIGN_OR_RETURN(lo.open_style, mpc::ParseOpenStyle(o.open));
   MPCACHE_ASSIGN_OR_RETURN(auto parties, preproc::LocalParties<P>::Create(lo));
   preproc::InProcessDealer<P>* dealer = &parties->dealer();
   std::barrier sync(3);
@@ -307,6 +309,7 @@ Result<nlohmann::json> RunOps(const OpsOptions& o) {
   j["offline_dealer_seconds"] = (off_after.dealer_seconds - off_before.dealer_seconds) / o.repeat;
   j["offline_expand_seconds"] = (off_after.expand_seconds - off_before.expand_seconds) / o.repeat;
   j["threads"] = o.threads;
+  j["open"] = o.open;
   j["frac_bits"] = f;
   j["ops_per_second"] = seconds > 0 ? static_cast<double>(o.op == "matmul" ? 1 : n) / seconds : 0;
   if (o.seed) j["seed"] = *o.seed;
@@ -322,7 +325,8 @@ int RunOpsCommand(const OpsOptions& o) {
                           .threads = o.threads,
                           .json = o.json,
                           .bits = o.bits,
-                          .rank_round_cost = o.rank_round_cost});
+                          .rank_round_cost = o.rank_round_cost,
+                          .open = o.open});
   }
   if (o.op != "mul" && o.op != "matmul" && o.op != "trunc") {
     std::cerr << "error: unknown op '" << o.op << "'; valid ops: " << kValidOps << "\n";
@@ -382,6 +386,11 @@ void AddOpsCommand(CLI::App& app, int* exit_code) {
                   "What one round of a row max / top-k ranking is worth in comparisons (softmax, "
                   "max, topk-rank); default: the kernels' rank_round_cost (4096, priced for the "
                   "TLS daemons)");
+  cmd->add_option("--open", opts->open,
+                  "How values are opened: all-to-all (1 round each) or split-king (2 rounds, a "
+                  "third fewer bytes)")
+      ->check(CLI::IsMember({"all-to-all", "split-king"}))
+      ->capture_default_str();
   cmd->add_option("--repeat", opts->repeat,
                   "Run the online phase R times (fresh preprocessing each); report the median");
   cmd->add_flag("--json", opts->json, "Print one JSON object on stdout");

@@ -96,6 +96,39 @@ std::vector<Result<SealedBidsResult>> Exchange(
   });
 }
 
+// The parties' balancer settings must be equal: a party whose static king is `split`
+// (every party the king of a third of each opening) against two with none stops all three
+// at the start, naming the field and both values.
+TEST(BalancerSettings, ASplitKingAgainstNoneIsRefusedByName) {
+  auto mesh = net::MemMesh::Create(kParties, {.recv_timeout = std::chrono::seconds(20)}).value();
+  auto r = net::RunParties(*mesh, [&](net::Channel& ch) -> Status {
+    BalancerSettings s;
+    s.static_roles.king = ch.self() == 2 ? mpc::kSplitKing : mpc::kNoKing;
+    return AgreeOnSettings(ch, s, "party" + std::to_string(ch.self()) + ".yaml");
+  });
+  // Every party stops; the first to find the difference names it (RunParties then aborts
+  // the mesh under the others).
+  int named = 0;
+  for (int p = 0; p < kParties; ++p) {
+    const Status& st = r[static_cast<std::size_t>(p)];
+    ASSERT_FALSE(st.ok()) << "party " << p;
+    const std::string& m = st.error().message();
+    if (m.find("balancer.static_king") != std::string::npos &&
+        m.find("split") != std::string::npos && m.find("none") != std::string::npos) {
+      ++named;
+    }
+  }
+  EXPECT_GE(named, 1);
+  // All three split: agreed (a fresh mesh: a refusing party leaves a peer's message unread).
+  auto mesh2 = net::MemMesh::Create(kParties, {.recv_timeout = std::chrono::seconds(20)}).value();
+  auto ok = net::RunParties(*mesh2, [&](net::Channel& ch) -> Status {
+    BalancerSettings s;
+    s.static_roles.king = mpc::kSplitKing;
+    return AgreeOnSettings(ch, s, "party.yaml");
+  });
+  for (const auto& st : ok) EXPECT_TRUE(st.ok()) << st.error().ToString();
+}
+
 TEST(SealedBids, HonestPartiesAllSeeEveryBid) {
   const std::array<BidList, kParties> bids{Bids(3, {{"a", 5}}), Bids(3, {{"a", 6}, {"b", 1}}),
                                            Bids(3, {})};

@@ -205,7 +205,7 @@ TEST(Transcript, GenerationMaliciousFullCache) {
   const std::string d = GenerationDigest<mpc::Spdz2k>({}, &tokens, &lines);
   EXPECT_EQ(tokens.size(), 10u);
   ExpectPinned("malicious, full cache", d,
-               "fdcfdb59186ba343a5ec8f35449e3cbb8a0d1c22ae768305a3611b08cb71b9c7", lines);
+               "56f0b439fef692703c92c92dc4ee8aeb63a4dc1f358fe51e23df862d51fd42b5", lines);
 }
 
 TEST(Transcript, GenerationSemiHonestFullCache) {
@@ -213,7 +213,7 @@ TEST(Transcript, GenerationSemiHonestFullCache) {
   std::string lines;
   const std::string d = GenerationDigest<mpc::SemiHonest>({}, &tokens, &lines);
   ExpectPinned("semi-honest, full cache", d,
-               "5b2fe270c04512ca63dc48d836de3d59af20790c9e28892bea4cedc36183ac29", lines);
+               "a2cb98c144ba3edd6c8c377d06a722f4a7b536fdbc5ff5e618a28304f6bcdbe0", lines);
 }
 
 TEST(Transcript, GenerationMaliciousMpcachePrivateWeights) {
@@ -228,7 +228,7 @@ TEST(Transcript, GenerationMaliciousMpcachePrivateWeights) {
   std::string lines;
   const std::string d = GenerationDigest<mpc::Spdz2k>(o, &tokens, &lines);
   ExpectPinned("malicious, MPCache, private weights", d,
-               "765c6540ce30ad227e062dc8893d9e253ca01f9642731bcc3dd53e969194fd06", lines);
+               "d157988172cf4beab5353c0454142f6ed99a65dcec123d807130a4f03a9aedc2", lines);
 }
 
 // The protocols' king mode, named by the caller: openings, Beaver products, truncation.

@@ -190,7 +190,7 @@ INSTANTIATE_TEST_SUITE_P(
                  "loads within this fraction\n  bid_timeout_ms: 10000      # the longest wait "
                  "for a peer's bids\n  static_corrector: 2        # off (and before the first "
                  "auction): who gets the corrections\n  static_king: none          # none "
-                 "(all-to-all openings) | 0 | 1 | 2\n",
+                 "(all-to-all openings) | 0 | 1 | 2 | split\n",
                  "balancer: 8\n", "field 'balancer'", "indent"},
         BadField{"static_corrector: 2", "static_corrector: 3", "field 'balancer.static_corrector'",
                  "0..2"},
@@ -204,6 +204,14 @@ INSTANTIATE_TEST_SUITE_P(
         BadField{"network:\n", "network: [\n", "not valid YAML", "fix: check the indentation"},
         BadField{"stories260K.bin", "${MPCACHE_SURELY_UNSET_VAR}/x.bin", "model.checkpoint",
                  "set MPCACHE_SURELY_UNSET_VAR"}));
+
+TEST(Config, SplitKingsAreAStaticKing) {
+  std::string text = ReadText(kConfigDir / "party0.yaml");
+  text.replace(text.find("static_king: none"), 17, "static_king: split");
+  auto c = ParsePartyConfig(text, "party0.yaml", kNoFiles);
+  ASSERT_TRUE(c.ok()) << c.error().ToString();
+  EXPECT_EQ(c->balancer.static_king, -2);  // mpc::kSplitKing
+}
 
 TEST(Config, PlainRevealAllowedInDebug) {
   std::string text = ReadText(kConfigDir / "party0.yaml");
