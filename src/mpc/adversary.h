@@ -28,6 +28,9 @@ class Adversary {
   // little-endian bytes per value, binary ones the n bits packed 8 per byte (bit i of the
   // opening is bit i % 8 of byte i / 8). In king mode the king sends no share: its hook
   // sees the sum it is about to relay to both peers (a lying king), under the same index.
+  // A split-king opening calls it twice under one index: first with every value (this
+  // party's shares, the deferred values that ride it in front), then with the sums of its
+  // own segment that it is about to relay.
   virtual void OnOpen(Domain /*domain*/, std::uint64_t /*index*/, std::size_t /*n*/,
                       std::span<std::uint8_t> /*outgoing*/) {}
   // Deferred openings (mpc/context.h: Context::Defer), about to ride the exchange of opening

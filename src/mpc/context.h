@@ -116,7 +116,9 @@ class Context;
 // mode and BinaryContext's openings. In such an exchange each party sends the deferred
 // values (whole values: OpenBytes<P>() each, all-to-all) to every peer before any other message,
 // and reads a peer's deferred values before any other message from that peer; they are logged for
-// the MAC check like any opening. Sources are held weakly: one that is gone is skipped.
+// the MAC check like any opening. A split-king opening of whole values instead puts them in
+// front of its own values and splits them alike (the adversary hook sees them there).
+// Sources are held weakly: one that is gone is skipped.
 template <typename P>
 class DeferredSource {
  public:
@@ -195,20 +197,43 @@ class Context {
   Result<std::vector<std::uint64_t>> OpenOwned(Shares<P>&& x, OpenMode mode = OpenMode::kByRole,
                                                PartyId king = 0, int bits = 64);
 
-  // What the next OpenOwned(n values, kByRole, ., bits) will cost this party: its rounds and
-  // the bytes it sends (deferred values aside), by the role table and the open style.
+  // What an opening costs this party: its rounds and the bytes it sends.
   struct OpenCost {
     std::uint64_t rounds = 0, bytes = 0;
   };
+  // The last OpenOwned: how it went (the mode kByRole resolved to, its king, the split
+  // rotation), its own values and the deferred values that rode in front of them (split
+  // kings, whole values: they are split like the rest; otherwise they went all-to-all
+  // before it and count in neither).
+  struct LastOpen {
+    OpenMode mode = OpenMode::kAllToAll;
+    PartyId king = kNoKing;
+    int rot = 0;
+    std::size_t values = 0, merged_deferred = 0;
+    int bits = 64;
+  };
+  const LastOpen& last_open() const { return last_open_; }
+  // The cost of an opening that went as `how` with `values` values in all (the theory the
+  // secure backend charges: SplitKingBytes for split kings).
+  OpenCost CostOf(const LastOpen& how, std::size_t values) const;
+  // What the next OpenOwned(n values, kByRole, ., bits) will cost, deferred values aside
+  // (by the role table, the open style and the split rotation).
   OpenCost NextOpenCost(std::size_t n, int bits = 64) const;
+  // The last opening's cost, deferred values that rode in front of it included.
+  OpenCost LastOpenCost() const {
+    return CostOf(last_open_, last_open_.values + last_open_.merged_deferred);
+  }
 
   // Registers a deferred source (see DeferredSource): its values ride the next exchange.
   void Defer(std::weak_ptr<DeferredSource<P>> source) { deferred_.push_back(std::move(source)); }
   // An exchange of only the deferred values: 1 round (each party sends 14 B per value in
-  // malicious mode, 8 B semi-honest, to each peer); nothing at all when none is waiting.
+  // malicious mode, 8 B semi-honest, to each peer); with split kings a split opening of them
+  // (2 rounds, SplitKingBytes); nothing at all when none is waiting.
   Status FlushDeferred();
-  // Deferred values opened so far (their bytes are OpenBytes<P>() each, to each peer).
+  // Deferred values opened so far, and of them those that rode a split-king opening (the
+  // others went all-to-all: OpenBytes<P>() bytes each, to each peer).
   std::uint64_t deferred_opened() const { return deferred_opened_; }
+  std::uint64_t deferred_in_split() const { return deferred_in_split_; }
   // The deferred part of an exchange, for exchanges outside this class (the binary
   // domain's openings): SendDeferred before sending anything, RecvDeferred(p) before
   // reading anything from p, FinishDeferred after the exchange. No-ops when nothing waits.
@@ -267,6 +292,8 @@ class Context {
   Status SendToPeers(std::span<const std::uint8_t> bytes);
   Status Fail(const std::string& why);
   Status StartCoin();  // draw the next coin seed share and its commitment
+  // The registered sources' masked values for the coming exchange (deferred_now_ set).
+  Result<Shares<P>> TakeDeferred();
   // The two rounds of a split-king opening (mpc/split_open.cc): `sum` holds my shares (low
   // `width` bytes; `out` their wire form, already sent nowhere) and ends as the opened values.
   Status SplitExchange(std::vector<typename P::Word>& sum, std::span<const std::uint8_t> out,
@@ -293,6 +320,10 @@ class Context {
   Adversary* adversary_ = nullptr;
   std::uint64_t opens_ = 0;        // openings so far (the adversary's index)
   std::uint64_t split_opens_ = 0;  // split-king openings so far (their rotation)
+  LastOpen last_open_;
+  // FlushDeferred's values on their way into a split-king OpenOwned.
+  Shares<P> flush_taken_;
+  bool flush_pending_ = false;
   // Deferred openings: registered sources; the exchange in progress (the sources that
   // contributed, with their value counts; the running sums; my MAC shares; peers read).
   std::vector<std::weak_ptr<DeferredSource<P>>> deferred_;
@@ -306,6 +337,7 @@ class Context {
   std::vector<bool> deferred_read_;
   bool deferred_active_ = false;
   std::uint64_t deferred_opened_ = 0;
+  std::uint64_t deferred_in_split_ = 0;
 };
 
 // SHA-256 of the concatenation of `parts` (OpenSSL).

@@ -26,18 +26,32 @@ Result<OpenStyle> ParseOpenStyle(std::string_view name) {
 }
 
 template <typename P>
+typename Context<P>::OpenCost Context<P>::CostOf(const LastOpen& how, std::size_t values) const {
+  const std::uint64_t width = OpenBytes<P>(how.bits);
+  const auto np = static_cast<std::uint64_t>(num_parties());
+  switch (how.mode) {
+    case OpenMode::kSplitKing:
+      return {2, SplitKingBytes(values, width, num_parties(), how.rot, self())};
+    case OpenMode::kKing:
+      return {2, (self() == how.king ? np - 1 : 1) * width * values};
+    default:
+      return {1, (np - 1) * width * values};
+  }
+}
+
+template <typename P>
 typename Context<P>::OpenCost Context<P>::NextOpenCost(std::size_t n, int bits) const {
-  const std::uint64_t width = OpenBytes<P>(bits);
-  const int np = num_parties();
-  const PartyId king = roles_->For(roles_->Current()).king;
-  if (king >= 0) {
-    return {2, (self() == king ? static_cast<std::uint64_t>(np - 1) : 1) * width * n};
+  LastOpen next;
+  next.bits = bits;
+  next.king = roles_->For(roles_->Current()).king;
+  next.rot = static_cast<int>(split_opens_ % static_cast<std::uint64_t>(num_parties()));
+  if (next.king == kSplitKing ||
+      (next.king == kNoKing && options_.open_style == OpenStyle::kSplitKing)) {
+    next.mode = OpenMode::kSplitKing;
+  } else {
+    next.mode = next.king == kNoKing ? OpenMode::kAllToAll : OpenMode::kKing;
   }
-  if (king == kSplitKing || options_.open_style == OpenStyle::kSplitKing) {
-    const auto rot = static_cast<int>(split_opens_ % static_cast<std::uint64_t>(np));
-    return {2, SplitKingBytes(n, width, np, rot, self())};
-  }
-  return {1, static_cast<std::uint64_t>(np - 1) * width * n};
+  return CostOf(next, n);
 }
 
 template <typename P>
@@ -101,6 +115,9 @@ Status Context<P>::SplitExchange(std::vector<typename P::Word>& sum,
   return Status::Ok();
 }
 
+template Context<SemiHonest>::OpenCost Context<SemiHonest>::CostOf(const LastOpen&,
+                                                                   std::size_t) const;
+template Context<Spdz2k>::OpenCost Context<Spdz2k>::CostOf(const LastOpen&, std::size_t) const;
 template Context<SemiHonest>::OpenCost Context<SemiHonest>::NextOpenCost(std::size_t, int) const;
 template Context<Spdz2k>::OpenCost Context<Spdz2k>::NextOpenCost(std::size_t, int) const;
 template Status Context<SemiHonest>::SplitExchange(std::vector<SemiHonest::Word>&,

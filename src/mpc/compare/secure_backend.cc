@@ -168,13 +168,19 @@ void SecureBackend<P>::Normalize(Vec& v) const {
 template <typename P>
 void SecureBackend<P>::Flush(std::initializer_list<Vec*> vs) {
   if (!status_.ok()) return;
-  const std::uint64_t before = ctx_.arith().deferred_opened();
+  const std::uint64_t before = BroadcastDeferred();
+  const std::uint64_t split_before = ctx_.arith().deferred_in_split();
   Status st = ctx_.arith().FlushDeferred();
   if (!st.ok()) {
     Fail(st);
     return;
   }
-  if (ctx_.arith().deferred_opened() > before) {
+  if (const std::uint64_t split = ctx_.arith().deferred_in_split() - split_before; split > 0) {
+    // Split kings: a split opening of the deferred values alone.
+    const auto cost = ctx_.arith().CostOf(ctx_.arith().last_open(), split);
+    Charge(cost.rounds, cost.bytes);
+    ++flushes_;
+  } else if (BroadcastDeferred() > before) {
     Charge(1, 0);
     ChargeDeferred(before);
     ++flushes_;
@@ -488,13 +494,16 @@ typename SecureBackend<P>::Vec SecureBackend<P>::Product(const Vec& a, const Vec
     if (!shape.square()) right = operand(y, shape.right, idx);
     handles.emplace_back(batch.Add(std::move(left), std::move(right)), &idx);
   }
-  const std::uint64_t before = ctx_.arith().deferred_opened();
-  const auto cost = ctx_.arith().NextOpenCost(openings);  // all-to-all: 1 round, 2 B each
+  const std::uint64_t before = BroadcastDeferred();
   Status st = batch.Exchange();
   if (!st.ok()) {
     Fail(st);
     return Vec::Zeros(n);
   }
+  // All-to-all: 1 round, 2 B per opened value; split kings: SplitKingBytes of the openings
+  // and the deferred values that rode in front of them.
+  const auto& how = ctx_.arith().last_open();
+  const auto cost = ctx_.arith().CostOf(how, openings + how.merged_deferred);
   Charge(cost.rounds, cost.bytes);
   ChargeDeferred(before);
   for (const auto& [h, idx_ptr] : handles) {
@@ -635,8 +644,9 @@ typename SecureBackend<P>::Vec SecureBackend<P>::IsNegative(const Vec& a, int bi
       return Status::Ok();
     };
   }
-  const std::uint64_t before = ctx_.arith().deferred_opened();
-  // The masked value's opening goes by the open style; the binary rounds after it do not.
+  const std::uint64_t before = BroadcastDeferred();
+  // The masked value's opening goes by the open style; the binary rounds after it do not
+  // (a narrow opening: deferred values go all-to-all before it).
   const auto open = ctx_.arith().NextOpenCost(n, bits);
   Result<Shares<P>> r = LessThanZero(ctx_, in, bits, late);
   if (!r.ok()) {

@@ -103,9 +103,14 @@ class SecureBackend {
     theory_.rounds += rounds;
     theory_.bytes_sent += bytes;
   }
-  // Charges the deferred values opened since `before` (2 peers, B each).
+  // Deferred values that went all-to-all so far (those that rode a split-king opening are
+  // in that opening's cost).
+  std::uint64_t BroadcastDeferred() const {
+    return ctx_.arith().deferred_opened() - ctx_.arith().deferred_in_split();
+  }
+  // Charges the all-to-all deferred values opened since `before` (2 peers, B each).
   void ChargeDeferred(std::uint64_t before) {
-    Charge(0, 2 * OpenBytes<P>() * (ctx_.arith().deferred_opened() - before));
+    Charge(0, 2 * OpenBytes<P>() * (BroadcastDeferred() - before));
   }
 
   BinaryContext<P>& ctx_;
