@@ -207,12 +207,16 @@ Status Context<P>::FinishDeferred() {
   deferred_sum_.clear();
   deferred_macs_.clear();
   deferred_opened_ += n;
+  return HandOutDeferred(low);
+}
+
+template <typename P>
+Status Context<P>::HandOutDeferred(std::span<const std::uint64_t> opened) {
   std::size_t off = 0;
   auto now = std::move(deferred_now_);
   deferred_now_.clear();
   for (auto& [src, count] : now) {
-    MPCACHE_RETURN_IF_ERROR(
-        src->Finish(*this, std::span<const std::uint64_t>(low.data() + off, count)));
+    MPCACHE_RETURN_IF_ERROR(src->Finish(*this, opened.subspan(off, count)));
     off += count;
   }
   return Status::Ok();
@@ -407,14 +411,7 @@ Result<std::vector<std::uint64_t>> Context<P>::OpenOwned(Shares<P>&& x, OpenMode
     // The deferred values in front: to their sources, in order (as FinishDeferred does).
     deferred_opened_ += merged;
     deferred_in_split_ += merged;
-    std::size_t off = 0;
-    auto now = std::move(deferred_now_);
-    deferred_now_.clear();
-    for (auto& [src, count] : now) {
-      MPCACHE_RETURN_IF_ERROR(
-          src->Finish(*this, std::span<const std::uint64_t>(low.data() + off, count)));
-      off += count;
-    }
+    MPCACHE_RETURN_IF_ERROR(HandOutDeferred(std::span<const std::uint64_t>(low.data(), merged)));
     low.erase(low.begin(), low.begin() + static_cast<std::ptrdiff_t>(merged));
   }
   return low;

@@ -292,8 +292,10 @@ class Context {
   Status SendToPeers(std::span<const std::uint8_t> bytes);
   Status Fail(const std::string& why);
   Status StartCoin();  // draw the next coin seed share and its commitment
-  // The registered sources' masked values for the coming exchange (deferred_now_ set).
+  // The registered sources' masked values for the coming exchange (deferred_now_ set), and
+  // their opened values back to those sources, in order.
   Result<Shares<P>> TakeDeferred();
+  Status HandOutDeferred(std::span<const std::uint64_t> opened);
   // The two rounds of a split-king opening (mpc/split_open.cc): `sum` holds my shares (low
   // `width` bytes; `out` their wire form, already sent nowhere) and ends as the opened values.
   Status SplitExchange(std::vector<typename P::Word>& sum, std::span<const std::uint8_t> out,

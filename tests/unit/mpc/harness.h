@@ -4,9 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "common/prg.h"
 #include "mpc/context.h"
 #include "mpc/io.h"
 #include "preproc/local_parties.h"
@@ -40,6 +42,14 @@ struct Harness {
     return parties->RunArith(f, {std::move(prep), {}, std::move(channel)});
   }
 };
+
+// n uniform ring values from a test seed.
+inline std::vector<std::uint64_t> RandomValues(std::size_t n, std::uint64_t seed) {
+  Prg prg(TestSeed(seed));
+  std::vector<std::uint64_t> v(n);
+  for (auto& e : v) e = prg.NextU64();
+  return v;
+}
 
 // x entered by party 0 (its clear values; the others pass nothing): shares of x at every
 // party, 1 round.

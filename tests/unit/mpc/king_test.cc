@@ -27,10 +27,7 @@ using Modes = ::testing::Types<SemiHonest, Spdz2k>;
 TYPED_TEST_SUITE(KingTest, Modes);
 
 Vec Random(std::size_t n, std::uint64_t seed) {
-  Prg prg(TestSeed(seed));
-  Vec v(n);
-  for (auto& e : v) e = prg.NextU64();
-  return v;
+  return testing::RandomValues(n, seed);
 }
 
 // Every party's table: king `king` for every unit (kNoKing: the static table).

@@ -28,10 +28,7 @@ using Modes = ::testing::Types<SemiHonest, Spdz2k>;
 TYPED_TEST_SUITE(SplitKingTest, Modes);
 
 Vec Random(std::size_t n, std::uint64_t seed) {
-  Prg prg(TestSeed(seed));
-  Vec v(n);
-  for (auto& e : v) e = prg.NextU64();
-  return v;
+  return testing::RandomValues(n, seed);
 }
 
 // Three parties whose contexts open split among kings by their options (not the table).
