@@ -18,14 +18,16 @@ namespace fixed_detail {
 // <= 1) is squared n times; clipped inputs give base^(2^n) (1 - below) = 0. `x_sq`, when
 // given, is x^2 at 2f bits from the caller's own product batch (so z^2 costs no batch here);
 // products extra_a * extra_b (truncated by exp_frac_bits) ride in the z^2 w batch and are
-// returned in *extra_out. n + 3 product batches (n + 2 with x_sq), no comparison.
+// returned in *extra_out; extra_b's elements extra_pairs + k repeat its elements k (k <
+// extra_pairs: MulPairs opens each such factor once). n + 3 product batches (n + 2 with
+// x_sq), no comparison.
 template <typename B>
 typename B::Vec ExpClipped(B& be, const FixedMathParams& p, const typename B::Vec& x,
                            const typename B::Vec& below, int out_frac,
                            const typename B::Vec* x_sq = nullptr,
                            const typename B::Vec* extra_a = nullptr,
                            const typename B::Vec* extra_b = nullptr,
-                           typename B::Vec* extra_out = nullptr) {
+                           typename B::Vec* extra_out = nullptr, std::size_t extra_pairs = 0) {
   const int f = p.frac_bits, n = p.exp_squarings, fe = p.exp_frac_bits;
   const int fk = p.ExpCoefBits();
   const std::size_t count = B::Size(x);
@@ -45,7 +47,7 @@ typename B::Vec ExpClipped(B& be, const FixedMathParams& p, const typename B::Ve
       Ring64{1} << (fe + fk - 1));
   typename B::Vec z2w;
   if (extra_a != nullptr) {
-    auto both = be.Mul(be.Concat(z2, *extra_a), be.Concat(w, *extra_b));
+    auto both = be.MulPairs(be.Concat(z2, *extra_a), be.Concat(w, *extra_b), count, extra_pairs);
     z2w = be.Trunc(Slice(be, both, 0, count), fe + fk);
     *extra_out = be.Trunc(Slice(be, both, count, B::Size(*extra_a)), fe);
   } else {
@@ -120,11 +122,12 @@ SigmoidParts<B> SigmoidCore(B& be, const FixedMathParams& p, const typename B::V
   typename B::Vec e, abs_h;
   if (use == SigmoidUse::kSiluTimes) {
     // relu(x) h and |x| h at f: the first factor is scaled to fe bits, the batch truncates by fe.
+    // A pair per element: h opened once for both products.
     const Ring64 up = Ring64{1} << (fs - f);
     auto lhs = be.Concat(be.MulConst(be.Sub(x, out.sx), up), be.MulConst(abs, up));
     auto rhs = be.Concat(*h, *h);
     typename B::Vec extra;
-    e = fixed_detail::ExpClipped(be, p, neg_abs, below, fs, &x_sq, &lhs, &rhs, &extra);
+    e = fixed_detail::ExpClipped(be, p, neg_abs, below, fs, &x_sq, &lhs, &rhs, &extra, n);
     out.relu_h = Slice(be, extra, 0, n);
     abs_h = Slice(be, extra, n, n);
   } else {

@@ -17,6 +17,11 @@
 //   Vec MulAndSquare(const Vec& a, const Vec& b, const Vec& c)  // [a b | c^2]: ONE batch,
 //                                            // the squares opening c once per element
 //   Vec MulTrunc(const Vec&, const Vec&, int bits)  // secret x secret, then Trunc (one round)
+//   Vec MulPairs(const Vec& a, const Vec& b, std::size_t from, std::size_t count, int bits)
+//                                            // Mul (bits 0) or MulTrunc, where the caller
+//                                            // declares b[from + count + k] == b[from + k]
+//                                            // (k < count): the secure engine opens each
+//                                            // such right operand once for both products
 //   Vec IsNegative(const Vec&, int bits)     // 1 if the value, read as a signed `bits`-bit
 //                                            // number, is < 0 (bit bits-1), else 0: exact
 //                                            // sign for |x| < 2^(bits-1). One secure
@@ -152,6 +157,7 @@ class PlainBackend {
   Vec Square(const Vec& a);
   Vec MulAndSquare(const Vec& a, const Vec& b, const Vec& c);
   Vec MulTrunc(const Vec& a, const Vec& b, int bits);
+  Vec MulPairs(const Vec& a, const Vec& b, std::size_t from, std::size_t count, int bits = 0);
   Vec IsNegative(const Vec& a, int bits);
   Vec Gather(const Vec& a, std::span<const std::size_t> idx) const;
   Vec Concat(const Vec& a, const Vec& b) const;

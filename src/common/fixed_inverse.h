@@ -200,9 +200,13 @@ typename B::Vec ReciprocalTimes(B& be, const FixedMathParams& p, const typename 
     auto t = be.MulTrunc(d, y, in_frac);
     return be.MulTrunc(y, be.AddConst(be.MulConst(t, Neg(1)), two), 2 * fy - out_frac);
   }
-  // Last step folded with the multiplier: m y' = (m y)(2 - d y).
+  // Last step folded with the multiplier: m y' = (m y)(2 - d y). Elementwise (one element
+  // of m per row), d y and m y are a pair: y opened once for both.
   const std::size_t n = B::Size(m);
-  auto both = be.MulTrunc(be.Concat(d, m), be.Concat(y, be.Gather(y, mult.bcast)), in_frac);
+  bool identity = n == rows;
+  for (std::size_t i = 0; identity && i < n; ++i) identity = mult.bcast[i] == i;
+  auto both = be.MulPairs(be.Concat(d, m), be.Concat(y, be.Gather(y, mult.bcast)), 0,
+                          identity ? rows : 0, in_frac);
   auto t = Slice(be, both, 0, rows);                  // d y at fy
   auto my = Slice(be, both, rows, n);                 // m y at m_frac + fy - in_frac
   auto e = be.AddConst(be.MulConst(t, Neg(1)), two);  // 2 - d y at fy
@@ -228,7 +232,8 @@ typename B::Vec Reciprocal(B& be, const FixedMathParams& p, const typename B::Ve
 // f <= in_frac <= f + 8), result at out_frac bits; without a multiplier 1/sqrt(v) itself
 // (out_frac <= RsqrtFracBits()). (hi - lo) S - 1 comparisons per row (S =
 // rsqrt_sub_buckets), 1 + 3 rsqrt_iterations product batches: each step is
-// y' = y (3 - (v y) y) / 2, and the last one multiplies m y instead of y.
+// y' = y (3 - (v y) y) / 2, and the last one multiplies m y instead of y when m has one
+// element per row; with a broadcast m (more elements than rows) one batch more, m y' last.
 // With v_shift > 0, v is given at in_frac + v_shift bits (e.g. a sum whose own truncations
 // the bucket comparisons then take in): the comparisons read it so, the Newton steps read
 // Trunc(v, v_shift) at in_frac.
@@ -265,10 +270,15 @@ typename B::Vec RsqrtTimes(B& be, const FixedMathParams& p, const typename B::Ve
     return be.MulTrunc(*mult.m, be.Gather(y, mult.bcast), mult.m_frac + fr - out_frac);
   }
   const Ring64 three = Ring64{3} << fr;
+  // m y folds into the last step only when m is elementwise (one element per row): with a
+  // real broadcast (RmsNorm: a row's y for all its columns) the row finishes y first and m
+  // meets it once, one pending truncation per element, where the fold would open y and
+  // 3 - v y^2 for every element of m (one round more, two or three opened values fewer).
+  const bool fold = has_m && B::Size(*mult.m) <= rows;
   for (int i = 0; i < p.rsqrt_iterations; ++i) {
     const bool last = i + 1 == p.rsqrt_iterations;
     typename B::Vec vy, my;
-    if (last && has_m) {  // v y and m y in one batch
+    if (last && fold) {  // v y and m y in one batch
       auto both =
           be.MulTrunc(be.Concat(v, *mult.m), be.Concat(y, be.Gather(y, mult.bcast)), in_frac);
       vy = Slice(be, both, 0, rows);
@@ -278,12 +288,13 @@ typename B::Vec RsqrtTimes(B& be, const FixedMathParams& p, const typename B::Ve
     }
     auto h = be.MulTrunc(vy, y, fr);                      // v y^2 at fr
     auto t = be.AddConst(be.MulConst(h, Neg(1)), three);  // 3 - v y^2
-    if (last && has_m) {
+    if (last && fold) {
       return be.MulTrunc(my, be.Gather(t, mult.bcast),
                          mult.m_frac + 2 * fr + 1 - in_frac - out_frac);
     }
-    y = be.MulTrunc(y, t, last ? 2 * fr + 1 - out_frac : fr + 1);
+    y = be.MulTrunc(y, t, last && !has_m ? 2 * fr + 1 - out_frac : fr + 1);
   }
+  if (has_m) return be.MulTrunc(*mult.m, be.Gather(y, mult.bcast), mult.m_frac + fr - out_frac);
   return y;
 }
 

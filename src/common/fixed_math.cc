@@ -145,6 +145,11 @@ PlainBackend::Vec PlainBackend::MulTrunc(const Vec& a, const Vec& b, int bits) {
   return out;
 }
 
+PlainBackend::Vec PlainBackend::MulPairs(const Vec& a, const Vec& b, std::size_t /*from*/,
+                                         std::size_t /*count*/, int bits) {
+  return bits > 0 ? MulTrunc(a, b, bits) : Mul(a, b);
+}
+
 PlainBackend::Vec PlainBackend::IsNegative(const Vec& a, int bits) {
   ++counts_.cmp_batches;
   counts_.cmp_elems += a.size();

@@ -101,20 +101,19 @@ void RankTournament(Ledger& g, u64 rows, u64 cols, int bits, u64 group, bool one
 // Rounds: n + 3 (n + 2 with x_sq; extras ride in the z^2 w batch).
 struct ExpShape {
   u64 count = 0;
-  bool x_sq = false;        // z^2 from the caller's x^2 (SigmoidCore)
-  bool z2_pending = true;   // with x_sq: Trunc(x_sq, 2f + 2n - fe) with a positive shift
-  u64 extra = 0;            // products riding the z^2 w batch (both operands plain: 2 each)
-  u64 ride_at_square0 = 0;  // pending values opened in the first squaring's exchange
+  bool x_sq = false;       // z^2 from the caller's x^2 (SigmoidCore)
+  bool z2_pending = true;  // with x_sq: Trunc(x_sq, 2f + 2n - fe) with a positive shift
+  u64 extra = 0;           // products riding the z^2 w batch (one opened value per operand)
+  u64 extra_pairs = 0;     // of them, pairs sharing their right operand (opened once)
 };
 void ExpCore(Ledger& g, const FixedMathParams& p, const ExpShape& s) {
   const u64 n = s.count;
   if (!s.x_sq) g.Exchange(n);  // Square(z)
   // z^2 (1: pending or plain) times w (its share part, and z^2's truncation when pending).
   const u64 w = s.x_sq && !s.z2_pending ? 1 : 2;
-  g.Exchange(n * (1 + w) + 2 * s.extra);  // z^2 w (+ the extras)
+  g.Exchange(n * (1 + w) + 2 * s.extra - s.extra_pairs);  // z^2 w (+ the extras)
   for (int i = 0; i < p.exp_squarings; ++i) {
     g.Exchange(n * (i == 0 ? 2 : 1));
-    if (i == 0) g.Ride(s.ride_at_square0);
   }
   g.Exchange(2 * n);  // base (1 - below)
 }
@@ -139,8 +138,9 @@ u64 Buckets(int log2_max, int sub_buckets) {
 //             it - 1 plain steps: d y (1 + yc, then 1 + 1 once y is a pure truncation) and
 //             y (2 - d y) (2: y's truncation is known by then, 2 - d y pending), per row;
 //             the last step folded with m: [d | m] x [y | bcast(y)]: (rows + rows cols) (1 +
-//             y's openings), then (m y) x bcast(2 - d y): 2 per element (both pure truncations
-//             of that batch); it = 0: m x bcast(y) alone (1 + yc per element);
+//             y's openings; cols = 1: pairs, rows (2 + y's)), then (m y) x bcast(2 - d y): 2
+//             per element (both pure truncations of that batch); it = 0: m x bcast(y) alone
+//             (1 + yc per element);
 //   output    rows cols pending truncations, opened by the caller's Materialize (1 round).
 // Rounds (defaults, f = 18): rank levels (6 or 4 each) + 3 + 7 + LtzRounds(k + 20) + 4.
 void SoftmaxCore(Ledger& g, const FixedMathParams& p, u64 rows, u64 cols, int in_shift,
@@ -168,8 +168,12 @@ void SoftmaxCore(Ledger& g, const FixedMathParams& p, u64 rows, u64 cols, int in
       g.Exchange(2 * rows);        // y (2 - d y)
       y = 1;
     }
-    g.Exchange(rows * (1 + y) + n * (1 + y));  // [d | m] x [y | bcast(y)]
-    g.Exchange(2 * n);                         // (m y) x bcast(2 - d y)
+    if (cols == 1) {
+      g.Exchange(rows * (2 + y));  // [d | m] x [y | y]: pairs, y opened once
+    } else {
+      g.Exchange(rows * (1 + y) + n * (1 + y));  // [d | m] x [y | bcast(y)]
+    }
+    g.Exchange(2 * n);  // (m y) x bcast(2 - d y)
   }
   g.Exchange(n);  // the caller's Materialize
 }
@@ -180,27 +184,27 @@ void SoftmaxCore(Ledger& g, const FixedMathParams& p, u64 rows, u64 cols, int in
 //   [x g | x^2] (MulAndSquare): 3 openings per element (x plain), 5 when x carries a pending
 //     truncation (x g: 2 + 1, the square x^2: 2); with public gains (the model's public weights)
 //     Square(x) alone: 1 per element (x plain), 2 with x's pending truncation, x g local;
-//     squares and x g truncated by 2f - fm = f - 8 (then pending, 2 rows cols values; plain
-//     when f = 8).
+//     squares and x g truncated by 2f - fm = f - 8 (then pending and held, rows cols each:
+//     x g's are opened only by the product that takes x g in; plain when f = 8).
 //   cols a power of two (2^c): v = ss + eps, compared at cf = fm + c bits of precision with
 //     cmp = min(64, hi + cf + 1 + headroom) (headroom unless the squares' truncations could
-//     not ride it), nb - 1 tests per row: the squares' and x g's truncations ride them
-//     (rows cols claimed + rows cols deferred) when ComparisonTakesInTruncation(f - 8, cmp),
-//     else a flush round first; then B_i (v' - a_i) with v' = Trunc(v, c) pending (1 + 2 per
-//     row); the Newton steps read RsqrtTimes' own Trunc(v, c), pending (1 opening).
+//     not ride it), nb - 1 tests per row: the squares' truncations ride them (rows cols
+//     claimed) when ComparisonTakesInTruncation(f - 8, cmp), else a flush of them first; then
+//     B_i (v' - a_i) with v' = Trunc(v, c) pending (1 + 2 per row); the Newton steps read
+//     RsqrtTimes' own Trunc(v, c), pending (1 opening; never opened when it = 0).
 //   otherwise: ss >> (c - 1) cannot compose with the squares' pending truncations: a flush
-//     (2 rows cols; nothing when f = 8), and times K, >> kb cannot compose with that one (its
-//     coefficient is K): a flush of rows; then the nb - 1 tests per row at min(64, hi + fm +
-//     2) take v's truncation by kb = 59 - hi - fm in (rows ride) or flush it first; B_i (v -
-//     a_i) 2 per row (v plain by then); the Newton steps read v plain (1 opening).
+//     of them (rows cols; nothing when f = 8), and times K, >> kb cannot compose with that one
+//     (its coefficient is K): a flush of rows; then the nb - 1 tests per row at min(64, hi +
+//     fm + 2) take v's truncation by kb = 59 - hi - fm in (rows ride) or flush it first; B_i
+//     (v - a_i) 2 per row (v plain by then); the Newton steps read v plain (1 opening).
 //   Newton: the start y holds a share part and a pending truncation (2 openings) until a step
-//     makes it a pure truncation (1). it - 1 plain steps per row: v y (1 + y), (v y) y (2),
-//     y (3 - v y^2) (2); the last folded with m = x g: [v | m] x [y | bcast(y)] ((rows + rows
-//     cols) (1 + y)), (v y) y (2 per row, m y's rows cols truncations riding), (m y) x
-//     bcast(3 - v y^2) (2 per element); it = 0: m x bcast(y) alone (1 + 2 per element, the
-//     unused Trunc(v, c) riding).
+//     makes it a pure truncation (1). With cols > 1 (m = x g broadcast over a row) every step
+//     is the row's own: v y (1 + y), (v y) y (2), y (3 - v y^2) (2), per row; then m x
+//     bcast(y) (2 per element: both pure truncations). With cols = 1 the last step folds m:
+//     [v | m] x [y | bcast(y)] ((rows + rows cols) (1 + y)), (v y) y (2 per row), (m y) x
+//     bcast(3 - v y^2) (2 per element). it = 0: m x bcast(y) alone (1 + 2 per element).
 //   output: rows cols pending truncations, opened by the caller's Materialize (1 round).
-// Rounds (defaults): 1 + LtzRounds(cmp) + 4 (+2 without a power of two) + 1.
+// Rounds (defaults): 1 + LtzRounds(cmp) + 5 (+2 without a power of two) + 1.
 void RmsNormCore(Ledger& g, const FixedMathParams& p, u64 rows, u64 cols, bool in_pending,
                  bool public_gain) {
   const u64 n = rows * cols;
@@ -215,7 +219,7 @@ void RmsNormCore(Ledger& g, const FixedMathParams& p, u64 rows, u64 cols, bool i
     const int pend = 2 * f - fm;
     const bool headroom = pend <= 0 || ComparisonTakesInTruncation(pend, hi + cf + 2);
     const int cmp = std::min(64, hi + cf + 1 + (headroom ? 1 : 0));
-    const u64 pending = sq_pending ? 2 * n : 0;
+    const u64 pending = sq_pending ? n : 0;  // the squares' (x g's are held)
     if (pending > 0 && !ComparisonTakesInTruncation(pend, cmp)) {
       g.Exchange(pending);
       g.Ltz(rows * (nb - 1), cmp);
@@ -227,8 +231,8 @@ void RmsNormCore(Ledger& g, const FixedMathParams& p, u64 rows, u64 cols, bool i
   } else {
     const int kb = 59 - hi - fm;
     const int cmp = std::min(64, hi + fm + 2);
-    if (sq_pending) g.Exchange(2 * n);  // Trunc(ss, c - 1) opens the squares (and x g) first
-    g.Exchange(rows);                   // Trunc(K ms', kb) opens ms' first
+    if (sq_pending) g.Exchange(n);  // Trunc(ss, c - 1) opens the squares first
+    g.Exchange(rows);               // Trunc(K ms', kb) opens ms' first
     if (ComparisonTakesInTruncation(kb, cmp)) {
       g.Ltz(rows * (nb - 1), cmp);
       g.Ride(rows);
@@ -243,45 +247,51 @@ void RmsNormCore(Ledger& g, const FixedMathParams& p, u64 rows, u64 cols, bool i
   u64 y = 2;
   if (p.rsqrt_iterations == 0) {
     g.Exchange(n * (1 + y));  // m x bcast(y)
-    g.Ride(pow2 ? rows : 0);  // ... RsqrtTimes' Trunc(v, c), unused, rides it
   } else {
-    for (int i = 0; i + 1 < p.rsqrt_iterations; ++i) {
+    const bool fold = cols == 1;  // m elementwise: folded into the last step
+    for (int i = 0; i + (fold ? 1 : 0) < p.rsqrt_iterations; ++i) {
       g.Exchange(rows * (1 + y));  // v y
       g.Exchange(2 * rows);        // (v y) x y
       g.Exchange(2 * rows);        // y (3 - v y^2)
       y = 1;
     }
-    g.Exchange((rows + n) * (1 + y));  // [v | m] x [y | bcast(y)]
-    g.Exchange(2 * rows);              // (v y) x y
-    g.Ride(n);                         // ... m y's truncations ride it
-    g.Exchange(2 * n);                 // (m y) x bcast(3 - v y^2)
+    if (fold) {
+      g.Exchange((rows + n) * (1 + y));  // [v | m] x [y | bcast(y)]
+      g.Exchange(2 * rows);              // (v y) x y
+      g.Exchange(2 * n);                 // (m y) x bcast(3 - v y^2)
+    } else {
+      g.Exchange(2 * n);  // m x bcast(y)
+    }
   }
   g.Exchange(n);  // the caller's Materialize
 }
 
 // ---------------------------------------------------------------------------------------
-// SiluTimes (fixed_activations.h) of n elements, x and h the halves of Trunc(plain 2n, f):
+// SiluTimes (fixed_activations.h) of n elements, x and h the halves of Trunc(plain 2n, f)
+// (held truncations: each opened only where it is taken in or asked for):
 //   ONE test of [x | x + clip | clip - x] at compare_bits: Ltz(3n); the n distinct x
-//     truncations are claimed by it and h's n ride it when ComparisonTakesInTruncation(f,
-//     compare_bits), else 2n flushed first;
+//     truncations are claimed by it when ComparisonTakesInTruncation(f, compare_bits), else
+//     n flushed first; h's stay pending;
 //   [s x | x^2] (MulAndSquare): 3 per element (all plain; the square opens x once);
 //   ExpCore with x_sq (z^2 = Trunc(x^2, 2f + 2n_sq - fe)), relu(x) h and |x| h riding the z^2
-//     w batch (2n products, 2 each); their 2n truncations ride the first squaring;
+//     w batch (n pairs, 3 each: the two plain factors, h's truncation once);
 //   1/(1 + e) on [1, 2]: one bucket (no comparison), the start y a pure truncation (1);
-//     sigmoid_recip_iterations = it steps, the multiplier |x| h e a product of the kernel:
-//     it >= 2: [d | m_a] x [y | m_b] (2 + 2), y x (2 - d y) (2, m's n ride), it - 2 plain
-//     steps (2, 2), then [d | m] x [y | y] (2 + 2), (m y) x (2 - d y) (2);
-//     it < 2: m_a m_b first (2, the start's n truncations riding: y is plain after), then
-//     it = 1: [d | m] x [y | y] (2 + 2), (m y)(2 - d y) (2); it = 0: m x y (2);
-//   output: relu h - q, n pending truncations opened by the caller's Materialize (1 round).
+//     sigmoid_recip_iterations = it steps, the multiplier |x| h e a product of the kernel
+//     (|x| h pending: 1):
+//     it >= 2: [d | m_a] x [y | m_b] (2 + 2), y x (2 - d y) (2), it - 2 plain steps (2, 2),
+//     then [d | m] x [y | y] (a pair: d, m pending, y once: 3), (m y) x (2 - d y) (2);
+//     it < 2: m_a m_b first (2), then it = 1: [d | m] x [y | y] (3), (m y)(2 - d y) (2);
+//     it = 0: m x y (2);
+//   output: relu h - q, 2n pending truncations (relu h's and q's) opened by the caller's
+//     Materialize (1 round).
 // Rounds (defaults): 3 + 1 + 1 + 4 + 1 + 4 + 1 = 15.
 void SiluTimesCore(Ledger& g, const FixedMathParams& p, u64 n) {
   const int f = p.frac_bits;
   if (ComparisonTakesInTruncation(f, p.compare_bits)) {
     g.Ltz(3 * n, p.compare_bits);
-    g.Ride(2 * n);
+    g.Ride(n);
   } else {
-    g.Exchange(2 * n);
+    g.Exchange(n);
     g.Ltz(3 * n, p.compare_bits);
   }
   g.Exchange(3 * n);  // [s x | x^2]
@@ -290,25 +300,23 @@ void SiluTimesCore(Ledger& g, const FixedMathParams& p, u64 n) {
            .x_sq = true,
            .z2_pending = 2 * f + 2 * p.exp_squarings - p.exp_frac_bits > 0,
            .extra = 2 * n,
-           .ride_at_square0 = 2 * n});
+           .extra_pairs = n});
   const int it = p.sigmoid_recip_iterations;
   if (it >= 2) {
     g.Exchange(4 * n);  // [d | m_a] x [y | m_b]
     g.Exchange(2 * n);  // y (2 - d y)
-    g.Ride(n);          // ... m's truncations ride it
     for (int i = 1; i + 1 < it; ++i) {
       g.Exchange(2 * n);
       g.Exchange(2 * n);
     }
-    g.Exchange(4 * n);  // [d | m] x [y | y]
+    g.Exchange(3 * n);  // [d | m] x [y | y]: pairs, y opened once
     g.Exchange(2 * n);  // (m y) x (2 - d y)
   } else {
     g.Exchange(2 * n);               // m = m_a m_b
-    g.Ride(n);                       // ... the start's truncations ride it (y is plain after)
-    if (it == 1) g.Exchange(4 * n);  // [d | m] x [y | y]
+    if (it == 1) g.Exchange(3 * n);  // [d | m] x [y | y]: pairs
     g.Exchange(2 * n);               // (m y) x (2 - d y), or m y
   }
-  g.Exchange(n);  // the caller's Materialize
+  g.Exchange(2 * n);  // the caller's Materialize: relu h's and q's truncations
 }
 
 // RowArgMaxRank of plain logits with its one-hot (SecureLlama::ArgmaxOneHot): the tournament

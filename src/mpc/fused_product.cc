@@ -22,6 +22,18 @@ std::size_t FusedBatch<P>::Add(FusedOperand<P> left, FusedOperand<P> right) {
   return jobs_.size() - 1;
 }
 
+template <typename P>
+std::size_t FusedBatch<P>::AddPair(FusedOperand<P> left, FusedOperand<P> left2,
+                                   FusedOperand<P> right) {
+  const std::size_t h = Add(std::move(left), std::move(right));
+  Job& j = jobs_[h];
+  j.shape.left2 = left2.comps;
+  j.shape.left2_bits =
+      static_cast<std::uint8_t>((left2.comps & FusedShape::kT) != 0 ? left2.bits : 0);
+  j.op[2] = std::move(left2);
+  return h;
+}
+
 namespace {
 
 // Checks one operand's parts against n elements.
@@ -37,6 +49,16 @@ Status CheckOperand(const FusedOperand<P>& o, std::size_t n, const char* which) 
     if (o.bits < 1 || o.bits > 61) return bad("truncation by " + std::to_string(o.bits) + " bits");
   }
   return Status::Ok();
+}
+
+// Operands of a job: left (0), right (1, not for a square), a pair's second left (2).
+int Sides(const FusedShape& shape) {
+  return shape.square() ? 1 : shape.pair() ? 3 : 2;
+}
+
+template <typename P>
+const FusedSide<P>& Side(const FusedTriples<P>& t, int side) {
+  return side == 0 ? t.left : side == 1 ? t.right : t.left2;
 }
 
 // An operand after the opening: value = u0 + sum_k lam[k] atom[k].
@@ -68,11 +90,12 @@ Status FusedBatch<P>::Exchange() {
     }
     MPCACHE_RETURN_IF_ERROR(CheckOperand(j.op[0], n, "left"));
     if (!j.shape.square()) MPCACHE_RETURN_IF_ERROR(CheckOperand(j.op[1], n, "right"));
+    if (j.shape.pair()) MPCACHE_RETURN_IF_ERROR(CheckOperand(j.op[2], n, "second left"));
     MPCACHE_ASSIGN_OR_RETURN(masks[k], ctx_.prep().GetFusedTriples(n, j.shape));
     at[k] = masked.size();
-    for (int side = 0; side < (j.shape.square() ? 1 : 2); ++side) {
+    for (int side = 0; side < Sides(j.shape); ++side) {
       const FusedOperand<P>& o = j.op[side];
-      const FusedSide<P>& m = side == 0 ? masks[k].left : masks[k].right;
+      const FusedSide<P>& m = Side(masks[k], side);
       if ((o.comps & FusedShape::kS) != 0) masked.Append(mpc::Sub(o.s, m.a));
       if ((o.comps & FusedShape::kT) != 0) {
         Shares<P> c = mpc::Add(o.z, m.r);
@@ -90,9 +113,9 @@ Status FusedBatch<P>::Exchange() {
     Job& j = jobs_[k];
     const FusedTriples<P>& t = masks[k];
     const std::size_t n = j.op[0].size();
-    const int sides = j.shape.square() ? 1 : 2;
+    const int sides = Sides(j.shape);
     // Where each side's openings are: [s - a] then [z + 2^62 + r], n values each.
-    std::array<const std::uint64_t*, 2> e_s{}, e_t{};
+    std::array<const std::uint64_t*, 3> e_s{}, e_t{};
     {
       std::size_t off = at[k];
       for (int side = 0; side < sides; ++side) {
@@ -109,13 +132,14 @@ Status FusedBatch<P>::Exchange() {
     for (int side = 0; side < sides; ++side) {
       if ((j.op[side].comps & FusedShape::kT) != 0) j.trunc[side] = Shares<P>(n);
     }
-    j.out = Shares<P>(n);
+    j.out[0] = Shares<P>(n);
+    if (j.shape.pair()) j.out[1] = Shares<P>(n);
     for (std::size_t i = 0; i < n; ++i) {
-      std::array<Opened<P>, 2> x{};
+      std::array<Opened<P>, 3> x{};
       for (int side = 0; side < sides; ++side) {
         const auto sd = static_cast<std::size_t>(side);
         const FusedOperand<P>& o = j.op[side];
-        const FusedSide<P>& m = side == 0 ? t.left : t.right;
+        const FusedSide<P>& m = Side(t, side);
         Opened<P>& u = x[sd];
         u.u0 = o.pub.empty() ? 0 : o.pub[i];
         if ((o.comps & FusedShape::kS) != 0) {
@@ -149,6 +173,20 @@ Status FusedBatch<P>::Exchange() {
       };
       std::uint64_t constant = 0;
       std::size_t prod = 0;
+      // u w from the opened operands and the atom products from t.products[prod...].
+      const auto product = [&](const Opened<P>& u, const Opened<P>& w) {
+        constant = u.u0 * w.u0;
+        for (int a = 0; a < u.count; ++a)
+          add(w.u0 * u.lam[static_cast<std::size_t>(a)], *u.atom[static_cast<std::size_t>(a)]);
+        for (int b = 0; b < w.count; ++b)
+          add(u.u0 * w.lam[static_cast<std::size_t>(b)], *w.atom[static_cast<std::size_t>(b)]);
+        for (int a = 0; a < u.count; ++a) {
+          for (int b = 0; b < w.count; ++b) {
+            add(u.lam[static_cast<std::size_t>(a)] * w.lam[static_cast<std::size_t>(b)],
+                t.products[prod++]);
+          }
+        }
+      };
       if (j.shape.square()) {
         const Opened<P>& u = x[0];
         constant = u.u0 * u.u0;
@@ -166,23 +204,19 @@ Status FusedBatch<P>::Exchange() {
           }
         }
       } else {
-        const Opened<P>& u = x[0];
-        const Opened<P>& w = x[1];
-        constant = u.u0 * w.u0;
-        for (int a = 0; a < u.count; ++a)
-          add(w.u0 * u.lam[static_cast<std::size_t>(a)], *u.atom[static_cast<std::size_t>(a)]);
-        for (int b = 0; b < w.count; ++b)
-          add(u.u0 * w.lam[static_cast<std::size_t>(b)], *w.atom[static_cast<std::size_t>(b)]);
-        for (int a = 0; a < u.count; ++a) {
-          for (int b = 0; b < w.count; ++b) {
-            add(u.lam[static_cast<std::size_t>(a)] * w.lam[static_cast<std::size_t>(b)],
-                t.products[prod++]);
-          }
-        }
+        product(x[0], x[1]);
       }
       if (p0) v += constant;
-      j.out.v[i] = v;
-      if constexpr (P::kMalicious) j.out.m[i] = mac + alpha * constant;
+      j.out[0].v[i] = v;
+      if constexpr (P::kMalicious) j.out[0].m[i] = mac + alpha * constant;
+      if (j.shape.pair()) {  // the second left times the same opened right operand
+        v = 0;
+        mac = 0;
+        product(x[2], x[1]);
+        if (p0) v += constant;
+        j.out[1].v[i] = v;
+        if constexpr (P::kMalicious) j.out[1].m[i] = mac + alpha * constant;
+      }
     }
   }
   return Status::Ok();

@@ -14,7 +14,8 @@
 //
 // Cost per element (all-to-all; B = OpenBytes<P>() bytes per opened value, to each of the 2
 // peers): one opened value per component of each operand (kS: s - a; kT: z + 2^62 + r),
-// once for a square; no round of its own beyond the batch's one exchange. The truncated
+// once for a square, once for a pair's shared right operand; no round of its own beyond the
+// batch's one exchange. The truncated
 // values T_f(z) of the kT parts come out as shares too (TakeTrunc).
 #pragma once
 
@@ -41,12 +42,13 @@ struct FusedOperand {
   }
 };
 
-// Values each party opens (sends to each peer) for n fused products of `shape`.
+// Values each party opens (sends to each peer) for n fused products of `shape` (a pair: n
+// elements of two products each, the right operand opened once for both).
 constexpr std::uint64_t FusedOpenings(const FusedShape& shape, std::uint64_t n) {
   const auto count = [](std::uint8_t c) {
     return ((c & FusedShape::kS) != 0 ? 1u : 0u) + ((c & FusedShape::kT) != 0 ? 1u : 0u);
   };
-  return n * (count(shape.left) + count(shape.right));
+  return n * (count(shape.left) + count(shape.right) + count(shape.left2));
 }
 
 template <typename P>
@@ -56,19 +58,25 @@ class FusedBatch {
 
   // Queues left * right (right.comps == 0: left squared). Returns a handle.
   std::size_t Add(FusedOperand<P> left, FusedOperand<P> right);
+  // Queues a pair: left * right and left2 * right (right.comps != 0), the right operand
+  // opened once for both products. Returns a handle.
+  std::size_t AddPair(FusedOperand<P> left, FusedOperand<P> left2, FusedOperand<P> right);
   // Takes the fused triples and opens every job's masked values in one round.
   Status Exchange();
-  // Results (moved out; once per handle, after Exchange()): the raw products, and the
-  // truncations T_bits(z) of the left (side 0) or right (side 1) operand's kT part.
-  Shares<P> TakeProduct(std::size_t handle) { return std::move(jobs_[handle].out); }
+  // Results (moved out; once per handle, after Exchange()): the raw products (which 1: a
+  // pair's left2 * right), and the truncations T_bits(z) of the left (side 0), right (side
+  // 1) or a pair's second left (side 2) operand's kT part.
+  Shares<P> TakeProduct(std::size_t handle, int which = 0) {
+    return std::move(jobs_[handle].out[which]);
+  }
   Shares<P> TakeTrunc(std::size_t handle, int side) { return std::move(jobs_[handle].trunc[side]); }
 
  private:
   struct Job {
-    FusedOperand<P> op[2];
+    FusedOperand<P> op[3];  // left, right, a pair's second left
     FusedShape shape;
-    Shares<P> out;
-    Shares<P> trunc[2];
+    Shares<P> out[2];
+    Shares<P> trunc[3];
   };
   Context<P>& ctx_;
   std::vector<Job> jobs_;

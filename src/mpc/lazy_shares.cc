@@ -27,7 +27,7 @@ template <typename P>
 Result<Shares<P>> PendingTrunc<P>::Prepare(Context<P>& ctx) {
   flushing_.clear();
   for (std::size_t i = 0; i < state_.size(); ++i) {
-    if (state_[i] == kPending) flushing_.push_back(i);
+    if (state_[i] == kWanted || (state_[i] == kPending && !held_)) flushing_.push_back(i);
   }
   if (flushing_.empty()) return Shares<P>();
   if (bits_ < 1 || bits_ > 61) {

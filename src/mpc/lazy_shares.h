@@ -43,7 +43,15 @@ class PendingTrunc final : public DeferredSource<P> {
 
   // A consumer opens element i itself in the coming exchange: Prepare skips it.
   void Claim(std::size_t i) {
-    if (state_[i] == kPending) state_[i] = kClaimed;
+    if (state_[i] == kPending || state_[i] == kWanted) state_[i] = kClaimed;
+  }
+  // Held: the source's elements do not ride every exchange, only those asked for (Want) —
+  // so that an element a later product would take in as its truncation part (one opened
+  // value) is not opened early and then opened again as a plain share (two).
+  void Hold() { held_ = true; }
+  // Element i must be opened at the next exchange (a flush of a held source).
+  void Want(std::size_t i) {
+    if (state_[i] == kPending) state_[i] = kWanted;
   }
   // The consumer's result for element i (element j of `from`); the first one is kept.
   void Resolve(std::size_t i, const Shares<P>& from, std::size_t j);
@@ -53,9 +61,10 @@ class PendingTrunc final : public DeferredSource<P> {
   Status Finish(Context<P>& ctx, std::span<const std::uint64_t> opened) override;
 
  private:
-  enum : std::uint8_t { kPending = 0, kClaimed = 1, kDone = 2 };
+  enum : std::uint8_t { kPending = 0, kClaimed = 1, kDone = 2, kWanted = 3 };
   Shares<P> z_;
   int bits_;
+  bool held_ = false;
   std::vector<std::uint8_t> state_;
   std::size_t pending_;  // elements not done
   Shares<P> value_;

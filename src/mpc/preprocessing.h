@@ -27,6 +27,8 @@
 //                operand, [a] (uniform) for its plain share part (kS) and a trunc pair
 //                [r], [r_top], [r_shift] for its pending truncation (kT); then the product
 //                of every pair of the two operands' atoms (kS: a; kT: r_shift, r_top).
+//                A pair (FusedShape::left2) has a second left operand whose atoms meet
+//                the same right atoms: two products, the right operand opened once.
 #pragma once
 
 #include <cstddef>
@@ -120,25 +122,33 @@ struct FusedShape {
   std::uint8_t right = 0;                // the same; 0: a square (the right operand IS the left)
   std::uint8_t left_bits = 0;            // kT: the truncation's bits (1..61); else 0
   std::uint8_t right_bits = 0;
+  // A second left operand times the SAME right operand (0: none; not with a square): the
+  // right's masks serve both products, so it is opened once for two (a "pair").
+  std::uint8_t left2 = 0;
+  std::uint8_t left2_bits = 0;
 
   constexpr bool square() const { return right == 0; }
-  // Packed into 24 bits (the dealer request carries it as its frac_bits).
+  constexpr bool pair() const { return left2 != 0; }
+  // Packed into 30 bits (the dealer request carries it as its frac_bits).
   std::int32_t Code() const {
-    return static_cast<std::int32_t>(left | (right << 2) | (left_bits << 8) | (right_bits << 16));
+    return static_cast<std::int32_t>(left | (right << 2) | (left2 << 4) | (left_bits << 8) |
+                                     (right_bits << 16) | ((left2_bits & 0x3F) << 24));
   }
   static FusedShape FromCode(std::int32_t code) {
     const auto u = static_cast<std::uint32_t>(code);
-    return FusedShape{static_cast<std::uint8_t>(u & 3), static_cast<std::uint8_t>((u >> 2) & 3),
-                      static_cast<std::uint8_t>((u >> 8) & 0xFF),
-                      static_cast<std::uint8_t>((u >> 16) & 0xFF)};
+    return FusedShape{
+        static_cast<std::uint8_t>(u & 3),           static_cast<std::uint8_t>((u >> 2) & 3),
+        static_cast<std::uint8_t>((u >> 8) & 0xFF), static_cast<std::uint8_t>((u >> 16) & 0xFF),
+        static_cast<std::uint8_t>((u >> 4) & 3),    static_cast<std::uint8_t>((u >> 24) & 0x3F)};
   }
   // A shape that Code() round-trips, with bits exactly where a side has kT.
   bool Valid() const {
     const auto side_ok = [](std::uint8_t comps, std::uint8_t bits) {
       return (comps & kT) != 0 ? bits >= 1 && bits <= 61 : bits == 0;
     };
-    return left >= 1 && left <= 3 && right <= 3 && side_ok(left, left_bits) &&
-           side_ok(right, right_bits) && FromCode(Code()) == *this;
+    return left >= 1 && left <= 3 && right <= 3 && left2 <= 3 && (left2 == 0 || right != 0) &&
+           side_ok(left, left_bits) && side_ok(right, right_bits) && side_ok(left2, left2_bits) &&
+           FromCode(Code()) == *this;
   }
   bool operator==(const FusedShape&) const = default;
 };
@@ -149,11 +159,12 @@ constexpr int FusedAtoms(std::uint8_t comps) {
   return ((comps & FusedShape::kS) != 0 ? 1 : 0) + ((comps & FusedShape::kT) != 0 ? 2 : 0);
 }
 // Number of products: a square has one per pair i <= j of its atoms except r_top r_top (=
-// r_top, a bit); a product one per (left atom i, right atom j), i-major.
+// r_top, a bit); a product one per (left atom i, right atom j), i-major, then (a pair) one
+// per (left2 atom i, right atom j).
 constexpr int FusedProducts(const FusedShape& s) {
   const int l = FusedAtoms(s.left);
   if (s.square()) return l * (l + 1) / 2 - ((s.left & FusedShape::kT) != 0 ? 1 : 0);
-  return l * FusedAtoms(s.right);
+  return (l + FusedAtoms(s.left2)) * FusedAtoms(s.right);
 }
 
 template <typename P>
@@ -166,6 +177,7 @@ template <typename P>
 struct FusedTriples : MoveOnly {
   FusedShape shape;
   FusedSide<P> left, right;         // right: empty for a square
+  FusedSide<P> left2;               // a pair's second left operand (else empty)
   std::vector<Shares<P>> products;  // FusedProducts(shape) vectors, in the order above
 };
 

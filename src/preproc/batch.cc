@@ -67,6 +67,7 @@ std::vector<FusedRole> FusedRoles(const mpc::FusedShape& shape) {
   };
   side(shape.left, 0);
   if (!shape.square()) side(shape.right, 1);
+  if (shape.pair()) side(shape.left2, 2);
   const int nl = mpc::FusedAtoms(shape.left);
   // The left atom list ends with r_top when the side has kT.
   const int top = (shape.left & mpc::FusedShape::kT) != 0 ? nl - 1 : -1;
@@ -81,6 +82,9 @@ std::vector<FusedRole> FusedRoles(const mpc::FusedShape& shape) {
     const int nr = mpc::FusedAtoms(shape.right);
     for (int i = 0; i < nl; ++i) {
       for (int j = 0; j < nr; ++j) out.push_back({FusedRole::kProduct, 0, i, j});
+    }
+    for (int i = 0; i < mpc::FusedAtoms(shape.left2); ++i) {
+      for (int j = 0; j < nr; ++j) out.push_back({FusedRole::kProduct, 2, i, j});
     }
   }
   return out;

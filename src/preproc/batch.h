@@ -131,13 +131,14 @@ Result<std::size_t> CorrectionBytes(Security security, const BatchRequest& r,
                                     const BatchLimits& limits = {});
 
 // What each value component of a kFused batch is, in component order: per side (left,
-// then right unless a square) a (kS), then r, r_top, r_shift (kT); then the products, each
-// of two atoms (FusedAtoms order: a, r_shift, r_top) of the left side (i) and of the right
-// side (j; of the left side again for a square).
+// then right unless a square, then a pair's second left) a (kS), then r, r_top, r_shift
+// (kT); then the products, each of two atoms (FusedAtoms order: a, r_shift, r_top) of the
+// left side (i) and of the right side (j; of the left side again for a square); a pair's
+// second left side's products with the right side last (side 2).
 struct FusedRole {
   enum Kind : std::uint8_t { kA, kR, kRTop, kRShift, kProduct };
   Kind kind = kA;
-  int side = 0;      // 0 left, 1 right (not for products)
+  int side = 0;      // 0 left, 1 right, 2 a pair's second left (products: 0 or 2, the left)
   int i = 0, j = 0;  // kProduct: atom indices
 };
 std::vector<FusedRole> FusedRoles(const mpc::FusedShape& shape);

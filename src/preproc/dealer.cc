@@ -230,12 +230,12 @@ Status Dealer::Generate(const BatchRequest& req, std::uint64_t seq,
         const mpc::FusedShape shape = mpc::FusedShape::FromCode(req.frac_bits);
         const std::vector<FusedRole> roles = FusedRoles(shape);
         const std::uint64_t low_mask = (std::uint64_t{1} << 63) - 1;
-        const int bits[2] = {shape.left_bits, shape.right_bits};
+        const int bits[3] = {shape.left_bits, shape.right_bits, shape.left2_bits};
         for (std::size_t t = 0; t < len0; ++t) {
           // Each side's atoms (a, r_shift, r_top as present), from its free components.
-          std::uint64_t atoms[2][3] = {};
-          int count[2] = {0, 0};
-          std::uint64_t r[2] = {0, 0};
+          std::uint64_t atoms[3][3] = {};
+          int count[3] = {0, 0, 0};
+          std::uint64_t r[3] = {0, 0, 0};
           for (std::size_t j = 0; j < roles.size(); ++j) {
             const FusedRole& role = roles[j];
             const int sd = role.side;
@@ -260,7 +260,7 @@ Status Dealer::Generate(const BatchRequest& req, std::uint64_t seq,
                 const int other = shape.square() ? 0 : 1;
                 // The product is meant mod 2^64 (the values' ring); W only widens the result.
                 // NOLINTNEXTLINE(bugprone-misplaced-widening-cast)
-                vals[j][t] = static_cast<W>(atoms[0][role.i] * atoms[other][role.j]);
+                vals[j][t] = static_cast<W>(atoms[role.side][role.i] * atoms[other][role.j]);
                 break;
               }
             }

@@ -299,7 +299,7 @@ Result<mpc::FusedTriples<P>> PartyStore<P>::GetFusedTriples(std::size_t n,
   t.shape = shape;
   const std::vector<FusedRole> roles = FusedRoles(shape);
   for (std::size_t j = 0; j < roles.size(); ++j) {
-    mpc::FusedSide<P>& side = roles[j].side == 0 ? t.left : t.right;
+    mpc::FusedSide<P>& side = roles[j].side == 0 ? t.left : roles[j].side == 1 ? t.right : t.left2;
     switch (roles[j].kind) {
       case FusedRole::kA:
         side.a = std::move(c.fields[j]);

@@ -168,6 +168,10 @@ void SecureBackend<P>::Normalize(Vec& v) const {
 template <typename P>
 void SecureBackend<P>::Flush(std::initializer_list<Vec*> vs) {
   if (!status_.ok()) return;
+  // Held sources open only what is asked for: every pending term of these vectors.
+  for (Vec* v : vs) {
+    for (const auto& t : v->terms) v->source(t).Want(t.at);
+  }
   const std::uint64_t before = BroadcastDeferred();
   const std::uint64_t split_before = ctx_.arith().deferred_in_split();
   Status st = ctx_.arith().FlushDeferred();
@@ -385,6 +389,7 @@ typename SecureBackend<P>::Vec SecureBackend<P>::Trunc(const Vec& a, int bits) {
     }
     AddPublicInPlace<P>(key, z, pub);
     auto src = std::make_shared<PendingTrunc<P>>(std::move(z), total);
+    src->Hold();
     ctx_.arith().Defer(src);
     const auto s = static_cast<std::int32_t>(out.src.size());
     out.src.push_back(std::move(src));
@@ -403,7 +408,9 @@ typename SecureBackend<P>::Vec SecureBackend<P>::Trunc(const Vec& a, int bits) {
 
 template <typename P>
 typename SecureBackend<P>::Vec SecureBackend<P>::Product(const Vec& a, const Vec* b,
-                                                         std::size_t squares_from) {
+                                                         std::size_t squares_from,
+                                                         std::size_t pair_from,
+                                                         std::size_t pair_count) {
   const std::size_t n = a.size();
   counts_.mul_batches += 1;
   counts_.mul_elems += n;
@@ -434,7 +441,32 @@ typename SecureBackend<P>::Vec SecureBackend<P>::Product(const Vec& a, const Vec
   const auto y_off = static_cast<std::int32_t>(x.src.size());
   if (b != nullptr) out.src.insert(out.src.end(), y.src.begin(), y.src.end());
   std::map<std::int32_t, std::vector<std::size_t>> groups;  // by FusedShape code
+  // Declared pairs (MulPairs): element i + pair_count takes element i's right operand when
+  // no factor of either is public and both right elements have the same public structure
+  // (the same pending term, the same public part): partner[i] is then i + pair_count.
+  std::vector<std::uint8_t> second(n, 0);
+  const auto pairs_with = [&](std::size_t i) {
+    if (b == nullptr || pair_count == 0 || i < pair_from || i >= pair_from + pair_count) {
+      return false;
+    }
+    const std::size_t k = i + pair_count;
+    if (k >= n || k >= squares_from || i >= squares_from) return false;
+    if (Comps(x, i) == 0 || Comps(x, k) == 0 || Comps(y, i) == 0) return false;
+    if (y.has_s[i] != y.has_s[k] || y.pub[i] != y.pub[k] || y.term_count(i) != y.term_count(k)) {
+      return false;
+    }
+    if (y.pending(i)) {
+      const Term<P>& t = y.terms[y.off[i]];
+      const Term<P>& u = y.terms[y.off[k]];
+      if (&y.source(t) != &y.source(u) || t.at != u.at || t.coef != u.coef) return false;
+    }
+    return true;
+  };
   for (std::size_t i = 0; i < n; ++i) {
+    if (second[i] != 0) {
+      EndElement(out);  // a pair's second product: filled after the exchange
+      continue;
+    }
     const std::uint8_t lc = Comps(x, i), rc = Comps(w, i);
     if (lc == 0 || rc == 0) {
       // A public factor: a local multiple of the other operand.
@@ -451,6 +483,14 @@ typename SecureBackend<P>::Vec SecureBackend<P>::Product(const Vec& a, const Vec
       shape.left_bits = static_cast<std::uint8_t>(x.source(x.terms[x.off[i]]).bits());
     if (!shape.square() && y.pending(i)) {
       shape.right_bits = static_cast<std::uint8_t>(y.source(y.terms[y.off[i]]).bits());
+    }
+    if (pairs_with(i)) {
+      const std::size_t k = i + pair_count;
+      second[k] = 1;
+      shape.left2 = Comps(x, k);
+      if (x.pending(k)) {
+        shape.left2_bits = static_cast<std::uint8_t>(x.source(x.terms[x.off[k]]).bits());
+      }
     }
     groups[shape.Code()].push_back(i);
   }
@@ -485,14 +525,27 @@ typename SecureBackend<P>::Vec SecureBackend<P>::Product(const Vec& a, const Vec
     }
     return o;
   };
-  std::vector<std::pair<std::size_t, const std::vector<std::size_t>*>> handles;
+  struct Handle {
+    std::size_t h;
+    const std::vector<std::size_t>* idx;
+    std::vector<std::size_t> idx2;  // a pair's second products
+  };
+  std::vector<Handle> handles;
   for (const auto& [code, idx] : groups) {
     const FusedShape shape = FusedShape::FromCode(code);
     openings += FusedOpenings(shape, idx.size());
     FusedOperand<P> left = operand(x, shape.left, idx);
     FusedOperand<P> right;
     if (!shape.square()) right = operand(y, shape.right, idx);
-    handles.emplace_back(batch.Add(std::move(left), std::move(right)), &idx);
+    if (shape.pair()) {
+      std::vector<std::size_t> idx2(idx.size());
+      for (std::size_t t = 0; t < idx.size(); ++t) idx2[t] = idx[t] + pair_count;
+      FusedOperand<P> left2 = operand(x, shape.left2, idx2);
+      handles.push_back(
+          {batch.AddPair(std::move(left), std::move(left2), std::move(right)), &idx, idx2});
+    } else {
+      handles.push_back({batch.Add(std::move(left), std::move(right)), &idx, {}});
+    }
   }
   const std::uint64_t before = BroadcastDeferred();
   Status st = batch.Exchange();
@@ -506,22 +559,27 @@ typename SecureBackend<P>::Vec SecureBackend<P>::Product(const Vec& a, const Vec
   const auto cost = ctx_.arith().CostOf(how, openings + how.merged_deferred);
   Charge(cost.rounds, cost.bytes);
   ChargeDeferred(before);
-  for (const auto& [h, idx_ptr] : handles) {
-    const std::vector<std::size_t>& idx = *idx_ptr;
-    Shares<P> prod = batch.TakeProduct(h);
-    for (int side = 0; side < (b != nullptr ? 2 : 1); ++side) {
-      const Vec& v = side == 0 ? x : y;
-      Shares<P> t = batch.TakeTrunc(h, side);
+  for (const Handle& hd : handles) {
+    const std::vector<std::size_t>& idx = *hd.idx;
+    const bool pair = !hd.idx2.empty();
+    for (int side = 0; side < (b != nullptr ? (pair ? 3 : 2) : 1); ++side) {
+      const Vec& v = side == 1 ? y : x;
+      const std::vector<std::size_t>& at = side == 2 ? hd.idx2 : idx;
+      Shares<P> t = batch.TakeTrunc(hd.h, side);
       if (t.empty()) continue;
-      for (std::size_t k = 0; k < idx.size(); ++k) {
-        const Term<P>& term = v.terms[v.off[idx[k]]];
+      for (std::size_t k = 0; k < at.size(); ++k) {
+        const Term<P>& term = v.terms[v.off[at[k]]];
         v.source(term).Resolve(term.at, t, k);
       }
     }
-    for (std::size_t k = 0; k < idx.size(); ++k) {
-      out.s.CopyFrom(idx[k], prod, k);
-      out.has_s[idx[k]] = 1;
-      out.pub[idx[k]] = 0;
+    for (int which = 0; which < (pair ? 2 : 1); ++which) {
+      const std::vector<std::size_t>& at = which == 0 ? idx : hd.idx2;
+      Shares<P> prod = batch.TakeProduct(hd.h, which);
+      for (std::size_t k = 0; k < at.size(); ++k) {
+        out.s.CopyFrom(at[k], prod, k);
+        out.has_s[at[k]] = 1;
+        out.pub[at[k]] = 0;
+      }
     }
   }
   return out;
@@ -542,6 +600,18 @@ typename SecureBackend<P>::Vec SecureBackend<P>::MulAndSquare(const Vec& a, cons
                                                               const Vec& c) {
   const Vec left = Concat(a, c), right = Concat(b, c);
   return Product(left, &right, a.size());
+}
+
+template <typename P>
+typename SecureBackend<P>::Vec SecureBackend<P>::MulPairs(const Vec& a, const Vec& b,
+                                                          std::size_t from, std::size_t count,
+                                                          int bits) {
+  Vec prod = Product(a, &b, SIZE_MAX, from, count);
+  if (bits <= 0) return prod;
+  const FixedOpCounts keep = counts_;  // one product batch, as MulTrunc
+  Vec out = Trunc(prod, bits);
+  counts_ = keep;
+  return out;
 }
 
 template <typename P>

@@ -15,8 +15,8 @@
 //   RowSum: local, unless a summed element still has a pending truncation (then a flush)
 //   Mul / MulTrunc / Square (n): 1 round; one opened value per operand component per
 //                    element (FusedOpenings: a plain part 1, a pending truncation 1;
-//                    a square's operand once); B each. Elements where an operand is public
-//                    are local.
+//                    a square's operand once; MulPairs: a pair's shared right operand
+//                    once); B each. Elements where an operand is public are local.
 //   IsNegative(n, l): LtzRounds(l) rounds, LtzBytesPerPeer(n, l, OpenBytes<P>(l)), plus one
 //                    full-width value per element whose pending truncation it opens (when
 //                    63 - f + v2(coef) >= l, so that the truncation's wrap term vanishes
@@ -78,6 +78,11 @@ class SecureBackend {
   Vec Square(const Vec& a);
   Vec MulAndSquare(const Vec& a, const Vec& b, const Vec& c);
   Vec MulTrunc(const Vec& a, const Vec& b, int bits);
+  // Mul (bits 0) or MulTrunc where b's element from + count + k is declared to be its element
+  // from + k (k < count): each such pair of products is one fused pair, the right operand
+  // opened once for both (an element whose factors are public, or whose two right elements
+  // differ in their public structure, is multiplied alone).
+  Vec MulPairs(const Vec& a, const Vec& b, std::size_t from, std::size_t count, int bits = 0);
   Vec IsNegative(const Vec& a, int bits);
   Vec Gather(const Vec& a, std::span<const std::size_t> idx) const;
   Vec Concat(const Vec& a, const Vec& b) const;
@@ -95,7 +100,8 @@ class SecureBackend {
   // A product batch: b == nullptr squares a.
   // a * b (b null: a squared); with b, elements from `squares_from` on are squares of a's
   // (b holds the same values there).
-  Vec Product(const Vec& a, const Vec* b, std::size_t squares_from = SIZE_MAX);
+  Vec Product(const Vec& a, const Vec* b, std::size_t squares_from = SIZE_MAX,
+              std::size_t pair_from = 0, std::size_t pair_count = 0);
   void Fail(const Status& s) {
     if (status_.ok()) status_ = s;
   }

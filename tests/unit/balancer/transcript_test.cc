@@ -205,7 +205,7 @@ TEST(Transcript, GenerationMaliciousFullCache) {
   const std::string d = GenerationDigest<mpc::Spdz2k>({}, &tokens, &lines);
   EXPECT_EQ(tokens.size(), 10u);
   ExpectPinned("malicious, full cache", d,
-               "56f0b439fef692703c92c92dc4ee8aeb63a4dc1f358fe51e23df862d51fd42b5", lines);
+               "b540a1400b83e092d7e32c671ab88dcd4c44da6aa23f4be2606ead13b639762b", lines);
 }
 
 TEST(Transcript, GenerationSemiHonestFullCache) {
@@ -213,7 +213,7 @@ TEST(Transcript, GenerationSemiHonestFullCache) {
   std::string lines;
   const std::string d = GenerationDigest<mpc::SemiHonest>({}, &tokens, &lines);
   ExpectPinned("semi-honest, full cache", d,
-               "a2cb98c144ba3edd6c8c377d06a722f4a7b536fdbc5ff5e618a28304f6bcdbe0", lines);
+               "a7f23f17f73ebb1ab51d992f2b7ad5011ed18414224cb53689cb15420de8f8ae", lines);
 }
 
 TEST(Transcript, GenerationMaliciousMpcachePrivateWeights) {
@@ -228,7 +228,7 @@ TEST(Transcript, GenerationMaliciousMpcachePrivateWeights) {
   std::string lines;
   const std::string d = GenerationDigest<mpc::Spdz2k>(o, &tokens, &lines);
   ExpectPinned("malicious, MPCache, private weights", d,
-               "d157988172cf4beab5353c0454142f6ed99a65dcec123d807130a4f03a9aedc2", lines);
+               "e2677a4598a3eec1a497fa9aa569497d754a432cea2f8dd9d6219704d6d6d74d", lines);
 }
 
 // The protocols' king mode, named by the caller: openings, Beaver products, truncation.

@@ -128,12 +128,15 @@ struct PartyLog {
       if (part.truncation) n_trunc += part.n;
       at += part.n;
     }
+    // The latest truncation pairs asked for: a comparison that takes truncations in asks for
+    // their pairs before its own tuples, so other requests may come after them.
     std::vector<Request> mine;
     std::size_t got = 0;
-    while (got < n_trunc && !pending.empty() && pending.back().item == Item::kTrunc) {
-      got += pending.back().n;
-      mine.insert(mine.begin(), pending.back());
-      pending.pop_back();
+    for (std::size_t k = pending.size(); k-- > 0 && got < n_trunc;) {
+      if (pending[k].item != Item::kTrunc) continue;
+      got += pending[k].n;
+      mine.insert(mine.begin(), pending[k]);
+      pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(k));
     }
     if (n_trunc > 0) {
       std::string label = "deferred";

@@ -92,14 +92,23 @@ void ExpectNoisyChecksCatchLeaks() {
   auto shape = RunRecorded<P>(SmallModel(), kPromptA, kSteps, plain);
   ASSERT_TRUE(shape.ok()) << shape.error().ToString();
   const RunRecord& r = *shape;
-  // Truncation pairs (the deferred truncations': mpc/context.h). The first two (the first RMSNorm's
-  // x x and x g, of the same size and f: exact values, no run-to-run noise) reused; the zeroed one:
-  // another of the fewest bits (its x carries the least noise: the noisy family sees an unmasked
-  // value as a small difference between runs).
-  const int tr1a = FindCall(r, Item::kTrunc, 0, 0), tr1b = FindCall(r, Item::kTrunc, 0, 1);
+  // Truncation pairs (the deferred truncations': mpc/context.h). The first two of the same size
+  // and f (the first RMSNorm's squares of two positions: exact values, no run-to-run noise)
+  // reused; the zeroed one: another of the fewest bits (its x carries the least noise: the
+  // noisy family sees an unmasked value as a small difference between runs).
   const std::vector<Request> truncs = RequestsOf(r, Item::kTrunc);
+  int tr1a = -1, tr1b = -1;
+  for (std::size_t j = 1; j < truncs.size() && tr1b < 0; ++j) {
+    for (std::size_t i = 0; i < j && tr1b < 0; ++i) {
+      if (truncs[i].n == truncs[j].n && truncs[i].frac_bits == truncs[j].frac_bits) {
+        tr1a = static_cast<int>(i);
+        tr1b = static_cast<int>(j);
+      }
+    }
+  }
   int tr8 = -1;
-  for (std::size_t i = 2, best_f = 1 << 30; i < truncs.size(); ++i) {
+  for (std::size_t i = 0, best_f = 1 << 30; i < truncs.size(); ++i) {
+    if (static_cast<int>(i) == tr1a || static_cast<int>(i) == tr1b) continue;
     if (truncs[i].n >= 2 && static_cast<std::size_t>(truncs[i].frac_bits) < best_f) {
       best_f = static_cast<std::size_t>(truncs[i].frac_bits);
       tr8 = static_cast<int>(i);

@@ -221,7 +221,7 @@ Fields<P> FieldsOf(mpc::AttentionTriple<P>& t) {
 template <typename P>
 Fields<P> FieldsOf(mpc::FusedTriples<P>& t) {
   Fields<P> f;
-  for (mpc::FusedSide<P>* side : {&t.left, &t.right}) {
+  for (mpc::FusedSide<P>* side : {&t.left, &t.right, &t.left2}) {
     for (mpc::Shares<P>* s : {&side->a, &side->r, &side->r_top, &side->r_shift}) {
       if (!s->empty()) f.arith.push_back(s);
     }

@@ -529,10 +529,10 @@ TEST(FixedMath, RmsNormOpCounts) {
               rows * ((p.rsqrt_log2_max - p.rsqrt_log2_min) * p.rsqrt_sub_buckets - 1));
     EXPECT_EQ(k.cmp_batches, 1u);
     ASSERT_EQ(p.rsqrt_iterations, 1);
-    // x x and x g in one batch; rsqrt's start; its one Newton step: (v y, xg y) together,
-    // (v y) y, then (xg y)(3 - v y^2).
-    EXPECT_EQ(k.mul_batches, 1u + 1 + 3);
-    EXPECT_EQ(k.mul_elems, 2 * rows * cols + rows + (rows + rows * cols) + rows + rows * cols);
+    // x x and x g in one batch; rsqrt's start; its one Newton step on the rows alone: v y,
+    // (v y) y, y (3 - v y^2); then x g times the finished y (a broadcast: not folded).
+    EXPECT_EQ(k.mul_batches, 1u + 1 + 3 + 1);
+    EXPECT_EQ(k.mul_elems, 2 * rows * cols + rows + rows + rows + rows + rows * cols);
     // The two halves of the product batch, and two on the mean square (a power of two: the
     // start's copy and the Newton steps' copy; otherwise the division and the scaling).
     EXPECT_EQ(k.trunc_batches, 4u);

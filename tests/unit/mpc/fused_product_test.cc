@@ -168,6 +168,90 @@ TYPED_TEST(FusedTest, EveryShapeEqualsItsPlaintextTwinInOneRound) {
   CheckShape<P>(static_cast<std::uint8_t>(S | T), 0, 61, 0);
 }
 
+// A pair: left * right and left2 * right with the right operand's masks shared, so it is
+// opened once: both products equal their plaintext twins, one round, FusedOpenings' bytes
+// (each operand's parts once), every truncation revealed within its +1.
+template <typename P>
+void CheckPair(std::uint8_t left, std::uint8_t left2, std::uint8_t right) {
+  const ClearOperand l = MakeOperand(left, 18, 31 + left);
+  const ClearOperand l2 = MakeOperand(left2, 24, 41 + left2);
+  const ClearOperand r = MakeOperand(right, 30, 53 + right);
+  Harness<P> h(7 + left + 4 * left2 + 16 * right);
+  auto res = h.Run([&](Context<P>& ctx) -> Result<std::vector<Vec>> {
+    MPCACHE_ASSIGN_OR_RETURN(FusedOperand<P> lo, ShareOperand(ctx, l));
+    MPCACHE_ASSIGN_OR_RETURN(FusedOperand<P> l2o, ShareOperand(ctx, l2));
+    MPCACHE_ASSIGN_OR_RETURN(FusedOperand<P> ro, ShareOperand(ctx, r));
+    const auto before = ctx.stats().Total();
+    FusedBatch<P> batch(ctx);
+    const std::size_t handle = batch.AddPair(std::move(lo), std::move(l2o), std::move(ro));
+    MPCACHE_RETURN_IF_ERROR(batch.Exchange());
+    const auto after = ctx.stats().Total();
+    std::vector<Vec> out;
+    out.push_back({after.rounds - before.rounds, after.bytes_sent - before.bytes_sent});
+    for (int which = 0; which < 2; ++which) {
+      MPCACHE_ASSIGN_OR_RETURN(Vec p, ctx.Open(batch.TakeProduct(handle, which)));
+      out.push_back(std::move(p));
+    }
+    for (int side = 0; side < 3; ++side) {
+      Shares<P> t = batch.TakeTrunc(handle, side);
+      Vec tv;
+      if (!t.empty()) {
+        MPCACHE_ASSIGN_OR_RETURN(tv, ctx.Open(t));
+      }
+      out.push_back(std::move(tv));
+    }
+    MPCACHE_RETURN_IF_ERROR(ctx.CheckMacs());
+    return out;
+  });
+  ExpectAllOk(res);
+  const std::vector<Vec>& o = *res[0];
+  const std::string what = "left " + std::to_string(left) + " left2 " + std::to_string(left2) +
+                           " right " + std::to_string(right);
+  FusedShape shape;
+  shape.left = left;
+  shape.right = right;
+  shape.left2 = left2;
+  EXPECT_EQ(o[0][0], 1u) << what;
+  EXPECT_EQ(o[0][1], 2 * OpenBytes<P>() * FusedOpenings(shape, kN)) << what;
+  const ClearOperand* sides[3] = {&l, &r, &l2};
+  for (int side = 0; side < 3; ++side) {
+    const ClearOperand& c = *sides[side];
+    const Vec& t = o[static_cast<std::size_t>(3 + side)];
+    if ((c.comps & FusedShape::kT) == 0) {
+      EXPECT_TRUE(t.empty()) << what;
+      continue;
+    }
+    ASSERT_EQ(t.size(), kN) << what;
+    for (std::size_t i = 0; i < kN; ++i) {
+      const std::int64_t d = static_cast<std::int64_t>(t[i]) - Floor(c.z[i], c.bits);
+      EXPECT_TRUE(d == 0 || d == 1) << what << " side " << side << " i " << i;
+    }
+  }
+  for (std::size_t i = 0; i < kN; ++i) {
+    const std::uint64_t u = ValueOf(l, o[3], i), v = ValueOf(r, o[4], i), u2 = ValueOf(l2, o[5], i);
+    EXPECT_EQ(o[1][i], u * v) << what << " i " << i;
+    EXPECT_EQ(o[2][i], u2 * v) << what << " i " << i;
+  }
+}
+
+TYPED_TEST(FusedTest, PairsEqualTheirTwinsOpeningTheSharedOperandOnce) {
+  using P = TypeParam;
+  constexpr std::uint8_t S = FusedShape::kS, T = FusedShape::kT;
+  for (std::uint8_t left : {S, T, static_cast<std::uint8_t>(S | T)}) {
+    for (std::uint8_t left2 : {S, T, static_cast<std::uint8_t>(S | T)}) {
+      for (std::uint8_t right : {S, T, static_cast<std::uint8_t>(S | T)}) {
+        CheckPair<P>(left, left2, right);
+      }
+    }
+  }
+  // A pair's code round-trips with every width; a pair of a square is not a shape.
+  FusedShape s{T, T, 1, 61, T, 61};
+  EXPECT_TRUE(s.Valid());
+  EXPECT_EQ(FusedShape::FromCode(s.Code()), s);
+  EXPECT_FALSE((FusedShape{S, 0, 0, 0, S, 0}).Valid());
+  EXPECT_FALSE((FusedShape{S, S, 0, 0, T, 0}).Valid());  // kT without its bits
+}
+
 TYPED_TEST(FusedTest, BadShapesAreRefusedNamingThePart) {
   using P = TypeParam;
   Harness<P> h(3);
@@ -271,7 +355,10 @@ class ConsistentLiar final : public Adversary {
 
 // Party 1 lies on value `elem` of the `rel`-th opening of a fused product's exchange (with
 // `ride`, a pending truncation rides on it: its values are opening 0, the product's 1).
-bool LieIsCaught(std::uint64_t rel, std::size_t elem, int bit, bool ride, std::uint64_t seed) {
+// With `pair`, the product is a pair (a second left operand [s - a] after the right's values:
+// the right operand's opening feeds both products).
+bool LieIsCaught(std::uint64_t rel, std::size_t elem, int bit, bool ride, std::uint64_t seed,
+                 bool pair = false) {
   using P = Spdz2k;
   constexpr std::uint8_t S = FusedShape::kS, T = FusedShape::kT;
   const ClearOperand l = MakeOperand(static_cast<std::uint8_t>(S | T), 18, seed);
@@ -290,7 +377,13 @@ bool LieIsCaught(std::uint64_t rel, std::size_t elem, int bit, bool ride, std::u
     }
     if (ctx.self() == 1) liar.Arm();
     FusedBatch<P> batch(ctx);
-    batch.Add(std::move(lo), std::move(ro));
+    if (pair) {
+      MPCACHE_ASSIGN_OR_RETURN(FusedOperand<P> l2o,
+                               ShareOperand(ctx, MakeOperand(FusedShape::kS, 0, seed + 2)));
+      batch.AddPair(std::move(lo), std::move(l2o), std::move(ro));
+    } else {
+      batch.Add(std::move(lo), std::move(ro));
+    }
     MPCACHE_RETURN_IF_ERROR(batch.Exchange());
     return ctx.CheckMacs();
   });
@@ -309,6 +402,14 @@ TEST(FusedAttack, ConsistentLiesOnEveryOpenedValueAreCaught) {
   for (std::size_t elem : {std::size_t{0}, kN + 3, 2 * kN + 7}) {
     for (int bit : {0, 1, 17, 40, 61, 62, 63}) {
       EXPECT_TRUE(LieIsCaught(0, elem, bit, false, 100 + trial)) << elem << " bit " << bit;
+      ++trial;
+    }
+  }
+  // A pair: the shared right operand's opening (used by both products) and the second left
+  // operand's, at every bit of the value.
+  for (std::size_t elem : {2 * kN + 1, 3 * kN + 2}) {
+    for (int bit : {0, 1, 31, 62, 63}) {
+      EXPECT_TRUE(LieIsCaught(0, elem, bit, false, 200 + trial, true)) << elem << " bit " << bit;
       ++trial;
     }
   }
