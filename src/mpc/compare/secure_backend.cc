@@ -443,7 +443,8 @@ typename SecureBackend<P>::Vec SecureBackend<P>::Product(const Vec& a, const Vec
   std::map<std::int32_t, std::vector<std::size_t>> groups;  // by FusedShape code
   // Declared pairs (MulPairs): element i + pair_count takes element i's right operand when
   // no factor of either is public and both right elements have the same public structure
-  // (the same pending term, the same public part): partner[i] is then i + pair_count.
+  // (the same pending term, the same public part); second[i + pair_count] then marks the
+  // element whose product the pair job yields.
   std::vector<std::uint8_t> second(n, 0);
   const auto pairs_with = [&](std::size_t i) {
     if (b == nullptr || pair_count == 0 || i < pair_from || i >= pair_from + pair_count) {
@@ -608,7 +609,8 @@ typename SecureBackend<P>::Vec SecureBackend<P>::MulPairs(const Vec& a, const Ve
                                                           int bits) {
   Vec prod = Product(a, &b, SIZE_MAX, from, count);
   if (bits <= 0) return prod;
-  const FixedOpCounts keep = counts_;  // one product batch, as MulTrunc
+  // With bits, one product batch and no standalone truncation, as PlainBackend counts it.
+  const FixedOpCounts keep = counts_;
   Vec out = Trunc(prod, bits);
   counts_ = keep;
   return out;
@@ -616,12 +618,7 @@ typename SecureBackend<P>::Vec SecureBackend<P>::MulPairs(const Vec& a, const Ve
 
 template <typename P>
 typename SecureBackend<P>::Vec SecureBackend<P>::MulTrunc(const Vec& a, const Vec& b, int bits) {
-  Vec prod = Product(a, &b);
-  // MulTrunc counts as one product batch (no standalone truncation), as in PlainBackend.
-  const FixedOpCounts keep = counts_;
-  Vec out = Trunc(prod, bits);
-  counts_ = keep;
-  return out;
+  return MulPairs(a, b, 0, 0, bits);  // no pairs declared
 }
 
 template <typename P>
