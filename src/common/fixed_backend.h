@@ -27,6 +27,11 @@
 //                                            // sign for |x| < 2^(bits-1). One secure
 //                                            // comparison per element, one batch; fewer bits
 //                                            // are cheaper (mpc/compare/compare.h)
+//   Vec IsNegativeEach(const Vec& a, std::span<const Ring64> c, int bits)
+//                                            // IsNegative(a_r + c_i) at i * Size(a) + r:
+//                                            // one batch of c.size() * Size(a) comparisons
+//                                            // (a against many thresholds; the secure
+//                                            // engine handles a's pending terms once)
 //   Vec Gather(const Vec&, std::span<const std::size_t> idx)  // local: out[i] = a[idx[i]]
 //   Vec Concat(const Vec&, const Vec&)       // local
 //   Vec RowSum(const Vec&, std::size_t cols) // local: sums of consecutive groups of `cols`
@@ -159,6 +164,7 @@ class PlainBackend {
   Vec MulTrunc(const Vec& a, const Vec& b, int bits);
   Vec MulPairs(const Vec& a, const Vec& b, std::size_t from, std::size_t count, int bits = 0);
   Vec IsNegative(const Vec& a, int bits);
+  Vec IsNegativeEach(const Vec& a, std::span<const Ring64> c, int bits);
   Vec Gather(const Vec& a, std::span<const std::size_t> idx) const;
   Vec Concat(const Vec& a, const Vec& b) const;
   Vec RowSum(const Vec& a, std::size_t cols) const;

@@ -55,31 +55,14 @@ inline Line RsqrtLine(double rho) {
 // (i - 1) * n + r. None when there is one bucket.
 template <typename B>
 typename B::Vec StartBits(B& be, const typename B::Vec& v, const Buckets& buckets, int bits) {
-  const std::size_t n = B::Size(v);
   if (buckets.starts_enc.size() < 2) return typename B::Vec{};
-  const std::size_t k = buckets.starts_enc.size() - 1;
-  // The starts' constants, block i holding -a_{i+1} n times: public (no pending terms), so
-  // concatenated pairwise at no cost.
-  const auto zeros = be.MulConst(v, 0);
-  std::vector<typename B::Vec> parts;
-  for (std::size_t i = 1; i <= k; ++i)
-    parts.push_back(be.AddConst(zeros, Neg(buckets.starts_enc[i])));
-  while (parts.size() > 1) {
-    std::vector<typename B::Vec> next;
-    for (std::size_t i = 0; i + 1 < parts.size(); i += 2) {
-      next.push_back(be.Concat(parts[i], parts[i + 1]));
-    }
-    if (parts.size() % 2 == 1) next.push_back(std::move(parts.back()));
-    parts = std::move(next);
+  // v against every start but the first: v's pending terms (a wide norm's mean square
+  // carries one per column) enter the batch once, not once per start.
+  std::vector<Ring64> neg_starts;
+  for (std::size_t i = 1; i < buckets.starts_enc.size(); ++i) {
+    neg_starts.push_back(Neg(buckets.starts_enc[i]));
   }
-  // v repeated once per start in one gather, plus the constants: each element's pending
-  // terms (a wide norm's mean square carries one per column) are copied twice, not once per
-  // level of a concatenation tree.
-  std::vector<std::size_t> idx(k * n);
-  for (std::size_t i = 0; i < k; ++i) {
-    for (std::size_t r = 0; r < n; ++r) idx[i * n + r] = r;
-  }
-  return OneMinus(be, be.IsNegative(be.Add(be.Gather(v, idx), parts[0]), bits));
+  return OneMinus(be, be.IsNegativeEach(v, neg_starts, bits));
 }
 
 // c_0 + sum_i bits_i (c_i - c_{i-1}): the bucket's constant (all local); consts.size() >= 2

@@ -161,6 +161,14 @@ PlainBackend::Vec PlainBackend::IsNegative(const Vec& a, int bits) {
   return out;
 }
 
+PlainBackend::Vec PlainBackend::IsNegativeEach(const Vec& a, std::span<const Ring64> c, int bits) {
+  Vec shifted(a.size() * c.size());
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    for (std::size_t r = 0; r < a.size(); ++r) shifted[i * a.size() + r] = a[r] + c[i];
+  }
+  return IsNegative(shifted, bits);
+}
+
 PlainBackend::Vec PlainBackend::Gather(const Vec& a, std::span<const std::size_t> idx) const {
   Vec out(idx.size());
   for (std::size_t i = 0; i < idx.size(); ++i) out[i] = a[idx[i]];

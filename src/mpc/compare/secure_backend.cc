@@ -6,6 +6,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "mpc/compare/lazy_build.h"
 #include "mpc/fused_product.h"
 #include "mpc/trunc.h"
 
@@ -73,64 +74,13 @@ class ClaimedTruncs final : public DeferredSource<P> {
   std::vector<std::uint64_t> pub_;
 };
 
-template <typename P>
-using Term = typename LazyShares<P>::Term;
-
-// Drops the sources no term refers to (so that finished ones can be freed).
-template <typename P>
-void Compact(LazyShares<P>& v) {
-  std::vector<std::int32_t> remap(v.src.size(), -1);
-  for (const auto& t : v.terms) remap[static_cast<std::size_t>(t.src)] = 0;
-  std::vector<std::shared_ptr<PendingTrunc<P>>> kept;
-  for (std::size_t k = 0; k < v.src.size(); ++k) {
-    if (remap[k] < 0) continue;
-    remap[k] = static_cast<std::int32_t>(kept.size());
-    kept.push_back(std::move(v.src[k]));
-  }
-  for (auto& t : v.terms) t.src = remap[static_cast<std::size_t>(t.src)];
-  v.src = std::move(kept);
-}
-
-// A vector of n elements with no terms yet: fill s/has_s/pub at i and call EndElement in
-// order i = 0, 1, ...
-template <typename P>
-LazyShares<P> Building(std::size_t n) {
-  LazyShares<P> out = LazyShares<P>::Zeros(n);
-  out.off.assign(1, 0);
-  out.off.reserve(n + 1);
-  return out;
-}
-template <typename P>
-void EndElement(LazyShares<P>& v) {
-  v.off.push_back(static_cast<std::uint32_t>(v.terms.size()));
-}
-
-// Element j of `from` as the next element i of `to` (from's sources at src_offset in to's).
-template <typename P>
-void AppendElement(LazyShares<P>& to, std::size_t i, const LazyShares<P>& from, std::size_t j,
-                   std::int32_t src_offset, std::uint64_t scale = 1) {
-  to.s.CopyFrom(i, from.s, j);
-  to.has_s[i] = from.has_s[j];
-  to.pub[i] = from.pub[j];
-  if (scale != 1) {
-    to.s.v[i] *= scale;
-    if constexpr (P::kMalicious) to.s.m[i] *= scale;
-    to.pub[i] *= scale;
-    if (scale == 0) to.has_s[i] = 0;
-  }
-  for (const auto& t : from.terms_of(j)) {
-    if (t.coef * scale != 0) to.terms.push_back({t.src + src_offset, t.at, t.coef * scale});
-  }
-  EndElement(to);
-}
-
-template <typename P>
-std::uint8_t Comps(const LazyShares<P>& v, std::size_t i) {
-  return static_cast<std::uint8_t>((v.has_s[i] != 0 ? FusedShape::kS : 0) |
-                                   (v.pending(i) ? FusedShape::kT : 0));
-}
-
 }  // namespace
+
+using lazy_build::AppendElement;
+using lazy_build::Building;
+using lazy_build::Compact;
+using lazy_build::EndElement;
+using lazy_build::Term;
 
 template <typename P>
 bool SecureBackend<P>::AnyPending(const Vec& v) {
@@ -407,229 +357,32 @@ typename SecureBackend<P>::Vec SecureBackend<P>::Trunc(const Vec& a, int bits) {
 }
 
 template <typename P>
-typename SecureBackend<P>::Vec SecureBackend<P>::Product(const Vec& a, const Vec* b,
-                                                         std::size_t squares_from,
-                                                         std::size_t pair_from,
-                                                         std::size_t pair_count) {
-  const std::size_t n = a.size();
-  counts_.mul_batches += 1;
-  counts_.mul_elems += n;
-  if (!status_.ok()) return Vec::Zeros(n);
-  if (b != nullptr && b->size() != n) {
-    Fail(InvalidArgument("product of vectors of sizes " + std::to_string(n) + " and " +
-                         std::to_string(b->size())));
-    return Vec::Zeros(n);
-  }
-  Vec x = a, y;
-  Normalize(x);
-  if (b != nullptr) {
-    y = *b;
-    Normalize(y);
-  }
-  // A fused product takes one pending term per operand element; a sum of several is opened
-  // first.
-  bool flush = false;
-  for (std::size_t i = 0; i < n && !flush; ++i) {
-    flush = x.term_count(i) > 1 || (b != nullptr && y.term_count(i) > 1);
-  }
-  if (flush) Flush({&x, &y});
-  if (!status_.ok()) return Vec::Zeros(n);
-  const Vec& w = b != nullptr ? y : x;
-  Vec out = Building<P>(n);
-  // Sources of the local (public-factor) elements: x's, then y's.
-  out.src = x.src;
-  const auto y_off = static_cast<std::int32_t>(x.src.size());
-  if (b != nullptr) out.src.insert(out.src.end(), y.src.begin(), y.src.end());
-  std::map<std::int32_t, std::vector<std::size_t>> groups;  // by FusedShape code
-  // Declared pairs (MulPairs): element i + pair_count takes element i's right operand when
-  // no factor of either is public and both right elements have the same public structure
-  // (the same pending term, the same public part); second[i + pair_count] then marks the
-  // element whose product the pair job yields.
-  std::vector<std::uint8_t> second(n, 0);
-  const auto pairs_with = [&](std::size_t i) {
-    if (b == nullptr || pair_count == 0 || i < pair_from || i >= pair_from + pair_count) {
-      return false;
-    }
-    const std::size_t k = i + pair_count;
-    if (k >= n || k >= squares_from || i >= squares_from) return false;
-    if (Comps(x, i) == 0 || Comps(x, k) == 0 || Comps(y, i) == 0) return false;
-    if (y.has_s[i] != y.has_s[k] || y.pub[i] != y.pub[k] || y.term_count(i) != y.term_count(k)) {
-      return false;
-    }
-    if (y.pending(i)) {
-      const Term<P>& t = y.terms[y.off[i]];
-      const Term<P>& u = y.terms[y.off[k]];
-      if (&y.source(t) != &y.source(u) || t.at != u.at || t.coef != u.coef) return false;
-    }
-    return true;
-  };
-  for (std::size_t i = 0; i < n; ++i) {
-    if (second[i] != 0) {
-      EndElement(out);  // a pair's second product: filled after the exchange
-      continue;
-    }
-    const std::uint8_t lc = Comps(x, i), rc = Comps(w, i);
-    if (lc == 0 || rc == 0) {
-      // A public factor: a local multiple of the other operand.
-      const bool left_public = lc == 0;
-      AppendElement(out, i, left_public ? w : x, i, left_public && b != nullptr ? y_off : 0,
-                    left_public ? x.pub[i] : w.pub[i]);
-      continue;
-    }
-    EndElement(out);  // filled after the exchange
-    FusedShape shape;
-    shape.left = lc;
-    shape.right = b != nullptr && i < squares_from ? rc : 0;
-    if (x.pending(i))
-      shape.left_bits = static_cast<std::uint8_t>(x.source(x.terms[x.off[i]]).bits());
-    if (!shape.square() && y.pending(i)) {
-      shape.right_bits = static_cast<std::uint8_t>(y.source(y.terms[y.off[i]]).bits());
-    }
-    if (pairs_with(i)) {
-      const std::size_t k = i + pair_count;
-      second[k] = 1;
-      shape.left2 = Comps(x, k);
-      if (x.pending(k)) {
-        shape.left2_bits = static_cast<std::uint8_t>(x.source(x.terms[x.off[k]]).bits());
-      }
-    }
-    groups[shape.Code()].push_back(i);
-  }
-  // Elements with a public factor and no share part are public or pending: zero products
-  // drop their terms.
-  Compact(out);
-  if (groups.empty()) return out;
-
-  FusedBatch<P> batch(ctx_.arith());
-  std::uint64_t openings = 0;
-  const auto operand = [&](const Vec& v, std::uint8_t comps, const std::vector<std::size_t>& idx) {
-    FusedOperand<P> o;
-    o.comps = comps;
-    const std::size_t k = idx.size();
-    o.pub.resize(k);
-    if ((comps & FusedShape::kS) != 0) o.s = Shares<P>(k);
-    if ((comps & FusedShape::kT) != 0) {
-      o.z = Shares<P>(k);
-      o.coef.resize(k);
-      o.bits = v.source(v.terms[v.off[idx[0]]]).bits();
-    }
-    for (std::size_t t = 0; t < k; ++t) {
-      const std::size_t i = idx[t];
-      o.pub[t] = v.pub[i];
-      if ((comps & FusedShape::kS) != 0) o.s.CopyFrom(t, v.s, i);
-      if ((comps & FusedShape::kT) != 0) {
-        const Term<P>& term = v.terms[v.off[i]];
-        o.z.CopyFrom(t, v.source(term).z(), term.at);
-        o.coef[t] = term.coef;
-        v.source(term).Claim(term.at);
-      }
-    }
-    return o;
-  };
-  struct Handle {
-    std::size_t h;
-    const std::vector<std::size_t>* idx;
-    std::vector<std::size_t> idx2;  // a pair's second products
-  };
-  std::vector<Handle> handles;
-  for (const auto& [code, idx] : groups) {
-    const FusedShape shape = FusedShape::FromCode(code);
-    openings += FusedOpenings(shape, idx.size());
-    FusedOperand<P> left = operand(x, shape.left, idx);
-    FusedOperand<P> right;
-    if (!shape.square()) right = operand(y, shape.right, idx);
-    if (shape.pair()) {
-      std::vector<std::size_t> idx2(idx.size());
-      for (std::size_t t = 0; t < idx.size(); ++t) idx2[t] = idx[t] + pair_count;
-      FusedOperand<P> left2 = operand(x, shape.left2, idx2);
-      handles.push_back(
-          {batch.AddPair(std::move(left), std::move(left2), std::move(right)), &idx, idx2});
-    } else {
-      handles.push_back({batch.Add(std::move(left), std::move(right)), &idx, {}});
-    }
-  }
-  const std::uint64_t before = BroadcastDeferred();
-  Status st = batch.Exchange();
-  if (!st.ok()) {
-    Fail(st);
-    return Vec::Zeros(n);
-  }
-  // All-to-all: 1 round, 2 B per opened value; split kings: SplitKingBytes of the openings
-  // and the deferred values that rode in front of them.
-  const auto& how = ctx_.arith().last_open();
-  const auto cost = ctx_.arith().CostOf(how, openings + how.merged_deferred);
-  Charge(cost.rounds, cost.bytes);
-  ChargeDeferred(before);
-  for (const Handle& hd : handles) {
-    const std::vector<std::size_t>& idx = *hd.idx;
-    const bool pair = !hd.idx2.empty();
-    for (int side = 0; side < (b != nullptr ? (pair ? 3 : 2) : 1); ++side) {
-      const Vec& v = side == 1 ? y : x;
-      const std::vector<std::size_t>& at = side == 2 ? hd.idx2 : idx;
-      Shares<P> t = batch.TakeTrunc(hd.h, side);
-      if (t.empty()) continue;
-      for (std::size_t k = 0; k < at.size(); ++k) {
-        const Term<P>& term = v.terms[v.off[at[k]]];
-        v.source(term).Resolve(term.at, t, k);
-      }
-    }
-    for (int which = 0; which < (pair ? 2 : 1); ++which) {
-      const std::vector<std::size_t>& at = which == 0 ? idx : hd.idx2;
-      Shares<P> prod = batch.TakeProduct(hd.h, which);
-      for (std::size_t k = 0; k < at.size(); ++k) {
-        out.s.CopyFrom(at[k], prod, k);
-        out.has_s[at[k]] = 1;
-        out.pub[at[k]] = 0;
-      }
-    }
-  }
-  return out;
-}
-
-template <typename P>
-typename SecureBackend<P>::Vec SecureBackend<P>::Mul(const Vec& a, const Vec& b) {
-  return Product(a, &b);
-}
-
-template <typename P>
-typename SecureBackend<P>::Vec SecureBackend<P>::Square(const Vec& a) {
-  return Product(a, nullptr);
-}
-
-template <typename P>
-typename SecureBackend<P>::Vec SecureBackend<P>::MulAndSquare(const Vec& a, const Vec& b,
-                                                              const Vec& c) {
-  const Vec left = Concat(a, c), right = Concat(b, c);
-  return Product(left, &right, a.size());
-}
-
-template <typename P>
-typename SecureBackend<P>::Vec SecureBackend<P>::MulPairs(const Vec& a, const Vec& b,
-                                                          std::size_t from, std::size_t count,
-                                                          int bits) {
-  Vec prod = Product(a, &b, SIZE_MAX, from, count);
-  if (bits <= 0) return prod;
-  // With bits, one product batch and no standalone truncation, as PlainBackend counts it.
-  const FixedOpCounts keep = counts_;
-  Vec out = Trunc(prod, bits);
-  counts_ = keep;
-  return out;
-}
-
-template <typename P>
-typename SecureBackend<P>::Vec SecureBackend<P>::MulTrunc(const Vec& a, const Vec& b, int bits) {
-  return MulPairs(a, b, 0, 0, bits);  // no pairs declared
-}
-
-template <typename P>
 typename SecureBackend<P>::Vec SecureBackend<P>::IsNegative(const Vec& a, int bits) {
-  const std::size_t n = a.size();
+  return CompareEach(a, {}, bits);
+}
+
+template <typename P>
+typename SecureBackend<P>::Vec SecureBackend<P>::IsNegativeEach(const Vec& a,
+                                                                std::span<const Ring64> c,
+                                                                int bits) {
+  if (c.empty()) return Vec::Zeros(0);
+  return CompareEach(a, c, bits);
+}
+
+template <typename P>
+typename SecureBackend<P>::Vec SecureBackend<P>::CompareEach(const Vec& a,
+                                                             std::span<const Ring64> c, int bits) {
+  // Element i n + r compares a_r + c_i (c empty: a_r itself). a's pending terms are
+  // handled once per element of a, not once per offset: a value compared against many
+  // thresholds (a norm's mean square, 4 096 terms, against rsqrt's buckets) costs its terms
+  // once.
+  const std::size_t n = a.size(), reps = c.empty() ? 1 : c.size(), total = n * reps;
   counts_.cmp_batches += 1;
-  counts_.cmp_elems += n;
-  if (!status_.ok()) return Vec::Zeros(n);
+  counts_.cmp_elems += total;
+  if (!status_.ok()) return Vec::Zeros(total);
   if (Status st = CheckCompareBits(bits); !st.ok()) {
     Fail(st);
-    return Vec::Zeros(n);
+    return Vec::Zeros(total);
   }
   Vec x = a;
   Normalize(x);
@@ -643,9 +396,8 @@ typename SecureBackend<P>::Vec SecureBackend<P>::IsNegative(const Vec& a, int bi
     if (!ComparisonTakesInTruncation(shift, bits)) flush = true;
   }
   if (flush) Flush({&x});
-  if (!status_.ok()) return Vec::Zeros(n);
-  Shares<P> in = x.s;
-  AddPublicInPlace<P>(ctx_.arith().key(), in, x.pub);
+  if (!status_.ok()) return Vec::Zeros(total);
+  Shares<P> base = x.s;  // a's shares, less the pending terms' r_shift below
   // Every distinct pending value, opened once by the comparison's own exchange (elements
   // that hold the same one — a value compared against many thresholds — share its
   // truncation); uses[k]: (element, coefficient) of each use of value k.
@@ -693,35 +445,47 @@ typename SecureBackend<P>::Vec SecureBackend<P>::IsNegative(const Vec& a, int bi
     }
     if (Status st = claimed->Draw(ctx_.arith(), z, widths); !st.ok()) {
       Fail(st);
-      return Vec::Zeros(n);
+      return Vec::Zeros(total);
     }
     for (std::size_t k = 0; k < values.size(); ++k) {
       for (const auto& [i, coef] : uses[k]) {
-        in.v[i] -= claimed->r_shift().v[k] * coef;
-        if constexpr (P::kMalicious) in.m[i] -= claimed->r_shift().m[k] * coef;
+        base.v[i] -= claimed->r_shift().v[k] * coef;
+        if constexpr (P::kMalicious) base.m[i] -= claimed->r_shift().m[k] * coef;
       }
     }
     ctx_.arith().Defer(claimed);
-    late = [&](std::vector<std::uint64_t>& c) -> Status {
+    late = [&](std::vector<std::uint64_t>& opened) -> Status {
       const std::vector<std::uint64_t>& pub = claimed->pub();
       if (pub.size() != values.size()) return Internal("claimed truncations were not opened");
+      std::vector<std::uint64_t> sum(n, 0);  // per element of a, then added to its copies
       for (std::size_t k = 0; k < values.size(); ++k) {
-        for (const auto& [i, coef] : uses[k]) c[i] += coef * pub[k];
+        for (const auto& [i, coef] : uses[k]) sum[i] += coef * pub[k];
       }
+      for (std::size_t e = 0; e < total; ++e) opened[e] += sum[e % n];
       return Status::Ok();
     };
   }
+  // The comparison's input: a's element r (public part and offset added) for every offset.
+  Shares<P> in(total);
+  std::vector<std::uint64_t> pub(total);
+  for (std::size_t i = 0; i < reps; ++i) {
+    for (std::size_t r = 0; r < n; ++r) {
+      in.CopyFrom(i * n + r, base, r);
+      pub[i * n + r] = x.pub[r] + (c.empty() ? 0 : c[i]);
+    }
+  }
+  AddPublicInPlace<P>(ctx_.arith().key(), in, pub);
   const std::uint64_t before = BroadcastDeferred();
   // The masked value's opening goes by the open style; the binary rounds after it do not
   // (a narrow opening: deferred values go all-to-all before it).
-  const auto open = ctx_.arith().NextOpenCost(n, bits);
+  const auto open = ctx_.arith().NextOpenCost(total, bits);
   Result<Shares<P>> r = LessThanZero(ctx_, in, bits, late);
   if (!r.ok()) {
     Fail(r.error());
-    return Vec::Zeros(n);
+    return Vec::Zeros(total);
   }
   Charge(static_cast<std::uint64_t>(LtzRounds(bits)) - 1 + open.rounds,
-         2 * LtzBytesPerPeer(n, bits, 0) + open.bytes);
+         2 * LtzBytesPerPeer(total, bits, 0) + open.bytes);
   ChargeDeferred(before);
   for (std::size_t k = 0; k < values.size(); ++k) {
     values[k].first->Resolve(values[k].second, claimed->values(), k);

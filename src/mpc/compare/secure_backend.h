@@ -84,6 +84,9 @@ class SecureBackend {
   // differ in their public structure, is multiplied alone).
   Vec MulPairs(const Vec& a, const Vec& b, std::size_t from, std::size_t count, int bits = 0);
   Vec IsNegative(const Vec& a, int bits);
+  // [a_r + c_i < 0] at i n + r: one comparison batch whose elements share a's pending terms
+  // (each handled once per element of a, whatever the number of offsets).
+  Vec IsNegativeEach(const Vec& a, std::span<const Ring64> c, int bits);
   Vec Gather(const Vec& a, std::span<const std::size_t> idx) const;
   Vec Concat(const Vec& a, const Vec& b) const;
   Vec RowSum(const Vec& a, std::size_t cols);
@@ -102,6 +105,8 @@ class SecureBackend {
   // (b holds the same values there).
   Vec Product(const Vec& a, const Vec* b, std::size_t squares_from = SIZE_MAX,
               std::size_t pair_from = 0, std::size_t pair_count = 0);
+  // IsNegative (c empty) and IsNegativeEach.
+  Vec CompareEach(const Vec& a, std::span<const Ring64> c, int bits);
   void Fail(const Status& s) {
     if (status_.ok()) status_ = s;
   }
