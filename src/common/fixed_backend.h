@@ -122,6 +122,16 @@ struct FixedMathParams {
   // 50 Mbit/s then stalls its peers past their receive timeout), 32 000 five levels (30 rounds,
   // 128 K pairs; the 4-ary tournament took 39 rounds for about 64 K).
   int argmax_group = 8;
+  // What one round of the classifier's argmax is worth in comparisons (ArgMaxGroup in
+  // fixed_math.h: the fewest-round tournament above or pairs with the one-hot top down,
+  // whichever has the fewest argmax_round_cost x rounds + pairs; 0: always the former). A
+  // 40-bit comparison costs each party ~10 us here and, in malicious mode, the dealer ~13 us
+  // and ~2.4 KB of corrections to one party: 1024 of them ~20 ms of this two-core machine, a
+  // round trip between nearby sites. So a vocabulary of 512 keeps three levels of 8 (18
+  // rounds, 2 044 pairs; pairs would take 44 rounds), and one of 32 000 takes pairs (31 999
+  // in 74 rounds, where groups of 8 compared 128 K in 34: seconds of comparison work per
+  // token against milliseconds of rounds on a LAN).
+  int argmax_round_cost = 1024;
 
   Status Validate() const;
   // Internal precision of rsqrt (depends on the domain's lower end so y^2 fits).

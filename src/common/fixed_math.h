@@ -145,13 +145,19 @@ typename B::Vec RowMax(B& be, const typename B::Vec& x, std::size_t rows, std::s
 // the missing members (w_i + gmax - g), so ONE 8-bit comparison batch gives every
 // is_max_i = 1 - [w_i - (gmax - 1) < 0] (levels whose groups hold at most 2 members use the
 // pair's bit instead), and ONE product batch the groups' maxima sum_i is_max_i x_i. Rounds
-// per level: LtzRounds(bits) + LtzRounds(8) + 1, or LtzRounds(bits) + 1 for pairs. Exact.
+// per level: LtzRounds(bits) + LtzRounds(8) + 1, or LtzRounds(bits) + 1 for pairs. Exact. A
+// level of pairs takes its maxima as x_i - c_ij (x_i - x_j), the comparison's own input: one
+// product per pair instead of one per member.
 //
-// RowArgMaxRank also returns the one-hot of each row's first maximum (rows x cols): after the
-// first level it is that level's is_max; every later level multiplies each column's entry by
-// the is_max of the member whose range holds the column, in the same product batch as the
-// maxima (cols more products per row per level after the first, no extra round). So an
-// argmax costs exactly the rounds of the max.
+// RowArgMaxRank also returns the one-hot of each row's first maximum (rows x cols). With groups
+// of more than 2: after the first level it is that level's is_max; every later level
+// multiplies each column's entry by the is_max of the member whose range holds the column,
+// in the same product batch as the maxima (cols more products per row per level after the
+// first, no extra round). With pairs (group 2, log2(cols) levels) top down once the maximum
+// is known instead: the top level's is_max, then for every level below one product batch
+// q_m = q_(m's group) is_max_m (a member of a group of one takes its group's q as it is):
+// L - 1 product rounds more than the max for about two products per column (the sum of
+// the level widths), not L - 1.
 template <typename B>
 struct RankArgMax {
   typename B::Vec max;      // rows
@@ -164,13 +170,21 @@ template <typename B>
 RankArgMax<B> RankTournament(B& be, const typename B::Vec& x, std::size_t rows, std::size_t cols,
                              int bits, std::size_t group, bool with_one_hot) {
   group = std::clamp<std::size_t>(group, 2, 64);
+  const bool top_down = with_one_hot && group == 2;
   RankArgMax<B> out;
   auto cur = x;
   std::size_t width = cols;
-  bool have_one_hot = false;
+  bool have_one_hot = false;  // bottom up: from the first level's is_max on
   // owner[col]: the current level's member (within its row) whose range holds column col.
-  std::vector<std::size_t> owner(cols);
-  for (std::size_t c = 0; c < cols; ++c) owner[c] = c;
+  std::vector<std::size_t> owner(with_one_hot && !top_down ? cols : 0);
+  for (std::size_t c = 0; c < owner.size(); ++c) owner[c] = c;
+  // Top down: every level's is_max (rows x width, row-major) and each member's group.
+  struct Level {
+    typename B::Vec is_max;
+    std::vector<std::size_t> group_of;
+    std::size_t next = 0;
+  };
+  std::vector<Level> levels;
   while (width > 1) {
     const std::size_t next = (width + group - 1) / group;
     // Balanced groups: the first `width % next` hold gmax members, the rest gmax - 1 (or
@@ -194,15 +208,17 @@ RankArgMax<B> RankTournament(B& be, const typename B::Vec& x, std::size_t rows, 
       }
     }
     const std::size_t npairs = ia.size();
-    auto c = be.IsNegative(be.Sub(be.Gather(cur, ia), be.Gather(cur, ib)), bits);
-    // pool = [1 - c (x_i beats x_j, i < j) | c (x_j beats x_i) | 0 | 1].
-    auto zero = be.MulConst(be.Gather(c, std::vector<std::size_t>{0}), 0);
-    auto pool = be.Concat(be.Concat(OneMinus(be, c), c), be.Concat(zero, be.AddConst(zero, 1)));
-    const std::size_t zero_at = 2 * npairs, one_at = zero_at + 1;
-    // Each member's gmax - 1 entries: the pairs it wins, then ones for a smaller group's
-    // missing members.
-    std::vector<std::size_t> win_idx;
-    {
+    const auto diff = be.Sub(be.Gather(cur, ia), be.Gather(cur, ib));  // x_i - x_j
+    auto c = be.IsNegative(diff, bits);
+    typename B::Vec is_max;
+    if (with_one_hot || gmax > 2) {
+      // pool = [1 - c (x_i beats x_j, i < j) | c (x_j beats x_i) | 0 | 1].
+      auto zero = be.MulConst(be.Gather(c, std::vector<std::size_t>{0}), 0);
+      auto pool = be.Concat(be.Concat(OneMinus(be, c), c), be.Concat(zero, be.AddConst(zero, 1)));
+      const std::size_t one_at = 2 * npairs + 1;
+      // Each member's gmax - 1 entries: the pairs it wins, then ones for a smaller group's
+      // missing members.
+      std::vector<std::size_t> win_idx;
       std::size_t pair = 0;
       for (std::size_t r = 0; r < rows; ++r) {
         for (std::size_t k = 0; k < next; ++k) {
@@ -220,54 +236,104 @@ RankArgMax<B> RankTournament(B& be, const typename B::Vec& x, std::size_t rows, 
           }
         }
       }
+      if (gmax <= 2) {
+        is_max = be.Gather(pool, win_idx);  // one entry per member: its pair's bit, or 1
+      } else {
+        auto wins = be.RowSum(be.Gather(pool, win_idx), gmax - 1);
+        is_max = OneMinus(be, be.IsNegative(be.AddConst(wins, Neg(gmax - 1)), 8));
+      }
     }
-    typename B::Vec is_max;
-    if (gmax <= 2) {
-      is_max = be.Gather(pool, win_idx);  // one entry per member: its pair's bit, or 1
-    } else {
-      auto wins = be.RowSum(be.Gather(pool, win_idx), gmax - 1);
-      is_max = OneMinus(be, be.IsNegative(be.AddConst(wins, Neg(gmax - 1)), 8));
-    }
-    // The groups' maxima: sum of is_max_i x_i over each group (zero-padded to gmax); the
-    // one-hot's columns times their owners' is_max in the same batch.
-    const std::size_t members = rows * width;
-    typename B::Vec terms;
-    if (with_one_hot && have_one_hot) {
+    // Bottom up: each column's entry and its owner's is_max, as factors of the level's batch.
+    const auto owner_idx = [&] {
       std::vector<std::size_t> oidx(rows * cols);
       for (std::size_t r = 0; r < rows; ++r) {
         for (std::size_t col = 0; col < cols; ++col) oidx[r * cols + col] = r * width + owner[col];
       }
-      auto prod = be.Mul(be.Concat(is_max, be.Gather(is_max, oidx)), be.Concat(cur, out.one_hot));
-      terms = Slice(be, prod, 0, members);
-      out.one_hot = Slice(be, prod, members, rows * cols);
+      return oidx;
+    };
+    if (gmax <= 2) {
+      // Pairs: max = x_i - c (x_i - x_j), one product per pair; a group of one keeps x_i.
+      typename B::Vec cd;
+      if (with_one_hot && have_one_hot) {
+        auto prod =
+            be.Mul(be.Concat(c, be.Gather(is_max, owner_idx())), be.Concat(diff, out.one_hot));
+        cd = Slice(be, prod, 0, npairs);
+        out.one_hot = Slice(be, prod, npairs, rows * cols);
+      } else {
+        cd = be.Mul(c, diff);
+      }
+      auto cdz = be.Concat(cd, be.MulConst(be.Gather(cd, std::vector<std::size_t>{0}), 0));
+      std::vector<std::size_t> first_idx, cd_idx;
+      std::size_t pair = 0;
+      for (std::size_t r = 0; r < rows; ++r) {
+        for (std::size_t k = 0; k < next; ++k) {
+          first_idx.push_back(r * width + gbase(k));
+          cd_idx.push_back(gsize(k) == 2 ? pair++ : npairs);
+        }
+      }
+      cur = be.Sub(be.Gather(cur, first_idx), be.Gather(cdz, cd_idx));
     } else {
-      terms = be.Mul(is_max, cur);
-      if (with_one_hot) {
+      // The groups' maxima: sum of is_max_i x_i over each group (zero-padded to gmax); bottom
+      // up, the one-hot's columns times their owners' is_max in the same batch.
+      const std::size_t members = rows * width;
+      typename B::Vec terms;
+      if (with_one_hot && have_one_hot) {
+        auto prod =
+            be.Mul(be.Concat(is_max, be.Gather(is_max, owner_idx())), be.Concat(cur, out.one_hot));
+        terms = Slice(be, prod, 0, members);
+        out.one_hot = Slice(be, prod, members, rows * cols);
+      } else {
+        terms = be.Mul(is_max, cur);
+      }
+      auto tz = be.Concat(terms, be.MulConst(be.Gather(terms, std::vector<std::size_t>{0}), 0));
+      const std::size_t tzero = B::Size(terms);
+      std::vector<std::size_t> sum_idx;
+      for (std::size_t r = 0; r < rows; ++r) {
+        for (std::size_t k = 0; k < next; ++k) {
+          const std::size_t g = gsize(k), base = r * width + gbase(k);
+          for (std::size_t i = 0; i < gmax; ++i) sum_idx.push_back(i < g ? base + i : tzero);
+        }
+      }
+      cur = be.RowSum(be.Gather(tz, sum_idx), gmax);
+    }
+    if (with_one_hot && !top_down) {
+      if (!have_one_hot) {
         out.one_hot = is_max;  // the first level: one member per column
         have_one_hot = true;
       }
-    }
-    if (with_one_hot) {
       std::vector<std::size_t> group_of(width);
       for (std::size_t k = 0; k < next; ++k) {
         for (std::size_t i = 0; i < gsize(k); ++i) group_of[gbase(k) + i] = k;
       }
       for (std::size_t& o : owner) o = group_of[o];
     }
-    auto tz = be.Concat(terms, be.MulConst(be.Gather(terms, std::vector<std::size_t>{0}), 0));
-    const std::size_t tzero = B::Size(terms);
-    std::vector<std::size_t> sum_idx;
-    for (std::size_t r = 0; r < rows; ++r) {
+    if (top_down) {
+      Level level;
+      level.is_max = std::move(is_max);
+      level.next = next;
+      level.group_of.resize(width);
       for (std::size_t k = 0; k < next; ++k) {
-        const std::size_t g = gsize(k), base = r * width + gbase(k);
-        for (std::size_t i = 0; i < gmax; ++i) sum_idx.push_back(i < g ? base + i : tzero);
+        for (std::size_t i = 0; i < gsize(k); ++i) level.group_of[gbase(k) + i] = k;
       }
+      levels.push_back(std::move(level));
     }
-    cur = be.RowSum(be.Gather(tz, sum_idx), gmax);
     width = next;
   }
-  if (with_one_hot && !have_one_hot) {
+  if (with_one_hot && cols <= 1) {
     out.one_hot = be.AddConst(be.MulConst(x, 0), 1);  // one column: it is the maximum
+  } else if (top_down) {
+    // The top level's is_max, then q_m = q_(group of m) is_max_m per level below.
+    auto q = std::move(levels.back().is_max);
+    for (std::size_t l = levels.size() - 1; l-- > 0;) {
+      const Level& level = levels[l];
+      const std::size_t w = level.group_of.size();
+      std::vector<std::size_t> idx(rows * w);
+      for (std::size_t r = 0; r < rows; ++r) {
+        for (std::size_t m = 0; m < w; ++m) idx[r * w + m] = r * level.next + level.group_of[m];
+      }
+      q = be.Mul(be.Gather(q, idx), level.is_max);
+    }
+    out.one_hot = std::move(q);
   }
   out.max = std::move(cur);
   return out;
@@ -332,6 +398,29 @@ inline std::size_t RankGroup(std::size_t cols, std::size_t max_group, std::size_
     }
   }
   return best;
+}
+
+// The classifier argmax's group (RowArgMaxRank with its one-hot, one row): of two
+// tournaments, the fewest rounds (RankGroup(cols, max_group): wide groups, the one-hot in
+// the max's batches) or pairs (group 2: the fewest comparisons, the one-hot top down, one
+// round per level but the top on top of the max's), the one with the fewest round_cost x
+// rounds + pairs compared (ties: the fewer rounds). round_cost 0: always the fewest rounds.
+// (Groups of 3 .. max_group - 1 are not weighed: they pay 8-bit comparisons and a one-hot
+// product per column per level that the pairs' count alone would not show.)
+inline RankCost ArgMaxRankCost(std::size_t cols, std::size_t group) {
+  RankCost c = RankTournamentCost(cols, group);
+  if (group == 2) {
+    for (std::size_t w = (cols + 1) / 2; w > 1; w = (w + 1) / 2) c.rounds += 1;
+  }
+  return c;
+}
+inline std::size_t ArgMaxGroup(std::size_t cols, std::size_t max_group,
+                               std::uint64_t round_cost) {
+  const std::size_t fewest = RankGroup(cols, max_group);
+  if (round_cost == 0 || fewest == 2) return fewest;
+  const RankCost a = ArgMaxRankCost(cols, fewest), b = ArgMaxRankCost(cols, 2);
+  const std::uint64_t wa = round_cost * a.rounds + a.pairs, wb = round_cost * b.rounds + b.pairs;
+  return wb < wa ? 2 : fewest;
 }
 
 template <typename B>

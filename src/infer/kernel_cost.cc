@@ -33,21 +33,27 @@ u64 CeilDiv(u64 a, u64 b) {
 //   2. gmax > 2: the 8-bit test of the win counts, Ltz(rows w, 8); gmax <= 2: the pair's bit
 //      itself (a group of one, which exists only when w is odd, then as the last member:
 //      next = ceil(w / 2), gets the public constant 1).
-//   3. ONE product batch is_max_i x_i: 2 openings per member whose is_max is secret (both
-//      operands plain shares: kS); the one-hot (after the first level, which takes is_max
-//      itself) multiplies each column by its owner's is_max in the same batch: 2 openings
-//      per column where both factors are secret. A column's one-hot entry is public only
-//      while every owner it had was a group of one: those columns are a suffix (the last
-//      member's range), `public_cols` of them.
+//   3. ONE product batch for the maxima: gmax > 2, is_max_i x_i, 2 openings per member (both
+//      operands plain shares: kS); gmax <= 2, c (x_i - x_j), 2 openings per pair (a group of
+//      one keeps its value). The one-hot bottom up (group > 2; after the first level, which
+//      takes is_max itself) multiplies each column by its owner's is_max in the same batch: 2
+//      openings per column where both factors are secret. A column's one-hot entry is public
+//      only while every owner it had was a group of one: those columns are a suffix (the
+//      last member's range), `public_cols` of them.
 // Rounds per level: LtzRounds(bits) + (gmax > 2 ? LtzRounds(8) : 0) + 1 (RankTournamentCost's
 // 6 or 4 at bits = 31 or 40).
+// The one-hot top down (group 2), after the last level: for every level below the top one
+// product batch q_m = q_(group of m) is_max_m, 2 openings per member but a group of one's (its
+// is_max is the public 1; every q is secret: the top level has no group of one).
 void RankTournament(Ledger& g, u64 rows, u64 cols, int bits, u64 group, bool one_hot,
                     bool in_pending, int in_shift) {
   group = std::clamp<u64>(group, 2, 64);
+  const bool top_down = one_hot && group == 2;
   u64 w = cols;
   std::vector<u64> range(cols, 1);  // columns each member of the level stands for
   u64 public_cols = 0;
   bool first = true;
+  std::vector<u64> secret_members;  // top down, per level: members whose is_max is secret
   while (w > 1) {
     const u64 next = CeilDiv(w, group), gmax = CeilDiv(w, next);
     const u64 big = w % next == 0 ? next : w % next;
@@ -65,10 +71,9 @@ void RankTournament(Ledger& g, u64 rows, u64 cols, int bits, u64 group, bool one
     }
     if (gmax > 2) g.Ltz(rows * w, 8);
     const bool singleton = gmax == 2 && next - big == 1;
-    const u64 last_range = range[w - 1];
-    u64 openings = 2 * rows * (w - (singleton ? 1 : 0));
-    if (one_hot) {
-      const u64 owner_public = singleton ? last_range : 0;
+    u64 openings = gmax > 2 ? 2 * rows * w : 2 * rows * big;
+    if (one_hot && !top_down) {
+      const u64 owner_public = singleton ? range[w - 1] : 0;
       if (first) {
         public_cols = owner_public;
       } else {
@@ -77,6 +82,7 @@ void RankTournament(Ledger& g, u64 rows, u64 cols, int bits, u64 group, bool one
       }
     }
     g.Exchange(openings);
+    secret_members.push_back(w - (singleton ? 1 : 0));
     // The next level's members stand for their group's columns.
     std::vector<u64> merged(next, 0);
     for (u64 k = 0, at = 0; k < next; ++k) {
@@ -86,6 +92,11 @@ void RankTournament(Ledger& g, u64 rows, u64 cols, int bits, u64 group, bool one
     range = std::move(merged);
     w = next;
     first = false;
+  }
+  if (top_down) {
+    for (std::size_t l = secret_members.size(); l-- > 1;) {
+      g.Exchange(2 * rows * secret_members[l - 1]);
+    }
   }
 }
 
@@ -323,7 +334,9 @@ void SiluTimesCore(Ledger& g, const FixedMathParams& p, u64 n) {
 // above with the one-hot, nothing pending, nothing left to open.
 void ArgMaxCore(Ledger& g, const FixedMathParams& p, u64 cols) {
   RankTournament(g, 1, cols, p.compare_bits,
-                 RankGroup(cols, static_cast<std::size_t>(p.argmax_group)), true, false, 0);
+                 ArgMaxGroup(cols, static_cast<std::size_t>(p.argmax_group),
+                             static_cast<std::uint64_t>(p.argmax_round_cost)),
+                 true, false, 0);
 }
 
 // mpc::RowMax (fixed_math.h RowMax, groups of 4, plain input, fresh backend): per level of

@@ -357,7 +357,8 @@ Result<Shares<P>> SecureLlama<P>::ArgmaxOneHot(const Vec& logits) {
   // Ranked in groups (common/fixed_math.h): exact, the first maximum like a plaintext scan.
   const RankArgMax<mpc::SecureBackend<P>> am =
       RowArgMaxRank(be_, Lazy(logits), 1, logits.size(), options_.math.compare_bits,
-                    RankGroup(logits.size(), static_cast<std::size_t>(options_.math.argmax_group)));
+                    ArgMaxGroup(logits.size(), static_cast<std::size_t>(options_.math.argmax_group),
+                                static_cast<std::uint64_t>(options_.math.argmax_round_cost)));
   Vec one_hot = be_.Materialize(am.one_hot);
   MPCACHE_RETURN_IF_ERROR(Check());
   return one_hot;

@@ -152,7 +152,8 @@ Result<KernelCost> RmsNormKernelCost(bool malicious, const FixedMathParams& p, s
 // SiluTimes(be, p, x, h), x and h the two halves of Trunc(plain shares of 2n, f) (the FFN's
 // w13 product).
 Result<KernelCost> SiluTimesKernelCost(bool malicious, const FixedMathParams& p, std::size_t n);
-// RowArgMaxRank(be, plain logits, 1, cols, p.compare_bits, RankGroup(cols, p.argmax_group)),
+// RowArgMaxRank(be, plain logits, 1, cols, p.compare_bits,
+// ArgMaxGroup(cols, p.argmax_group, p.argmax_round_cost)),
 // its one-hot materialized (SecureLlama::ArgmaxOneHot).
 Result<KernelCost> ArgMaxKernelCost(bool malicious, const FixedMathParams& p, std::size_t cols);
 // mpc::RowMax (compare/select.h: fixed_math's 4-ary RowMax) of rows x cols plain shares.

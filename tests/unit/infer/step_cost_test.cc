@@ -88,7 +88,8 @@ Measured RunKernel(Op op, const FixedMathParams& p, std::size_t rows, std::size_
       }
       case Op::kArgMax: {
         const auto am = RowArgMaxRank(be, Vec(zeros), 1, n, p.compare_bits,
-                                      RankGroup(n, static_cast<std::size_t>(p.argmax_group)));
+                                      ArgMaxGroup(n, static_cast<std::size_t>(p.argmax_group),
+                                                  static_cast<std::uint64_t>(p.argmax_round_cost)));
         (void)be.Materialize(am.one_hot);
         break;
       }
@@ -152,6 +153,7 @@ struct KernelCase {
   int frac_bits = kRecommendedFracBits;
   int group = 0;        // softmax_max_group / argmax_group (0: the default)
   int iterations = -1;  // the kernel's Newton steps (recip, rsqrt, sigmoid; -1: the default)
+  int round_cost = -1;  // argmax_round_cost (-1: the default)
 };
 
 template <typename P>
@@ -160,6 +162,7 @@ void CheckKernels(const std::vector<KernelCase>& cases) {
     FixedMathParams p;
     p.frac_bits = c.frac_bits;
     if (c.group > 0) p.softmax_max_group = p.argmax_group = c.group;
+    if (c.round_cost >= 0) p.argmax_round_cost = c.round_cost;
     if (c.iterations >= 0) {
       p.recip_iterations = p.rsqrt_iterations = p.sigmoid_recip_iterations = c.iterations;
     }
@@ -189,9 +192,10 @@ void CheckKernels(const std::vector<KernelCase>& cases) {
     }
     if (c.op == Op::kArgMax && p.compare_bits == 40) {
       const std::size_t n = c.rows * c.cols;
-      EXPECT_EQ(
-          want->rounds,
-          RankTournamentCost(n, RankGroup(n, static_cast<std::size_t>(p.argmax_group))).rounds)
+      EXPECT_EQ(want->rounds,
+                ArgMaxRankCost(n, ArgMaxGroup(n, static_cast<std::size_t>(p.argmax_group),
+                                              static_cast<std::uint64_t>(p.argmax_round_cost)))
+                    .rounds)
           << at;
     }
   }
@@ -244,6 +248,8 @@ std::vector<KernelCase> KernelCases() {
   for (const std::size_t n : {2, 3, 8, 9, 40, 100, 512, 1000}) out.push_back({Op::kArgMax, 1, n});
   for (const std::size_t n : {3, 7, 13, 21, 64}) out.push_back({Op::kArgMax, 1, n, 18, 2});
   out.push_back({Op::kArgMax, 1, 77, 18, 3});
+  // Priced rounds (a LAN): pairs with the one-hot top down for the wide rows.
+  for (const std::size_t n : {9, 100, 1000}) out.push_back({Op::kArgMax, 1, n, 18, 8, -1, 32});
   for (const std::size_t cols : {2, 3, 4, 5, 8, 16, 17, 32}) out.push_back({Op::kRowMax, 6, cols});
   return out;
 }

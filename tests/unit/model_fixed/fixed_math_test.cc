@@ -330,8 +330,10 @@ TEST(FixedMath, RowMaxRankExactWithTiesAndCounts) {
 }
 
 // RowArgMaxRank: the max of RowMaxRank and the one-hot of the FIRST maximum of each row (what
-// a plaintext scan picks), at the same comparison and product batches as the max alone; the
-// one-hot adds cols products per row on every level after the first.
+// a plaintext scan picks), at the same comparisons as the max alone. Groups of more than 2:
+// in the max's product batches, the one-hot adding cols products per row on every level after
+// the first; pairs: top down after the max, one product batch per level but the top, of that
+// level's width.
 TEST(FixedMath, RowArgMaxRankPicksTheFirstMaximumInTheMaxsBatches) {
   Prg prg(TestSeed(15));
   for (std::size_t group : {2u, 3u, 16u, 64u}) {
@@ -361,12 +363,40 @@ TEST(FixedMath, RowArgMaxRankPicksTheFirstMaximumInTheMaxsBatches) {
       (void)RowMaxRank(max_only, x, rows, cols, 40, group);
       EXPECT_EQ(be.counts().cmp_batches, max_only.counts().cmp_batches);
       EXPECT_EQ(be.counts().cmp_elems, max_only.counts().cmp_elems);
-      EXPECT_EQ(be.counts().mul_batches, max_only.counts().mul_batches);
-      EXPECT_EQ(be.counts().mul_elems,
-                max_only.counts().mul_elems + rows * cols * (levels > 0 ? levels - 1 : 0))
-          << group << " " << cols;
+      if (group == 2) {
+        std::size_t below_top = 0;  // the widths of every level but the top
+        for (std::size_t w = cols; w > 2; w = (w + 1) / 2) below_top += w;
+        EXPECT_EQ(be.counts().mul_batches,
+                  max_only.counts().mul_batches + (levels > 0 ? levels - 1 : 0));
+        EXPECT_EQ(be.counts().mul_elems, max_only.counts().mul_elems + rows * below_top)
+            << group << " " << cols;
+      } else {
+        EXPECT_EQ(be.counts().mul_batches, max_only.counts().mul_batches);
+        EXPECT_EQ(be.counts().mul_elems,
+                  max_only.counts().mul_elems + rows * cols * (levels > 0 ? levels - 1 : 0))
+            << group << " " << cols;
+      }
     }
   }
+}
+
+// The classifier's group: the fewest-round tournament unless pairs (with their top-down
+// one-hot's extra rounds) cost less at argmax_round_cost; 0 keeps the fewest rounds.
+TEST(FixedMath, ArgMaxGroupWeighsPairsAgainstTheFewestRounds) {
+  EXPECT_EQ(ArgMaxRankCost(32000, 2).rounds, 60u + 14u);
+  EXPECT_EQ(ArgMaxRankCost(32000, 2).pairs, 31999u);
+  EXPECT_EQ(ArgMaxRankCost(32000, 8).rounds, RankTournamentCost(32000, 8).rounds);
+  EXPECT_EQ(ArgMaxGroup(32000, 8, 1024), 2u);  // 74 x 1024 + 31 999 < 30 x 1024 + 127 981
+  EXPECT_EQ(ArgMaxGroup(512, 8, 1024), 8u);    // 18 x 1024 + 2 044 < 44 x 1024 + 511
+  EXPECT_EQ(ArgMaxGroup(40, 8, 1024), RankGroup(40, 8));
+  for (const std::size_t cols : {2u, 3u, 40u, 512u, 32000u}) {
+    EXPECT_EQ(ArgMaxGroup(cols, 8, 0), RankGroup(cols, 8)) << cols;
+  }
+  EXPECT_EQ(ArgMaxGroup(512, 8, 32), 2u);  // a cheap round: pairs already at 512
+  EXPECT_EQ(FixedMathParams{}.argmax_round_cost, 1024);
+  FixedMathParams bad;
+  bad.argmax_round_cost = -1;
+  EXPECT_FALSE(bad.Validate().ok());
 }
 
 TEST(FixedMath, RowMaxExactWithTiesAndCounts) {
