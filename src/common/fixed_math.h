@@ -414,8 +414,7 @@ inline RankCost ArgMaxRankCost(std::size_t cols, std::size_t group) {
   }
   return c;
 }
-inline std::size_t ArgMaxGroup(std::size_t cols, std::size_t max_group,
-                               std::uint64_t round_cost) {
+inline std::size_t ArgMaxGroup(std::size_t cols, std::size_t max_group, std::uint64_t round_cost) {
   const std::size_t fewest = RankGroup(cols, max_group);
   if (round_cost == 0 || fewest == 2) return fewest;
   const RankCost a = ArgMaxRankCost(cols, fewest), b = ArgMaxRankCost(cols, 2);

@@ -311,7 +311,8 @@ TYPED_TEST(KernelTest, RowArgMaxRankInPairsTopDown) {
     const auto am = RowArgMaxRank(be, x, rows, cols, 40, 2);
     return be.Concat(am.max, be.MulConst(am.one_hot, Ring64{1} << kF));
   };
-  CheckKernel<P>(Encode(xs), {}, fn, fn, want, kF, 0, [](double) { return 0.0; }, {29, 7948, 13900});
+  CheckKernel<P>(Encode(xs), {}, fn, fn, want, kF, 0, [](double) { return 0.0; },
+                 {29, 7948, 13900});
 }
 
 // RMSNorm in double of the encoded inputs (rows x cols values, cols gains).
