@@ -251,17 +251,18 @@ RankArgMax<B> RankTournament(B& be, const typename B::Vec& x, std::size_t rows, 
       }
       return oidx;
     };
+    // The level's product batch l * r; bottom up (after the first level), the one-hot's
+    // columns times their owners' is_max ride in it.
+    const auto level_product = [&](const typename B::Vec& l, const typename B::Vec& r) {
+      if (!(with_one_hot && have_one_hot)) return be.Mul(l, r);
+      const std::size_t n = B::Size(l);
+      auto prod = be.Mul(be.Concat(l, be.Gather(is_max, owner_idx())), be.Concat(r, out.one_hot));
+      out.one_hot = Slice(be, prod, n, rows * cols);
+      return Slice(be, prod, 0, n);
+    };
     if (gmax <= 2) {
       // Pairs: max = x_i - c (x_i - x_j), one product per pair; a group of one keeps x_i.
-      typename B::Vec cd;
-      if (with_one_hot && have_one_hot) {
-        auto prod =
-            be.Mul(be.Concat(c, be.Gather(is_max, owner_idx())), be.Concat(diff, out.one_hot));
-        cd = Slice(be, prod, 0, npairs);
-        out.one_hot = Slice(be, prod, npairs, rows * cols);
-      } else {
-        cd = be.Mul(c, diff);
-      }
+      const auto cd = level_product(c, diff);
       auto cdz = be.Concat(cd, be.MulConst(be.Gather(cd, std::vector<std::size_t>{0}), 0));
       std::vector<std::size_t> first_idx, cd_idx;
       std::size_t pair = 0;
@@ -273,18 +274,8 @@ RankArgMax<B> RankTournament(B& be, const typename B::Vec& x, std::size_t rows, 
       }
       cur = be.Sub(be.Gather(cur, first_idx), be.Gather(cdz, cd_idx));
     } else {
-      // The groups' maxima: sum of is_max_i x_i over each group (zero-padded to gmax); bottom
-      // up, the one-hot's columns times their owners' is_max in the same batch.
-      const std::size_t members = rows * width;
-      typename B::Vec terms;
-      if (with_one_hot && have_one_hot) {
-        auto prod =
-            be.Mul(be.Concat(is_max, be.Gather(is_max, owner_idx())), be.Concat(cur, out.one_hot));
-        terms = Slice(be, prod, 0, members);
-        out.one_hot = Slice(be, prod, members, rows * cols);
-      } else {
-        terms = be.Mul(is_max, cur);
-      }
+      // The groups' maxima: sum of is_max_i x_i over each group (zero-padded to gmax).
+      const auto terms = level_product(is_max, cur);
       auto tz = be.Concat(terms, be.MulConst(be.Gather(terms, std::vector<std::size_t>{0}), 0));
       const std::size_t tzero = B::Size(terms);
       std::vector<std::size_t> sum_idx;
