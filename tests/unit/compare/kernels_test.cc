@@ -262,12 +262,13 @@ TYPED_TEST(KernelTest, RowMaxRank) {
       want, kF, 0, [](double) { return 0.0; }, {10, 8986, 16438});
 }
 
-// The classifier's argmax (RowArgMaxRank): the first maximum's one-hot, exact, in the rounds
-// of the ranked max alone. Output: the row maxima, then the one-hots scaled to 1.0.
-TYPED_TEST(KernelTest, RowArgMaxRank) {
-  using P = TypeParam;
-  const std::size_t rows = 2, cols = 40;
-  Prg prg(TestSeed(23));
+// RowArgMaxRank of rows x cols small integers (many ties) in groups of `group`, securely and
+// in plaintext, against a first-maximum scan. Output: the row maxima, then the one-hots
+// scaled to 1.0.
+template <typename P>
+void CheckArgMaxRank(std::size_t rows, std::size_t cols, std::size_t group, std::uint64_t seed,
+                     const KernelCost& cost) {
+  Prg prg(TestSeed(seed));
   std::vector<double> xs;
   for (std::size_t i = 0; i < rows * cols; ++i) xs.push_back(std::round(8 * prg.NextDouble()));
   std::vector<double> want(rows + rows * cols, 0.0);
@@ -280,12 +281,18 @@ TYPED_TEST(KernelTest, RowArgMaxRank) {
     want[rows + r * cols + best] = 1.0;
   }
   auto fn = [&](auto& be, const auto&, const auto& x, const auto&) {
-    const auto am = RowArgMaxRank(be, x, rows, cols, 40, 16);
+    const auto am = RowArgMaxRank(be, x, rows, cols, 40, group);
     return be.Concat(am.max, be.MulConst(am.one_hot, Ring64{1} << kF));
   };
-  // Three groups of 14, 13, 13 (91 + 78 + 78 pairs), then the three winners: (3 + 2 + 1) twice.
-  CheckKernel<P>(Encode(xs), {}, fn, fn, want, kF, 0, [](double) { return 0.0; },
-                 {12, 13554, 24570});
+  CheckKernel<P>(
+      Encode(xs), {}, fn, fn, want, kF, 0, [](double) { return 0.0; }, cost);
+}
+
+// The classifier's argmax (RowArgMaxRank): the first maximum's one-hot, exact, in the rounds
+// of the ranked max alone. 40 columns in groups of up to 16: three groups of 14, 13, 13 (91 +
+// 78 + 78 pairs), then the three winners: (3 + 2 + 1) twice.
+TYPED_TEST(KernelTest, RowArgMaxRank) {
+  CheckArgMaxRank<TypeParam>(2, 40, 16, 23, {12, 13554, 24570});
 }
 
 // The same argmax in pairs (group 2, the wide vocabulary's choice): the maxima as
@@ -293,26 +300,7 @@ TYPED_TEST(KernelTest, RowArgMaxRank) {
 // (19, 10, 5, 3, 2 members after the first), 6 x (3 + 1) rounds, then 5 product rounds for
 // the one-hot.
 TYPED_TEST(KernelTest, RowArgMaxRankInPairsTopDown) {
-  using P = TypeParam;
-  const std::size_t rows = 2, cols = 37;
-  Prg prg(TestSeed(29));
-  std::vector<double> xs;
-  for (std::size_t i = 0; i < rows * cols; ++i) xs.push_back(std::round(8 * prg.NextDouble()));
-  std::vector<double> want(rows + rows * cols, 0.0);
-  for (std::size_t r = 0; r < rows; ++r) {
-    std::size_t best = 0;
-    for (std::size_t c = 1; c < cols; ++c) {
-      if (xs[r * cols + c] > xs[r * cols + best]) best = c;  // ties: the first stays
-    }
-    want[r] = xs[r * cols + best];
-    want[rows + r * cols + best] = 1.0;
-  }
-  auto fn = [&](auto& be, const auto&, const auto& x, const auto&) {
-    const auto am = RowArgMaxRank(be, x, rows, cols, 40, 2);
-    return be.Concat(am.max, be.MulConst(am.one_hot, Ring64{1} << kF));
-  };
-  CheckKernel<P>(Encode(xs), {}, fn, fn, want, kF, 0, [](double) { return 0.0; },
-                 {29, 7948, 13900});
+  CheckArgMaxRank<TypeParam>(2, 37, 2, 29, {29, 7948, 13900});
 }
 
 // RMSNorm in double of the encoded inputs (rows x cols values, cols gains).
