@@ -36,6 +36,8 @@ struct CompareOpsArgs {
   int rank_round_cost = -1;
   // How values are opened: mpc::OpenStyle by name ("all-to-all" or "split-king").
   std::string open = "all-to-all";
+  // Timed runs, each with fresh preprocessing made offline first; the median run's figures.
+  int repeat = 1;
 };
 
 bool IsCompareOp(std::string_view op);
