@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates the measured figures of docs/PERFORMANCE.md on this machine (issue 16).
 #
-#   scripts/bench.sh [SECTION...]     sections: 7b layers context tune mesh mpspdz (default: all
-#                                     of them, in that order)
+#   scripts/bench.sh [SECTION...]     sections: 7b layers context tune mesh ops mpspdz (default:
+#                                     all of them, in that order)
 #
 #   7b   the 32-layer Llama-2-7B shape (synthetic weights written as a real GGUF Q8_0 file by
 #        `mpcache-model synth --dims 7b`, 6.7 GB, made once), public weights, greedy, prompt
@@ -42,6 +42,11 @@
 #        (bench/demo_vs_inprocess.sh, MPCACHE_BENCH_DEMO_RUNS alternate runs, default 3).
 #        Writes mesh.md. ~4 minutes on 2 cores.
 #
+#   ops  per-op throughput (scripts/bench-ops.sh): every op of `mpcache-bench ops` at the
+#        size the model meets it, malicious and semi-honest, in process, the median of
+#        MPCACHE_BENCH_OPS_REPEAT timed runs (default 3). Writes ops.md and ops_throughput.png.
+#        ~3 minutes on 2 cores; up to ~2 GiB of memory.
+#
 #   mpspdz  per op against MP-SPDZ at its best options (issue 16): the anchors' programs
 #        ($MPCACHE_SHARED/anchors/mpspdz, default ../shared beside the checkout: 1M products,
 #        100K sfix comparisons, softmax over 1024; online only, fake preprocessing, -R 64 -Y,
@@ -80,6 +85,7 @@
 # $MPCACHE_BENCH_DIR/context/*.json, $MPCACHE_BENCH_DIR/context.md and the two PNGs;
 # $MPCACHE_BENCH_DIR/tune.md, tune.yaml and tune_frontier.png;
 # $MPCACHE_BENCH_DIR/mesh/ (bench_mesh's JSON, the demo runs) and $MPCACHE_BENCH_DIR/mesh.md;
+# $MPCACHE_BENCH_DIR/ops/ (one JSON per op and mode), ops.md and ops_throughput.png;
 # $MPCACHE_BENCH_DIR/mpspdz/ (MP-SPDZ's output, our JSON) and $MPCACHE_BENCH_DIR/mpspdz.md.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -87,7 +93,7 @@ cd "$root"
 
 sections=("$@")
 named=1  # sections named on the command line: a missing MP-SPDZ tree is an error, not a skip
-[ ${#sections[@]} -gt 0 ] || { sections=(7b layers context tune mesh mpspdz); named=0; }
+[ ${#sections[@]} -gt 0 ] || { sections=(7b layers context tune mesh ops mpspdz); named=0; }
 mpspdz_anchors=${MPCACHE_SHARED:-$root/../shared}/anchors/mpspdz
 [ ! -d "$mpspdz_anchors" ] || mpspdz_anchors=$(cd "$mpspdz_anchors" && pwd)
 # Why the mpspdz section cannot run (nothing when it can).
@@ -113,7 +119,7 @@ need_models=0
 for s in "${sections[@]}"; do
   case "$s" in
     7b|layers) need_7b=1; need_models=1 ;;
-    context) ;;
+    context|ops) ;;
     tune|mesh) need_models=1 ;;
     mpspdz)
       why=$(mpspdz_missing)
@@ -121,7 +127,7 @@ for s in "${sections[@]}"; do
         echo "bench.sh: the mpspdz section cannot run: $why. $mpspdz_how" >&2
         exit 1
       fi ;;
-    *) echo "bench.sh: unknown section '$s' (the sections: 7b, layers, context, tune, mesh, mpspdz)" >&2
+    *) echo "bench.sh: unknown section '$s' (the sections: 7b, layers, context, tune, mesh, ops, mpspdz)" >&2
        exit 2 ;;
   esac
 done
@@ -292,11 +298,14 @@ PY
   cat "$table"
 }
 
-# section_context: scripts/bench-context.sh; section_mesh: scripts/bench-mesh.sh.
+# section_context: scripts/bench-context.sh; section_mesh: scripts/bench-mesh.sh; section_ops:
+# scripts/bench-ops.sh.
 # shellcheck source=scripts/bench-context.sh
 source "$root/scripts/bench-context.sh"
 # shellcheck source=scripts/bench-mesh.sh
 source "$root/scripts/bench-mesh.sh"
+# shellcheck source=scripts/bench-ops.sh
+source "$root/scripts/bench-ops.sh"
 
 # s/token and bytes/token against the number of layers: the 7B shape cut to its first L
 # layers (mpcache-model synth --layers L), both modes, in process (the 7b section's procedure;
