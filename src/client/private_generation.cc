@@ -274,11 +274,14 @@ Result<GenerateResult> Run::Go(std::vector<int> prompt, int max_tokens,
     Party& party = parties_[static_cast<std::size_t>(ev->party)];
     if (!ev->payload.ok()) {
       party.outcome.lost = ev->payload.error();
-      if (!party.seed &&
-          ev->payload.error().message().find("closed without TLS close") != std::string::npos) {
+      const std::string& lost = ev->payload.error().message();
+      if (!party.seed && (lost.find("closed without TLS close") != std::string::npos ||
+                          lost.find("Connection reset by peer") != std::string::npos)) {
         // Closed before its first answer, right after the handshake: a party drops a client
         // whose certificate does not name mpcache-client (TLS 1.3 finishes the client's
-        // side of the handshake before the server has judged its certificate).
+        // side of the handshake before the server has judged its certificate). The client
+        // sees the close as a truncated stream or, when its request was still unread at
+        // the party, as a reset (net/tls/framed_connection.cc, ReadError).
         party.outcome.lost = ev->payload.error().WithContext(
             "party " + std::to_string(ev->party) +
             " closed the connection before its first answer: it probably rejected this "
