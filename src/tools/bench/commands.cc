@@ -1,8 +1,19 @@
 #include "tools/bench/commands.h"
 
+#include <algorithm>
 #include <iostream>
+#include <numeric>
+#include <vector>
 
 namespace mpcache::tools {
+
+std::size_t MedianRun(std::span<const double> seconds) {
+  std::vector<std::size_t> order(seconds.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return seconds[a] < seconds[b]; });
+  return order[order.size() / 2];
+}
 
 int EmitJsonOrError(const Result<nlohmann::json>& result, bool json) {
   if (!result.ok()) {

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "common/result.h"
@@ -22,6 +23,10 @@ void AddGenerateCommand(CLI::App& app, int* exit_code);
 // The common end of a command: prints the error on stderr (returns 1), or with `json` the
 // object on one stdout line (returns 0); returns -1 when the caller prints its text report.
 int EmitJsonOrError(const Result<nlohmann::json>& result, bool json);
+
+// `--repeat R`: the index of the median of R runs' seconds (the upper one for even R), whose
+// figures the ops report (R >= 1).
+std::size_t MedianRun(std::span<const double> seconds);
 
 // --cache full|mpcache and MPCache's knobs (--cluster, --keep, --alpha, --representative,
 // --share-layers), as `generate` and `decode-step` take them.

@@ -271,16 +271,13 @@ Result<nlohmann::json> RunOps(const OpsOptions& o) {
     bytes = std::max(bytes, r.online.bytes_sent);
     bytes_list.push_back(r.online.bytes_sent);
   }
-  std::vector<std::size_t> order(per_run.size());
-  for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return per_run[a].online_seconds < per_run[b].online_seconds;
-  });
-  const std::size_t median = order[order.size() / 2];
+  std::vector<double> run_seconds(per_run.size());
+  for (std::size_t k = 0; k < per_run.size(); ++k) run_seconds[k] = per_run[k].online_seconds;
+  const std::size_t median = MedianRun(run_seconds);
   const double seconds = per_run[median].online_seconds;
   const double mac_seconds = per_run[median].mac_seconds;
   for (const auto& r : results) cpu_list.push_back(r->runs[median].online_cpu_seconds);
-  for (const auto& run : per_run) all_runs.push_back(run.online_seconds);
+  for (const double t : run_seconds) all_runs.push_back(t);
   std::uint64_t dealer_max = 0;
   for (std::size_t i = 0; i < off_after.bytes_to_party.size(); ++i) {
     // Per run: the offline phase made `repeat` runs' worth of preprocessing.
@@ -323,6 +320,10 @@ Result<nlohmann::json> RunOps(const OpsOptions& o) {
 }
 
 int RunOpsCommand(const OpsOptions& o) {
+  if (o.repeat < 1 || o.repeat > 100) {  // every op's
+    std::cerr << "error: --repeat must be in 1..100\n";
+    return 2;
+  }
   if (IsCompareOp(o.op)) {  // comparison and nonlinear ops: tools/bench/compare_ops.h
     return RunCompareOps({.op = o.op,
                           .n = o.n,
@@ -349,10 +350,6 @@ int RunOpsCommand(const OpsOptions& o) {
   }
   if (o.threads < 1 || o.threads > 256) {
     std::cerr << "error: --threads must be in 1..256\n";
-    return 2;
-  }
-  if (o.repeat < 1 || o.repeat > 100) {
-    std::cerr << "error: --repeat must be in 1..100\n";
     return 2;
   }
   if (o.frac_bits < 1 || o.frac_bits > 30) {
