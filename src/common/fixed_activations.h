@@ -92,8 +92,19 @@ struct SigmoidParts {
   typename B::Vec relu_h;  // kSiluTimes: relu(x) h at f bits
 };
 
-// The parts sigmoid and SiLU share, for x at f bits. ONE comparison batch gives s = [x < 0]
-// and the clip bit of exp(-|x|), [|x| > clip] = [x < -clip] + [x > clip]; sx = s x (exact);
+// Whether sigmoid / SiLU of n elements compares in two batches, [x < 0] and then
+// [clip - |x| < 0] (2 comparisons per element, 3 more rounds), rather than in one of 3 per
+// element: when the comparisons saved outweigh the rounds at silu_round_cost comparisons
+// per round (FixedMathParams).
+inline bool SigmoidSignFirst(const FixedMathParams& p, std::size_t n) {
+  return p.silu_round_cost > 0 && n > 3 * static_cast<std::size_t>(p.silu_round_cost);
+}
+
+// The parts sigmoid and SiLU share, for x at f bits. The comparisons give s = [x < 0] and the
+// clip bit of exp(-|x|), [|x| > clip]: either ONE batch of [x | x + clip | clip - x]
+// ([|x| > clip] = [x < -clip] + [x > clip]), or (SigmoidSignFirst, wide inputs) [x < 0] first
+// and [clip - |x| < 0] after the product batch below gives -|x| = 2 s x - x: a third fewer
+// comparison tuples (the malicious FFN's largest dealer cost) for 3 rounds. sx = s x (exact);
 // e = exp(-|x|) at exp_frac_bits; q m = m e / (1 + e) by the reciprocal on [1, 2] (one linear
 // start, no comparison, sigmoid_recip_iterations steps, the multiplier folded into the last).
 // kSiluTimes computes relu(x) h and |x| h inside exp's first product batch and |x| h e inside
@@ -106,18 +117,25 @@ SigmoidParts<B> SigmoidCore(B& be, const FixedMathParams& p, const typename B::V
   const int f = p.frac_bits, fs = p.exp_frac_bits;
   const std::size_t n = B::Size(x);
   const Ring64 clip = EncodeAt(p.exp_clip, f);
-  auto plus = be.AddConst(x, clip);                                      // x + clip
-  auto minus = be.AddConst(be.MulConst(x, fixed_detail::Neg(1)), clip);  // clip - x
-  auto cmp = be.IsNegative(be.Concat(be.Concat(x, plus), minus), p.compare_bits);
+  const bool sign_first = SigmoidSignFirst(p, n);
   SigmoidParts<B> out;
-  out.s = Slice(be, cmp, 0, n);
-  auto below = be.Add(Slice(be, cmp, n, n), Slice(be, cmp, 2 * n, n));
+  typename B::Vec below;
+  if (sign_first) {
+    out.s = be.IsNegative(x, p.compare_bits);
+  } else {
+    auto plus = be.AddConst(x, clip);                                      // x + clip
+    auto minus = be.AddConst(be.MulConst(x, fixed_detail::Neg(1)), clip);  // clip - x
+    auto cmp = be.IsNegative(be.Concat(be.Concat(x, plus), minus), p.compare_bits);
+    out.s = Slice(be, cmp, 0, n);
+    below = be.Add(Slice(be, cmp, n, n), Slice(be, cmp, 2 * n, n));
+  }
   // One product batch: s x (exact) and x^2 (= |x|^2, exp's z^2 without a batch of its own),
   // a square: x opened twice per element, not three times.
   auto first = be.MulAndSquare(out.s, x, x);
   out.sx = Slice(be, first, 0, n);
   const auto x_sq = Slice(be, first, n, n);
   auto neg_abs = be.Sub(be.MulConst(out.sx, 2), x);  // -|x| = 2 s x - x
+  if (sign_first) below = be.IsNegative(be.AddConst(neg_abs, clip), p.compare_bits);
   auto abs = be.MulConst(neg_abs, fixed_detail::Neg(1));
   typename B::Vec e, abs_h;
   if (use == SigmoidUse::kSiluTimes) {

@@ -37,6 +37,10 @@ Status FixedMathParams::Validate() const {
     return bad("fixed point: argmax_round_cost must be in [0, 2^24], got " +
                std::to_string(argmax_round_cost));
   }
+  if (silu_round_cost < 0 || silu_round_cost > (1 << 24)) {
+    return bad("fixed point: silu_round_cost must be in [0, 2^24], got " +
+               std::to_string(silu_round_cost));
+  }
   if (softmax_max_group < 2 || softmax_max_group > 64) {
     return bad("fixed point: softmax_max_group must be in [2, 64], got " +
                std::to_string(softmax_max_group));

@@ -280,10 +280,12 @@ void RmsNormCore(Ledger& g, const FixedMathParams& p, u64 rows, u64 cols, bool i
 // ---------------------------------------------------------------------------------------
 // SiluTimes (fixed_activations.h) of n elements, x and h the halves of Trunc(plain 2n, f)
 // (held truncations: each opened only where it is taken in or asked for):
-//   ONE test of [x | x + clip | clip - x] at compare_bits: Ltz(3n); the n distinct x
-//     truncations are claimed by it when ComparisonTakesInTruncation(f, compare_bits), else
-//     n flushed first; h's stay pending;
+//   ONE test of [x | x + clip | clip - x] at compare_bits: Ltz(3n), or with SigmoidSignFirst
+//     (n > 3 silu_round_cost) of [x] alone: Ltz(n); the n distinct x truncations are claimed
+//     by it when ComparisonTakesInTruncation(f, compare_bits), else n flushed first; h's stay
+//     pending;
 //   [s x | x^2] (MulAndSquare): 3 per element (all plain; the square opens x once);
+//   SigmoidSignFirst: the clip bit [clip - |x| < 0], -|x| = 2 s x - x (plain): Ltz(n);
 //   ExpCore with x_sq (z^2 = Trunc(x^2, 2f + 2n_sq - fe)), relu(x) h and |x| h riding the z^2
 //     w batch (n pairs, 3 each: the two plain factors, h's truncation once);
 //   1/(1 + e) on [1, 2]: one bucket (no comparison), the start y a pure truncation (1);
@@ -295,17 +297,20 @@ void RmsNormCore(Ledger& g, const FixedMathParams& p, u64 rows, u64 cols, bool i
 //     it = 0: m x y (2);
 //   output: relu h - q, 2n pending truncations (relu h's and q's) opened by the caller's
 //     Materialize (1 round).
-// Rounds (defaults): 3 + 1 + 1 + 4 + 1 + 4 + 1 = 15.
+// Rounds (defaults): 3 + 1 + 1 + 4 + 1 + 4 + 1 = 15; 18 with SigmoidSignFirst.
 void SiluTimesCore(Ledger& g, const FixedMathParams& p, u64 n) {
   const int f = p.frac_bits;
+  const bool sign_first = SigmoidSignFirst(p, n);
+  const u64 first = sign_first ? n : 3 * n;
   if (ComparisonTakesInTruncation(f, p.compare_bits)) {
-    g.Ltz(3 * n, p.compare_bits);
+    g.Ltz(first, p.compare_bits);
     g.Ride(n);
   } else {
     g.Exchange(n);
-    g.Ltz(3 * n, p.compare_bits);
+    g.Ltz(first, p.compare_bits);
   }
-  g.Exchange(3 * n);  // [s x | x^2]
+  g.Exchange(3 * n);                         // [s x | x^2]
+  if (sign_first) g.Ltz(n, p.compare_bits);  // [clip - |x| < 0]
   ExpCore(g, p,
           {.count = n,
            .x_sq = true,

@@ -153,7 +153,7 @@ struct KernelCase {
   int frac_bits = kRecommendedFracBits;
   int group = 0;        // softmax_max_group / argmax_group (0: the default)
   int iterations = -1;  // the kernel's Newton steps (recip, rsqrt, sigmoid; -1: the default)
-  int round_cost = -1;  // argmax_round_cost (-1: the default)
+  int round_cost = -1;  // argmax_round_cost and silu_round_cost (-1: the defaults)
 };
 
 template <typename P>
@@ -162,7 +162,7 @@ void CheckKernels(const std::vector<KernelCase>& cases) {
     FixedMathParams p;
     p.frac_bits = c.frac_bits;
     if (c.group > 0) p.softmax_max_group = p.argmax_group = c.group;
-    if (c.round_cost >= 0) p.argmax_round_cost = c.round_cost;
+    if (c.round_cost >= 0) p.argmax_round_cost = p.silu_round_cost = c.round_cost;
     if (c.iterations >= 0) {
       p.recip_iterations = p.rsqrt_iterations = p.sigmoid_recip_iterations = c.iterations;
     }
@@ -244,6 +244,15 @@ std::vector<KernelCase> KernelCases() {
   out.push_back({Op::kRmsNormPublicPending, 2, 24, 18, 0, 0});
   for (const std::size_t n : {1, 7, 64, 172, 300}) out.push_back({Op::kSilu, 1, n});
   out.push_back({Op::kSilu, 1, 50, 24});
+  // SiLU's sign first, then the clip (SigmoidSignFirst: n > 3 silu_round_cost): either side of
+  // the default's threshold (3 072), forced at small widths, every Newton step count, another f,
+  // and never at cost 0.
+  out.push_back({Op::kSilu, 1, 3072});
+  out.push_back({Op::kSilu, 1, 3073});
+  for (const std::size_t n : {4, 20, 300}) out.push_back({Op::kSilu, 1, n, 18, 0, -1, 1});
+  for (const int it : {0, 1, 3}) out.push_back({Op::kSilu, 1, 20, 18, 0, it, 1});
+  out.push_back({Op::kSilu, 1, 50, 24, 0, -1, 1});
+  out.push_back({Op::kSilu, 1, 300, 18, 0, -1, 0});
   // Argmax: one level, levels of 8, a pair level.
   for (const std::size_t n : {2, 3, 8, 9, 40, 100, 512, 1000}) out.push_back({Op::kArgMax, 1, n});
   for (const std::size_t n : {3, 7, 13, 21, 64}) out.push_back({Op::kArgMax, 1, n, 18, 2});

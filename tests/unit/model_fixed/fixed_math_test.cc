@@ -217,6 +217,39 @@ TEST(FixedMath, SiluOpCounts) {
             static_cast<std::uint64_t>(1 + p.exp_squarings + 2 + 2 * p.sigmoid_recip_iterations));
 }
 
+// Wide inputs (more than 3 x silu_round_cost elements) take the sign first and the clip from
+// |x| = x - 2 s x: two comparisons per element in two batches, the same products, the same
+// values as the one batch of three.
+TEST(FixedMath, SiluSignFirstComparesTwicePerElement) {
+  FixedMathParams p;
+  EXPECT_FALSE(SigmoidSignFirst(p, 3 * 1024));
+  EXPECT_TRUE(SigmoidSignFirst(p, 3 * 1024 + 1));
+  EXPECT_TRUE(SigmoidSignFirst(p, 11008));  // Llama-2-7B's FFN
+  EXPECT_FALSE(SigmoidSignFirst(p, 172));   // stories260K's
+  p.silu_round_cost = 0;
+  EXPECT_FALSE(SigmoidSignFirst(p, 1u << 20));
+  p.silu_round_cost = 1;
+  FixedMath one(FixedMathParams{}), two(p);
+  std::vector<Ring64> x;
+  const FixedPoint fp;
+  // Both signs, inside and beyond the clip (16), and its edges.
+  for (const double v : {-40.0, -16.0, -15.99, -3.0, -1e-4, 0.0, 1e-4, 2.5, 15.99, 16.0, 40.0}) {
+    x.push_back(fp.Encode(v));
+  }
+  EXPECT_EQ(two.Silu(x), one.Silu(x));
+  EXPECT_EQ(two.Sigmoid(x), one.Sigmoid(x));
+  two.backend().ResetCounts();
+  (void)two.Silu(x);
+  const auto& k = two.backend().counts();
+  EXPECT_EQ(k.cmp_elems, x.size() * 2);
+  EXPECT_EQ(k.cmp_batches, 2u);
+  EXPECT_EQ(k.mul_batches,
+            static_cast<std::uint64_t>(1 + p.exp_squarings + 2 + 2 * p.sigmoid_recip_iterations));
+  FixedMathParams bad;
+  bad.silu_round_cost = -1;
+  EXPECT_FALSE(bad.Validate().ok());
+}
+
 TEST(FixedMath, Softmax) {
   for (const auto& c : Cases()) {
     auto fm = Make(c);
