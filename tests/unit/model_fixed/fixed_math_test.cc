@@ -231,8 +231,8 @@ TEST(FixedMath, SiluSignFirstComparesTwicePerElement) {
   p.silu_round_cost = 1;
   FixedMath one(FixedMathParams{}), two(p);
   std::vector<Ring64> x;
-  const FixedPoint fp;
-  // Both signs, inside and beyond the clip (16), and its edges.
+  const FixedPoint fp{p.frac_bits};
+  // Both signs, inside and beyond the clip (16), and its edges, at the kernels' f.
   for (const double v : {-40.0, -16.0, -15.99, -3.0, -1e-4, 0.0, 1e-4, 2.5, 15.99, 16.0, 40.0}) {
     x.push_back(fp.Encode(v));
   }
