@@ -2,39 +2,27 @@
 # The context section of scripts/bench.sh (sourced by it: uses its variables and helpers
 # — $bin, $out, $root, json — and is not run on its own). One decoding step of one 7B-shaped
 # layer at growing contexts, full cache against MPCache.
-# One decoding step of one layer at growing contexts, full cache against MPCache (malicious,
-# in process). The MPCache flags are the 7B settings README.md and docs/secure-llama.md
+
+# MPCache's flags in this section: the 7B settings README.md and docs/secure-llama.md
 # ("MPCache", level 2) quote, so the figures compare with theirs.
-section_context() {
-  local dims=${MPCACHE_BENCH_CONTEXT_DIMS:-7b}
-  local contexts=${MPCACHE_BENCH_CONTEXTS:-256 512 1024 2048 4096}
-  local security=${MPCACHE_BENCH_CONTEXT_SECURITY:-malicious}
-  # Malicious: context/, context.md, context_*.png; semi-honest: context-semi-honest...
-  local name=context
-  case "$security" in
-    malicious) ;;
-    semi-honest) name=context-semi-honest ;;
-    *) echo "bench.sh: MPCACHE_BENCH_CONTEXT_SECURITY must be malicious or semi-honest," \
-         "not '$security'" >&2
-       return 2 ;;
-  esac
-  local dir=$out/$name
-  local mpcache_flags=(--cluster 64 --keep 0.1 --level2 16 --level2-keep 0.04 --representative mean)
-  rm -rf "$dir"
-  mkdir -p "$dir"
-  local c cache
-  local -a flags list=()
+context_mpcache_flags=(--cluster 64 --keep 0.1 --level2 16 --level2-keep 0.04 --representative mean)
+
+# The decode-step runs of the context section: full and MPCache at every context of $contexts
+# (the caller's), the JSON to DIR/$cache-$c.json; the run's wall time (setup included: the K/V
+# secret-shared, representatives) and peak RSS (KiB) to DIR/$cache-$c.run. MESH...: the
+# decode-step's --mesh-* flags (none: the in-memory mesh).
+run_context_points() {
+  local dir=$1 dims=$2 security=$3 c cache
+  shift 3
+  local -a flags
   for c in $contexts; do
-    list+=("$c")
     for cache in full mpcache; do
       flags=()
-      if [ "$cache" = mpcache ]; then flags=("${mpcache_flags[@]}"); fi
+      if [ "$cache" = mpcache ]; then flags=("${context_mpcache_flags[@]}"); fi
       echo "bench.sh: context $c, $cache cache, $dims x 1 layer, $security ..." >&2
-      # The JSON to $cache-$c.json; the run's wall time (setup included: the K/V
-      # secret-shared, representatives) and peak RSS (KiB) to $cache-$c.run.
       python3 - "$dir/$cache-$c" "$bin/bench/mpcache-bench" decode-step --dims "$dims" \
         --layers 1 --context "$c" --cache "$cache" "${flags[@]}" --security "$security" \
-        --json <<'PY'
+        "$@" --json <<'PY'
 import resource, subprocess, sys, time
 prefix, cmd = sys.argv[1], sys.argv[2:]
 start = time.monotonic()
@@ -48,19 +36,78 @@ with open(prefix + ".run", "w") as out:
 PY
     done
   done
+}
+
+# One decoding step of one layer at growing contexts, full cache against MPCache (malicious
+# or semi-honest; in process, or between network namespaces with a lan / wan profile).
+section_context() {
+  local dims=${MPCACHE_BENCH_CONTEXT_DIMS:-7b}
+  local contexts=${MPCACHE_BENCH_CONTEXTS:-256 512 1024 2048 4096}
+  local security=${MPCACHE_BENCH_CONTEXT_SECURITY:-malicious}
+  # Malicious: context/, context.md, context_*.png; semi-honest: context-semi-honest...
+  # none: the in-memory mesh; lan / wan: the parties' TLS mesh between network namespaces.
+  local profile=${MPCACHE_BENCH_CONTEXT_PROFILE:-none}
+  local name=context
+  case "$security" in
+    malicious) ;;
+    semi-honest) name=context-semi-honest ;;
+    *) echo "bench.sh: MPCACHE_BENCH_CONTEXT_SECURITY must be malicious or semi-honest," \
+         "not '$security'" >&2
+       return 2 ;;
+  esac
+  local where="in process (three parties and the dealer in one process, in-memory mesh)"
+  local one_way=0  # seconds, host to host
+  case "$profile" in
+    none) ;;
+    lan | wan)
+      [ "$(id -u)" -eq 0 ] || {
+        echo "bench.sh: MPCACHE_BENCH_CONTEXT_PROFILE=$profile needs root (network namespaces)" >&2
+        return 1
+      }
+      name=$name-$profile
+      if [ "$profile" = lan ]; then one_way=0.0001; else one_way=0.02; fi
+      where="the three parties in network namespaces of their own (deploy/netns/netns.sh,"
+      where+=" profile $profile), talking over the TLS mesh; the dealers in process" ;;
+    *) echo "bench.sh: MPCACHE_BENCH_CONTEXT_PROFILE must be none, lan or wan, not" \
+         "'$profile'" >&2
+       return 2 ;;
+  esac
+  local dir=$out/$name
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  local c
+  local -a list=()
+  for c in $contexts; do list+=("$c"); done
+  # The runs in a subshell, so that its EXIT trap removes the namespaces whatever happens.
+  (
+    local -a mesh=()
+    if [ "$profile" != none ]; then
+      local prefix=mpcbench netns=$root/deploy/netns/netns.sh
+      trap '"$netns" down --prefix "$prefix" >/dev/null 2>&1 || true' EXIT
+      "$netns" up --prefix "$prefix" --profile "$profile" --netdelay "$bin/netdelay/mpcache-netdelay"
+      ./deploy/gen-certs.sh "$dir/certs" >/dev/null 2>&1
+      local i addrs="" spaces=""
+      for i in 0 1 2; do
+        addrs+="$("$netns" addr "party$i"):$((7300 + i)),"
+        spaces+="$prefix-party$i,"
+      done
+      mesh=(--mesh-addresses "${addrs%,}" --mesh-certs "$dir/certs" --mesh-netns "${spaces%,}")
+    fi
+    run_context_points "$dir" "$dims" "$security" "${mesh[@]}"
+  )
   local table=$out/$name.md
   {
-    echo "Shape $dims, 1 layer, $security, in process (three parties and the dealer in one" \
-      "process, in-memory mesh), one run per point; $(nproc) cores, $(date -u +%Y-%m-%d)," \
+    echo "Shape $dims, 1 layer, $security, $where, one run per point; $(nproc) cores," \
+      "$(date -u +%Y-%m-%d)," \
       "bench.sh at $(git -C "$root" rev-parse --short HEAD), binary $bin/bench/mpcache-bench" \
       "($(date -u -r "$bin/bench/mpcache-bench" '+built %Y-%m-%d %H:%M UTC'))."
-    echo "MPCache flags: ${mpcache_flags[*]}."
+    echo "MPCache flags: ${context_mpcache_flags[*]}."
     echo
   } >"$table"
   # The tables (markdown) and the plots' data (one line per context).
-  python3 - "$dir" "${list[@]}" >>"$table" <<'PY'
+  python3 - "$dir" "$one_way" "${list[@]}" >>"$table" <<'PY'
 import json, sys
-d, contexts = sys.argv[1], [int(c) for c in sys.argv[2:]]
+d, one_way, contexts = sys.argv[1], float(sys.argv[2]), [int(c) for c in sys.argv[3:]]
 ATT = ("scores", "select", "softmax", "mix")
 MB = 1e6
 def load(cache, c):
@@ -84,6 +131,19 @@ for c, (f, m) in runs.items():
           f"| {f['seconds'] / m['seconds']:.2f}x "
           f"| {f['bytes_per_party'] / m['bytes_per_party']:.2f}x "
           f"| {f['rss']:.1f} / {m['rss']:.1f} GiB |")
+if one_way > 0:
+    # What the profile's delay alone costs a step: every round waits one one-way delay
+    # (tools/bench/link_estimate.h), the rest is compute and the links' rate.
+    print()
+    print(f"The rounds' share at {one_way * 1e3:g} ms one way (rounds x delay, and its part "
+          "of the step):")
+    print()
+    print("| context | full: rounds x delay | share | MPCache: rounds x delay | share |")
+    print("|---|---|---|---|---|")
+    for c, (f, m) in runs.items():
+        fd, md = f["rounds"] * one_way, m["rounds"] * one_way
+        print(f"| {c} | {fd:.2f} s | {100 * fd / f['seconds']:.0f}% "
+              f"| {md:.2f} s | {100 * md / m['seconds']:.0f}% |")
 print()
 print("Attention side, the phases that grow with the context (s / MB each):")
 print()
@@ -111,7 +171,8 @@ with open(f"{d}/plot.dat", "w") as out:
                   f"{m['bytes_per_party'] / MB} {f['att_s']} {f['att_b'] / MB} "
                   f"{m['att_s']} {m['att_b'] / MB}\n")
 PY
-  local xtics='' lo hi
+  local xtics='' lo hi plot_where="in process"
+  [ "$profile" = none ] || plot_where="$profile profile, TLS between namespaces"
   for c in "${list[@]}"; do xtics+="\"$c\" $c,"; done
   lo=$(printf '%s\n' "${list[@]}" | sort -n | head -n 1)
   hi=$(printf '%s\n' "${list[@]}" | sort -n | tail -n 1)
@@ -125,7 +186,7 @@ set key top left Left reverse
 set grid
 set yrange [0:*]
 set style data linespoints
-set title "One decoding step, ${dims} x 1 layer, $security, in process ($(nproc) cores)"
+set title "One decoding step, ${dims} x 1 layer, $security, $plot_where ($(nproc) cores)"
 # k = 0: seconds (columns 2, 4, 6, 8), k = 1: MB (columns 3, 5, 7, 9).
 do for [k=0:1] {
   set output sprintf("%s/${name}_%s.png", "$out", k == 0 ? "seconds" : "bytes")

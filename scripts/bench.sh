@@ -72,6 +72,12 @@
 #                       (default standard, 256; a smoke run: quick and 64, ~30 s)
 #   MPCACHE_BENCH_CONTEXT_SECURITY  malicious (default: context.md, context_*.png) or
 #                       semi-honest (context-semi-honest.md, context-semi-honest_*.png)
+#   MPCACHE_BENCH_CONTEXT_PROFILE  none (default: the in-memory mesh), or lan / wan: the three
+#                       parties' TLS mesh across deploy/netns/netns.sh's namespaces with links
+#                       shaped by that profile (lan: 1 Gbit/s, 0.1 ms one way; wan: 100 Mbit/s,
+#                       20 ms one way; SPEC §10), as context[-semi-honest]-lan.md / -wan.md and
+#                       their plots. Needs root; ~15 min (lan) / ~35 min (wan) at the default
+#                       contexts.
 #   MPCACHE_BENCH_CONTEXTS      its contexts (default "256 512 1024 2048 4096"; a smoke run:
 #                       MPCACHE_BENCH_CONTEXT_DIMS=256x1x4 MPCACHE_BENCH_CONTEXTS="128 256",
 #                       ~20 s)
@@ -150,7 +156,7 @@ if [ "${MPCACHE_BENCH_BUILD:-1}" != 0 ]; then
   echo "bench.sh: building the tools in $build ..." >&2
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DMPCACHE_BUILD_BENCH=ON >/dev/null
   cmake --build "$build" -j"$(nproc)" --target mpcache-model mpcache-bench mpcache-party \
-    mpcache-dealer mpcache-client mpcache-tune bench_mesh >/dev/null
+    mpcache-dealer mpcache-client mpcache-tune mpcache-netdelay bench_mesh >/dev/null
 fi
 [ -d "$build/src/tools" ] || { echo "bench.sh: no tools in $build/src/tools (MPCACHE_BUILD_DIR)" >&2; exit 1; }
 bin=$(cd "$build/src/tools" && pwd)

@@ -262,8 +262,21 @@ Result<DecodeStepReport> RunStep(const DecodeStepOptions& o) {
   lo.threads = o.threads;
   lo.recv_timeout = std::chrono::seconds(1800);
   MPCACHE_ASSIGN_OR_RETURN(auto parties, preproc::LocalParties<P>::Create(lo));
-  auto outcomes =
-      parties->Run([&](mpc::BinaryContext<P>& b) { return RunParty<P>(b, ring, prefill, o); });
+  if (!o.channels.empty() && o.channels.size() != preproc::LocalParties<P>::kParties) {
+    return InvalidArgument("decode step: " + std::to_string(o.channels.size()) +
+                           " channels given; one per party (3) or none");
+  }
+  typename preproc::LocalParties<P>::Overrides over;
+  over.channel = o.channels;
+  auto outcomes = parties->Run(
+      [&](mpc::BinaryContext<P>& b) {
+        Result<PartyOutcome> r = RunParty<P>(b, ring, prefill, o);
+        if (!r.ok() && r.error().code() != ErrorCode::kMacCheckFailed && o.on_party_failed) {
+          o.on_party_failed(b.arith().self());
+        }
+        return r;
+      },
+      over);
   for (std::size_t p = 0; p < outcomes.size(); ++p) {
     if (!outcomes[p].ok()) return outcomes[p].error().WithContext("party " + std::to_string(p));
   }

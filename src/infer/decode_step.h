@@ -13,15 +13,18 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/fixed_backend.h"
 #include "common/result.h"
 #include "model/checkpoint.h"
 #include "model/kv_layout.h"
 #include "model/mpcache_policy.h"
+#include "net/channel.h"
 #include "net/comm_stats.h"
 
 namespace mpcache::infer {
@@ -36,6 +39,15 @@ struct DecodeStepOptions {
   int threads = 1;
   std::uint64_t seed = 1;
   int frac_bits = kRecommendedFracBits;
+  // Optional, one per party (index = party id): the channel the party's context talks over,
+  // e.g. a TLS mesh between network namespaces (mpcache-bench decode-step --mesh-addresses);
+  // empty: the in-memory mesh. Counted the same either way (net::Channel), so bytes and
+  // rounds do not depend on it; the seconds do.
+  std::vector<net::Channel*> channels;
+  // Called at a party whose run failed (not on a failed MAC check, which every party reaches
+  // in step), from its thread: with `channels`, abort that party's link so that its peers stop
+  // waiting for it (the in-memory mesh is aborted anyway).
+  std::function<void(int party)> on_party_failed;
 };
 
 struct DecodeStepReport {

@@ -12,6 +12,7 @@
 
 #include "infer/decode_step.h"
 #include "tools/bench/commands.h"
+#include "tools/bench/step_mesh.h"
 
 namespace mpcache::tools {
 namespace {
@@ -26,6 +27,7 @@ struct DecodeStepOptions {
   int threads = 1;
   std::uint64_t seed = 1;
   int frac_bits = kRecommendedFracBits;
+  StepMeshFlags mesh;
   bool json = false;
 };
 
@@ -42,7 +44,23 @@ Result<nlohmann::json> RunDecodeStep(const DecodeStepOptions& o,
   io.threads = o.threads;
   io.seed = o.seed;
   io.frac_bits = o.frac_bits;
-  MPCACHE_ASSIGN_OR_RETURN(const infer::DecodeStepReport r, infer::RunDecodeStep(io));
+  std::vector<std::unique_ptr<net::TlsMesh>> meshes;
+  if (o.mesh.enabled()) {
+    // The step's receives wait as long as the in-memory mesh's (a WAN context's setup moves
+    // gigabytes).
+    MPCACHE_ASSIGN_OR_RETURN(meshes, StartStepMeshes(o.mesh, o.seed, std::chrono::seconds(1800)));
+    for (auto& m : meshes) io.channels.push_back(m.get());
+    io.on_party_failed = [&meshes](int p) {
+      meshes[static_cast<std::size_t>(p)]->Abort("party " + std::to_string(p) +
+                                                 "'s decoding step failed");
+    };
+  }
+  Result<infer::DecodeStepReport> run = infer::RunDecodeStep(io);
+  // What each party's TLS mesh carried in all (the context's setup included).
+  nlohmann::json mesh_bytes = nlohmann::json::array();
+  for (const auto& m : meshes) mesh_bytes.push_back(m->stats().Total().bytes_sent);
+  CloseStepMeshes(meshes);
+  MPCACHE_ASSIGN_OR_RETURN(const infer::DecodeStepReport r, std::move(run));
   nlohmann::json phases = nlohmann::json::object();
   for (const auto& [name, c] : r.phases) {
     phases[name] = {
@@ -60,6 +78,8 @@ Result<nlohmann::json> RunDecodeStep(const DecodeStepOptions& o,
   j["compact_weights"] = r.compact_weights;
   j["kv_block_tokens"] = std::min(o.block, o.context + 1);
   j["threads"] = o.threads;
+  j["mesh"] = o.mesh.Describe();
+  if (o.mesh.enabled()) j["mesh_bytes_sent"] = mesh_bytes;
   j["prefill"] = r.prefill;
   j["seconds"] = r.seconds;
   j["bytes_per_party"] = r.bytes_per_party;
@@ -82,10 +102,14 @@ Result<nlohmann::json> RunDecodeStep(const DecodeStepOptions& o,
   return j;
 }
 
-int RunDecodeStepCommand(DecodeStepOptions o) {
+int RunDecodeStepCommand(const DecodeStepOptions& o) {
   if (o.model.empty() == o.dims.empty()) {
     std::cerr << "error: give exactly one of --model FILE (a checkpoint) or --dims D (7b or "
                  "DIMxLAYERSxHEADS[...], synthetic weights)\n";
+    return 2;
+  }
+  if (Status s = CheckStepMeshFlags(o.mesh); !s.ok()) {
+    std::cerr << "error: " << s.error().ToString() << "\n";
     return 2;
   }
   auto policy = o.cache.Policy();
@@ -134,6 +158,7 @@ void AddDecodeStepCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::Range(1, 256));
   cmd->add_option("--seed", opts->seed, "Dealer/party seeds and synthetic data");
   cmd->add_option("--frac-bits", opts->frac_bits, "Fixed-point fractional bits");
+  AddStepMeshFlags(*cmd, opts->mesh);
   cmd->add_flag("--json", opts->json, "Print one JSON object on stdout");
   cmd->callback([opts, exit_code] { *exit_code = RunDecodeStepCommand(*opts); });
 }

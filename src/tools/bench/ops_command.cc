@@ -260,7 +260,7 @@ Result<nlohmann::json> RunOps(const OpsOptions& o) {
   double setup_seconds = 0;
   std::uint64_t bytes = 0;
   nlohmann::json bytes_list = nlohmann::json::array(), dealer_list = nlohmann::json::array();
-  nlohmann::json cpu_list = nlohmann::json::array(), all_runs = nlohmann::json::array();
+  nlohmann::json cpu_list = nlohmann::json::array();
   for (std::size_t i = 0; i < results.size(); ++i) {
     const PartyReport& r = *results[i];
     for (std::size_t k = 0; k < per_run.size(); ++k) {
@@ -277,7 +277,6 @@ Result<nlohmann::json> RunOps(const OpsOptions& o) {
   const double seconds = per_run[median].online_seconds;
   const double mac_seconds = per_run[median].mac_seconds;
   for (const auto& r : results) cpu_list.push_back(r->runs[median].online_cpu_seconds);
-  for (const double t : run_seconds) all_runs.push_back(t);
   std::uint64_t dealer_max = 0;
   for (std::size_t i = 0; i < off_after.bytes_to_party.size(); ++i) {
     // Per run: the offline phase made `repeat` runs' worth of preprocessing.
@@ -307,7 +306,7 @@ Result<nlohmann::json> RunOps(const OpsOptions& o) {
   j["mac_check_seconds"] = mac_seconds;
   j["online_cpu_seconds_by_party"] = cpu_list;
   j["repeat"] = o.repeat;
-  j["seconds_by_run"] = all_runs;
+  j["seconds_by_run"] = run_seconds;
   j["setup_seconds"] = setup_seconds;
   j["offline_dealer_seconds"] = (off_after.dealer_seconds - off_before.dealer_seconds) / o.repeat;
   j["offline_expand_seconds"] = (off_after.expand_seconds - off_before.expand_seconds) / o.repeat;
