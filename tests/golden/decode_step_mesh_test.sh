@@ -35,6 +35,8 @@ for name, p in mem["phases"].items():
     if q is None or (p["bytes_per_party"], p["rounds"]) != (q["bytes_per_party"], q["rounds"]):
         fail(f"phase {name}: in-memory {p} against TLS {q}")
 sent = tls["mesh_bytes_sent"]
+# The step resets the parties' counters at its start: the meshes count the step (and the few
+# bytes exchanged after its phases were read).
 if len(sent) != 3 or min(sent) < tls["bytes_per_party"] // 2 or max(sent) < tls["bytes_per_party"]:
     fail(f"the TLS meshes carried {sent} bytes for a step of {tls['bytes_per_party']} per party")
 print(f"ok: token {tls['token']}, {tls['bytes_per_party']} bytes and {tls['rounds']} rounds over "

@@ -56,7 +56,7 @@ Result<nlohmann::json> RunDecodeStep(const DecodeStepOptions& o,
     };
   }
   Result<infer::DecodeStepReport> run = infer::RunDecodeStep(io);
-  // What each party's TLS mesh carried in all (the context's setup included).
+  // What each party's TLS mesh carried since the step reset its counters (the step itself).
   nlohmann::json mesh_bytes = nlohmann::json::array();
   for (const auto& m : meshes) mesh_bytes.push_back(m->stats().Total().bytes_sent);
   CloseStepMeshes(meshes);
