@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/fixed_backend.h"
 #include "common/fixed_point.h"
 #include "common/result.h"
 
@@ -102,6 +103,18 @@ struct BalancerConfig {
   int static_king = -1;
 };
 
+// What one round is worth in comparisons where a kernel trades rounds for comparisons
+// (FixedMathParams: softmax's row max, the classifier's argmax, SiLU's clip); the same at the
+// three parties (a session checks: they run one protocol). The defaults price a round trip
+// between sites; where rounds are nearly free (one LAN, docs/performance-network.md), smaller
+// prices take fewer comparisons in more rounds. The outputs do not depend on them.
+struct KernelPrices {
+  int rank_round_cost = FixedMathParams{}.rank_round_cost;
+  int argmax_round_cost = FixedMathParams{}.argmax_round_cost;
+  int silu_round_cost = FixedMathParams{}.silu_round_cost;
+  bool operator==(const KernelPrices&) const = default;
+};
+
 struct PartyConfig {
   std::string file;  // the YAML it came from
   int party_id = 0;
@@ -116,6 +129,7 @@ struct PartyConfig {
   ModelPaths model;
   MpcacheKnobs mpcache;
   BalancerConfig balancer;
+  KernelPrices kernels;
   PartyLimits limits;
   std::string log_level = "info";
   int metrics_port = 0;  // 0 = no metrics endpoint

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "balancer/session_balancer.h"
+#include "daemon/kernel_agreement.h"
 #include "daemon/remote_preprocessing.h"
 #include "daemon/step_heartbeat.h"
 #include "daemon/tls_client_link.h"
@@ -215,6 +216,8 @@ Result<client_proto::Done> Run(const PartyRuntime& rt, SyncLink& client,
   // ... and the same role tables: the same balancer settings.
   const balancer::BalancerSettings bal_settings = SettingsOf(cfg.balancer);
   MPCACHE_RETURN_IF_ERROR(balancer::AgreeOnSettings(*mesh, bal_settings, cfg.file));
+  // ... and one protocol: the same kernel prices.
+  MPCACHE_RETURN_IF_ERROR(AgreeOnKernelPrices(*mesh, cfg.kernels, cfg.file));
 
   // 4. The masked prompt: exactly prompt_len x vocab values (nothing bigger is taken in).
   MPCACHE_ASSIGN_OR_RETURN(auto payload, client.Recv(recv, client_proto::PromptLimits(req)));
@@ -271,6 +274,7 @@ Result<client_proto::Done> Run(const PartyRuntime& rt, SyncLink& client,
   mesh->stats().Reset();
   infer::SessionOptions options;
   options.math.frac_bits = cfg.model.frac_bits;
+  ApplyKernelPrices(cfg.kernels, options.math);
   options.max_seq_len = steps;
   options.debug = cfg.debug;
   options.mpcache = policy;

@@ -297,6 +297,23 @@ TEST(Daemons, BrokenPartyConfigsAreRefusedAtStartNamingTheField) {
 // ports: nothing else collides) is refused at start, naming party_id, while the first serves
 // on: every party holds its mesh address from start to stop (issue 20: the copy became ready,
 // and the two took turns failing requests).
+// Party 1 prices the classifier's argmax for a LAN, its peers keep the default: the request
+// is refused at the session's start naming the field and both values (the parties would run
+// differently shaped protocols); nothing is generated and the parties stay up.
+TEST(Daemons, DifferentKernelPricesAreRefusedNamingTheField) {
+  Cluster c(ClusterOptions{.party_yaml_of = {"", "kernels:\n  argmax_round_cost: 32\n"}});
+  ASSERT_TRUE(c.StartAll()) << c.dir();
+  ClientRun r = RunClient(c, "Once upon a time", 8, false, 60s, "prices");
+  ASSERT_TRUE(r.code.has_value());
+  EXPECT_NE(*r.code, 0);
+  EXPECT_NE(r.err.find("kernel prices differ"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("kernels.argmax_round_cost"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("32"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("1024"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("Once upon a time,"), std::string::npos) << r.out;
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(c.party(i)->running()) << "party " << i;
+}
+
 TEST(Daemons, ASecondDaemonWithTheSamePartyIdIsRefusedAtStart) {
   Cluster c;
   ASSERT_TRUE(c.StartAll()) << c.dir();

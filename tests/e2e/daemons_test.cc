@@ -261,6 +261,43 @@ TEST(Daemons, PrivateWeightsGenerateTheGoldenPrefix) {
   EXPECT_EQ(std::string(kGolden64).rfind(text, 0), 0u) << text;
 }
 
+// The kernels' round prices of the party configs (`kernels:`, priced for a LAN) reach the
+// session: the golden text, and the rounds and bytes of the same generation in one process
+// with the same prices (mpcache-bench generate --*-round-cost), which differ from the
+// defaults' (argmax_round_cost 32 takes the classifier's 511 pairs in 44 rounds instead of
+// groups of 8 in 18).
+TEST(Daemons, KernelPricesFromTheConfigShapeTheProtocol) {
+  Cluster c(ClusterOptions{.party_yaml = "kernels:\n  rank_round_cost: 64\n"
+                                         "  argmax_round_cost: 32\n  silu_round_cost: 0\n"});
+  ASSERT_TRUE(c.StartAll()) << c.dir();
+  ClientRun r = RunClient(c, "Once upon a time", 16, true, 120s, "lan-prices");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(std::string(kGolden64).rfind(j["text"].get<std::string>(), 0), 0u) << r.out;
+  const auto bench = [&](const std::string& tag, std::vector<std::string> prices) {
+    std::vector<std::string> argv{MPCACHE_BENCH_BIN, "generate",
+                                  "--model",         ModelDir() + "/stories260K.bin",
+                                  "--tokenizer",     ModelDir() + "/tok512.bin",
+                                  "--prompt",        "Once upon a time",
+                                  "--steps",         "16",
+                                  "--frac-bits",     "16",
+                                  "--json"};
+    argv.insert(argv.end(), prices.begin(), prices.end());
+    const std::string out = c.dir() + "/" + tag + ".json";
+    Process p(argv, out, c.dir() + "/" + tag + ".err");
+    EXPECT_EQ(p.Wait(120s), 0) << ReadFile(c.dir() + "/" + tag + ".err");
+    return nlohmann::json::parse(ReadFile(out));
+  };
+  const auto same = bench("bench-lan", {"--rank-round-cost", "64", "--argmax-round-cost", "32",
+                                        "--silu-round-cost", "0"});
+  const auto dflt = bench("bench-default", {});
+  EXPECT_EQ(same["text"], j["text"]);
+  EXPECT_DOUBLE_EQ(j["rounds_per_token"].get<double>(), same["rounds_per_token"].get<double>());
+  EXPECT_DOUBLE_EQ(j["bytes_per_token"].get<double>(), same["bytes_per_token"].get<double>());
+  EXPECT_EQ(dflt["text"], j["text"]);  // the prices do not change the outputs
+  EXPECT_GT(j["rounds_per_token"].get<double>(), dflt["rounds_per_token"].get<double>());
+}
+
 // Share files of two `mpcache-model share` runs: refused at the first request, naming the
 // party whose file is from the other split; the parties stay up.
 TEST(Daemons, ShareFilesOfDifferentSplitsAreRefused) {

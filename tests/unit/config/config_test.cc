@@ -201,6 +201,15 @@ INSTANTIATE_TEST_SUITE_P(
                  "1..86400000"},
         BadField{"  enabled: false             # true: sealed", "  enabled: yes  # true: sealed",
                  "field 'balancer.enabled'", "true or false"},
+        BadField{"rank_round_cost: 4096", "rank_round_cost: -1", "field 'kernels.rank_round_cost'",
+                 "0..16777216"},
+        BadField{"argmax_round_cost: 1024", "argmax_round_cost: 99999999",
+                 "field 'kernels.argmax_round_cost'", "0..16777216"},
+        BadField{"silu_round_cost: 1024", "silu_round_cost: cheap",
+                 "field 'kernels.silu_round_cost'", "whole number"},
+        BadField{"  silu_round_cost: 1024", "  silu_cost: 1024",
+                 "unknown field 'kernels.silu_cost'",
+                 "fields here: argmax_round_cost, rank_round_cost, silu_round_cost"},
         BadField{"network:\n", "network: [\n", "not valid YAML", "fix: check the indentation"},
         BadField{"stories260K.bin", "${MPCACHE_SURELY_UNSET_VAR}/x.bin", "model.checkpoint",
                  "set MPCACHE_SURELY_UNSET_VAR"}));
@@ -211,6 +220,30 @@ TEST(Config, SplitKingsAreAStaticKing) {
   auto c = ParsePartyConfig(text, "party0.yaml", kNoFiles);
   ASSERT_TRUE(c.ok()) << c.error().ToString();
   EXPECT_EQ(c->balancer.static_king, -2);  // mpc::kSplitKing
+}
+
+// The kernels' prices: the shipped values are FixedMathParams' defaults (what the in-process
+// tools run with), and a LAN's cheap rounds are read as given; a config without the section
+// gets the defaults.
+TEST(Config, KernelPrices) {
+  std::string text = ReadText(kConfigDir / "party0.yaml");
+  auto shipped = ParsePartyConfig(text, "party0.yaml", kNoFiles);
+  ASSERT_TRUE(shipped.ok()) << shipped.error().ToString();
+  const FixedMathParams d;
+  EXPECT_EQ(shipped->kernels.rank_round_cost, d.rank_round_cost);
+  EXPECT_EQ(shipped->kernels.argmax_round_cost, d.argmax_round_cost);
+  EXPECT_EQ(shipped->kernels.silu_round_cost, d.silu_round_cost);
+  text.replace(text.find("rank_round_cost: 4096"), 21, "rank_round_cost: 64");
+  text.replace(text.find("argmax_round_cost: 1024"), 23, "argmax_round_cost: 0");
+  text.replace(text.find("silu_round_cost: 1024"), 21, "silu_round_cost: 16777216");
+  auto lan = ParsePartyConfig(text, "party0.yaml", kNoFiles);
+  ASSERT_TRUE(lan.ok()) << lan.error().ToString();
+  EXPECT_EQ(lan->kernels, (KernelPrices{64, 0, 16777216}));
+  const auto at = text.find("kernels:");
+  text.erase(at, text.find("\n\n", at) - at);
+  auto none = ParsePartyConfig(text, "party0.yaml", kNoFiles);
+  ASSERT_TRUE(none.ok()) << none.error().ToString();
+  EXPECT_EQ(none->kernels, KernelPrices{});
 }
 
 TEST(Config, PlainRevealAllowedInDebug) {

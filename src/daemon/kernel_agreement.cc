@@ -1,0 +1,72 @@
+#include "daemon/kernel_agreement.h"
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+
+namespace mpcache::daemon {
+namespace {
+
+constexpr std::size_t kFields = 3;
+using Wire = std::array<std::uint8_t, 4 * kFields>;
+
+std::array<std::uint32_t, kFields> Values(const config::KernelPrices& k) {
+  return {static_cast<std::uint32_t>(k.rank_round_cost),
+          static_cast<std::uint32_t>(k.argmax_round_cost),
+          static_cast<std::uint32_t>(k.silu_round_cost)};
+}
+
+Wire Encode(const std::array<std::uint32_t, kFields>& v) {
+  Wire w{};
+  for (std::size_t i = 0; i < kFields; ++i) {
+    for (std::size_t b = 0; b < 4; ++b) w[4 * i + b] = static_cast<std::uint8_t>(v[i] >> (8 * b));
+  }
+  return w;
+}
+
+std::array<std::uint32_t, kFields> Decode(const Wire& w) {
+  std::array<std::uint32_t, kFields> v{};
+  for (std::size_t i = 0; i < kFields; ++i) {
+    for (std::size_t b = 0; b < 4; ++b) v[i] |= static_cast<std::uint32_t>(w[4 * i + b]) << (8 * b);
+  }
+  return v;
+}
+
+}  // namespace
+
+Status AgreeOnKernelPrices(net::Channel& channel, const config::KernelPrices& mine,
+                           const std::string& my_file) {
+  static constexpr std::array<const char*, kFields> kNames{
+      "kernels.rank_round_cost", "kernels.argmax_round_cost", "kernels.silu_round_cost"};
+  const auto ours = Values(mine);
+  const Wire out = Encode(ours);
+  for (int p = 0; p < channel.num_parties(); ++p) {
+    if (p != channel.self()) MPCACHE_RETURN_IF_ERROR(channel.Send(p, out));
+  }
+  MPCACHE_RETURN_IF_ERROR(channel.Flush());
+  channel.stats().RecordRound();
+  for (int p = 0; p < channel.num_parties(); ++p) {
+    if (p == channel.self()) continue;
+    Wire in{};
+    MPCACHE_RETURN_IF_ERROR(channel.Recv(p, in));
+    const auto theirs = Decode(in);
+    for (std::size_t i = 0; i < kFields; ++i) {
+      if (theirs[i] == ours[i]) continue;
+      return InvalidArgument("the parties' kernel prices differ: party " + std::to_string(p) +
+                             " has " + kNames[i] + ": " + std::to_string(theirs[i]) + ", party " +
+                             std::to_string(channel.self()) + " (" + my_file + ") " +
+                             std::to_string(ours[i]) +
+                             "; fix: the same kernels section in the three parties' configs "
+                             "(the parties must run the same protocol)");
+    }
+  }
+  return Status::Ok();
+}
+
+void ApplyKernelPrices(const config::KernelPrices& prices, FixedMathParams& math) {
+  math.rank_round_cost = prices.rank_round_cost;
+  math.argmax_round_cost = prices.argmax_round_cost;
+  math.silu_round_cost = prices.silu_round_cost;
+}
+
+}  // namespace mpcache::daemon
