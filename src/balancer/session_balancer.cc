@@ -87,17 +87,10 @@ Status AgreeOnSettings(net::Channel& channel, const BalancerSettings& mine,
                        static_cast<std::uint32_t>(mine.reauction_interval_steps),
                        static_cast<std::uint32_t>(std::llround(mine.max_spread * 1e6)),
                        mine.static_roles.corrector, mine.static_roles.king};
-  const auto out = Encode(w);
-  for (int p = 0; p < channel.num_parties(); ++p) {
-    if (p != channel.self()) MPCACHE_RETURN_IF_ERROR(channel.Send(p, out));
-  }
-  MPCACHE_RETURN_IF_ERROR(channel.Flush());
-  channel.stats().RecordRound();
+  MPCACHE_ASSIGN_OR_RETURN(const auto all, net::ExchangeWithPeers(channel, Encode(w)));
   for (int p = 0; p < channel.num_parties(); ++p) {
     if (p == channel.self()) continue;
-    std::array<std::uint8_t, 17> in{};
-    MPCACHE_RETURN_IF_ERROR(channel.Recv(p, in));
-    const SettingsWire t = Decode(in);
+    const SettingsWire t = Decode(all[static_cast<std::size_t>(p)]);
     // The fields in the config file's order: name, theirs, ours.
     const auto flag = [](std::uint8_t b) { return std::string(b != 0 ? "true" : "false"); };
     const std::array<std::array<std::string, 3>, 5> fields{{

@@ -2,7 +2,6 @@
 
 #include <array>
 #include <cstdint>
-#include <cstring>
 
 namespace mpcache::daemon {
 namespace {
@@ -39,17 +38,10 @@ Status AgreeOnKernelPrices(net::Channel& channel, const config::KernelPrices& mi
   static constexpr std::array<const char*, kFields> kNames{
       "kernels.rank_round_cost", "kernels.argmax_round_cost", "kernels.silu_round_cost"};
   const auto ours = Values(mine);
-  const Wire out = Encode(ours);
-  for (int p = 0; p < channel.num_parties(); ++p) {
-    if (p != channel.self()) MPCACHE_RETURN_IF_ERROR(channel.Send(p, out));
-  }
-  MPCACHE_RETURN_IF_ERROR(channel.Flush());
-  channel.stats().RecordRound();
+  MPCACHE_ASSIGN_OR_RETURN(const auto all, net::ExchangeWithPeers(channel, Encode(ours)));
   for (int p = 0; p < channel.num_parties(); ++p) {
     if (p == channel.self()) continue;
-    Wire in{};
-    MPCACHE_RETURN_IF_ERROR(channel.Recv(p, in));
-    const auto theirs = Decode(in);
+    const auto theirs = Decode(all[static_cast<std::size_t>(p)]);
     for (std::size_t i = 0; i < kFields; ++i) {
       if (theirs[i] == ours[i]) continue;
       return InvalidArgument("the parties' kernel prices differ: party " + std::to_string(p) +

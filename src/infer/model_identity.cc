@@ -132,17 +132,10 @@ Status AgreeOnModel(net::Channel& channel, const ModelIdentity& mine, const std:
   std::array<std::uint8_t, kWireBytes> out{};
   std::memcpy(out.data(), mine.split_id.data(), 16);
   std::memcpy(out.data() + 16, mine.model_hash.data(), 32);
-  for (int p = 0; p < n; ++p) {
-    if (p != self) MPCACHE_RETURN_IF_ERROR(channel.Send(p, out));
-  }
-  MPCACHE_RETURN_IF_ERROR(channel.Flush());
-  channel.stats().RecordRound();
+  MPCACHE_ASSIGN_OR_RETURN(const auto all, net::ExchangeWithPeers(channel, out));
   std::vector<ModelIdentity> ids(3);
-  ids[static_cast<std::size_t>(self)] = mine;
   for (int p = 0; p < n; ++p) {
-    if (p == self) continue;
-    std::array<std::uint8_t, kWireBytes> in{};
-    MPCACHE_RETURN_IF_ERROR(channel.Recv(p, in));
+    const auto& in = all[static_cast<std::size_t>(p)];
     auto& id = ids[static_cast<std::size_t>(p)];
     std::memcpy(id.split_id.data(), in.data(), 16);
     std::memcpy(id.model_hash.data(), in.data() + 16, 32);

@@ -9,10 +9,12 @@
 // Traffic is counted in CommStats under the current phase name.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "common/result.h"
 #include "net/comm_stats.h"
@@ -62,5 +64,29 @@ class Channel {
  private:
   CommStats stats_;
 };
+
+// One round of a small fixed-size message between all parties (the session's agreements on
+// settings): `out` to every peer, then as many bytes from each. The messages by party id
+// (this party's entry is `out`).
+template <std::size_t N>
+Result<std::vector<std::array<std::uint8_t, N>>> ExchangeWithPeers(
+    Channel& channel, const std::array<std::uint8_t, N>& out) {
+  const int n = channel.num_parties();
+  for (PartyId p = 0; p < n; ++p) {
+    if (p != channel.self()) MPCACHE_RETURN_IF_ERROR(channel.Send(p, out));
+  }
+  MPCACHE_RETURN_IF_ERROR(channel.Flush());
+  channel.stats().RecordRound();
+  std::vector<std::array<std::uint8_t, N>> all(static_cast<std::size_t>(n));
+  for (PartyId p = 0; p < n; ++p) {
+    auto& in = all[static_cast<std::size_t>(p)];
+    if (p == channel.self()) {
+      in = out;
+    } else {
+      MPCACHE_RETURN_IF_ERROR(channel.Recv(p, in));
+    }
+  }
+  return all;
+}
 
 }  // namespace mpcache::net
