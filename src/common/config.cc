@@ -186,7 +186,7 @@ Result<PartyConfig> ParsePartyConfig(std::string_view yaml, const std::string& f
   {
     MPCACHE_ASSIGN_OR_RETURN(auto k, top.Sub("kernels"));
     const KernelPrices d;
-    constexpr std::int64_t kMaxPrice = std::int64_t{1} << 24;  // FixedMathParams::Validate
+    constexpr std::int64_t kMaxPrice = kMaxRoundCost;
     MPCACHE_ASSIGN_OR_RETURN(auto rr, k.Int("rank_round_cost", d.rank_round_cost, 0, kMaxPrice));
     MPCACHE_ASSIGN_OR_RETURN(auto ar,
                              k.Int("argmax_round_cost", d.argmax_round_cost, 0, kMaxPrice));

@@ -113,6 +113,12 @@ struct KernelPrices {
   int argmax_round_cost = FixedMathParams{}.argmax_round_cost;
   int silu_round_cost = FixedMathParams{}.silu_round_cost;
   bool operator==(const KernelPrices&) const = default;
+  // The kernels' parameters with these prices (nothing else changes).
+  void ApplyTo(FixedMathParams& math) const {
+    math.rank_round_cost = rank_round_cost;
+    math.argmax_round_cost = argmax_round_cost;
+    math.silu_round_cost = silu_round_cost;
+  }
 };
 
 struct PartyConfig {

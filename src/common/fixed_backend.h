@@ -70,6 +70,10 @@ constexpr bool ComparisonTakesInTruncation(int shift, int bits) {
   return 63 - shift >= bits;
 }
 
+// The largest round price (FixedMathParams' rank/argmax/silu_round_cost, in comparisons per
+// round): rounds x price stays far inside 64 bits.
+inline constexpr int kMaxRoundCost = 1 << 24;
+
 // Parameters of the kernels. All precisions are fractional bits of ring encodings; every
 // intermediate product stays below 2^61 in magnitude inside the stated input domains.
 struct FixedMathParams {

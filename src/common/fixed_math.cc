@@ -29,15 +29,15 @@ Status FixedMathParams::Validate() const {
       rsqrt_log2_max < rsqrt_log2_min + 2 || rsqrt_iterations < 0) {
     return bad("fixed point: rsqrt domain [2^lo, 2^hi] needs -frac_bits+2 <= lo, lo+2 <= hi <= 30");
   }
-  if (rank_round_cost < 0 || rank_round_cost > (1 << 24)) {
+  if (rank_round_cost < 0 || rank_round_cost > kMaxRoundCost) {
     return bad("fixed point: rank_round_cost must be in [0, 2^24], got " +
                std::to_string(rank_round_cost));
   }
-  if (argmax_round_cost < 0 || argmax_round_cost > (1 << 24)) {
+  if (argmax_round_cost < 0 || argmax_round_cost > kMaxRoundCost) {
     return bad("fixed point: argmax_round_cost must be in [0, 2^24], got " +
                std::to_string(argmax_round_cost));
   }
-  if (silu_round_cost < 0 || silu_round_cost > (1 << 24)) {
+  if (silu_round_cost < 0 || silu_round_cost > kMaxRoundCost) {
     return bad("fixed point: silu_round_cost must be in [0, 2^24], got " +
                std::to_string(silu_round_cost));
   }

@@ -55,10 +55,4 @@ Status AgreeOnKernelPrices(net::Channel& channel, const config::KernelPrices& mi
   return Status::Ok();
 }
 
-void ApplyKernelPrices(const config::KernelPrices& prices, FixedMathParams& math) {
-  math.rank_round_cost = prices.rank_round_cost;
-  math.argmax_round_cost = prices.argmax_round_cost;
-  math.silu_round_cost = prices.silu_round_cost;
-}
-
 }  // namespace mpcache::daemon

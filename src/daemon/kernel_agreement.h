@@ -10,7 +10,6 @@
 #include <string>
 
 #include "common/config.h"
-#include "common/fixed_backend.h"
 #include "common/result.h"
 #include "net/channel.h"
 
@@ -18,8 +17,5 @@ namespace mpcache::daemon {
 
 Status AgreeOnKernelPrices(net::Channel& channel, const config::KernelPrices& mine,
                            const std::string& my_file);
-
-// The kernels' parameters with the config's prices.
-void ApplyKernelPrices(const config::KernelPrices& prices, FixedMathParams& math);
 
 }  // namespace mpcache::daemon

@@ -274,7 +274,7 @@ Result<client_proto::Done> Run(const PartyRuntime& rt, SyncLink& client,
   mesh->stats().Reset();
   infer::SessionOptions options;
   options.math.frac_bits = cfg.model.frac_bits;
-  ApplyKernelPrices(cfg.kernels, options.math);
+  cfg.kernels.ApplyTo(options.math);
   options.max_seq_len = steps;
   options.debug = cfg.debug;
   options.mpcache = policy;

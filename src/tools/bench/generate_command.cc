@@ -21,6 +21,8 @@
 #include <string>
 #include <tuple>
 
+#include "common/config.h"
+#include "common/fixed_backend.h"
 #include "infer/in_process.h"
 #include "infer/ring_model.h"
 #include "model/checkpoint.h"
@@ -52,9 +54,7 @@ struct GenerateOptions {
   std::uint64_t seed = 1;
   int frac_bits = kRecommendedFracBits;
   // The kernels' round prices (a party YAML's `kernels:` section; FixedMathParams).
-  int rank_round_cost = FixedMathParams{}.rank_round_cost;
-  int argmax_round_cost = FixedMathParams{}.argmax_round_cost;
-  int silu_round_cost = FixedMathParams{}.silu_round_cost;
+  config::KernelPrices kernels;
   std::string shares;  // private weights from share files
   bool offline_first = false;
   bool json = false;
@@ -90,9 +90,7 @@ Result<nlohmann::json> RunGenerate(const GenerateOptions& o) {
   MPCACHE_ASSIGN_OR_RETURN(io.open_style, mpc::ParseOpenStyle(o.open));
   io.preprocess_first = o.offline_first;
   io.session.math.frac_bits = o.frac_bits;
-  io.session.math.rank_round_cost = o.rank_round_cost;
-  io.session.math.argmax_round_cost = o.argmax_round_cost;
-  io.session.math.silu_round_cost = o.silu_round_cost;
+  o.kernels.ApplyTo(io.session.math);
   io.session.max_seq_len = std::max(steps, 1);
   MPCACHE_ASSIGN_OR_RETURN(io.session.mpcache, o.cache.Policy());
   MPCACHE_ASSIGN_OR_RETURN(infer::InProcessResult r,
@@ -142,9 +140,9 @@ Result<nlohmann::json> RunGenerate(const GenerateOptions& o) {
   j["revealed_selections"] = r.report.revealed_selections;
   j["dp_epsilon_spent"] = r.report.epsilon_spent;
   j["frac_bits"] = o.frac_bits;
-  j["kernels"] = {{"rank_round_cost", o.rank_round_cost},
-                  {"argmax_round_cost", o.argmax_round_cost},
-                  {"silu_round_cost", o.silu_round_cost}};
+  j["kernels"] = {{"rank_round_cost", o.kernels.rank_round_cost},
+                  {"argmax_round_cost", o.kernels.argmax_round_cost},
+                  {"silu_round_cost", o.kernels.silu_round_cost}};
   j["sampling"] = o.sampling.params.Describe();
   if (!o.sampling.params.Greedy()) j["seed"] = o.seed;
   j["seconds_per_token"] = r.report.decode_seconds * per;
@@ -259,13 +257,14 @@ void AddGenerateCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--frac-bits", opts->frac_bits, "Fixed-point fractional bits");
   for (auto [flag, field, what] :
-       {std::tuple{"--rank-round-cost", &opts->rank_round_cost, "softmax's row max"},
-        std::tuple{"--argmax-round-cost", &opts->argmax_round_cost, "the classifier's argmax"},
-        std::tuple{"--silu-round-cost", &opts->silu_round_cost, "SiLU's clip"}}) {
+       {std::tuple{"--rank-round-cost", &opts->kernels.rank_round_cost, "softmax's row max"},
+        std::tuple{"--argmax-round-cost", &opts->kernels.argmax_round_cost,
+                   "the classifier's argmax"},
+        std::tuple{"--silu-round-cost", &opts->kernels.silu_round_cost, "SiLU's clip"}}) {
     cmd->add_option(flag, *field,
                     std::string("What one round of ") + what +
                         " is worth in comparisons (a party config's kernels section)")
-        ->check(CLI::Range(0, 1 << 24))
+        ->check(CLI::Range(0, kMaxRoundCost))
         ->capture_default_str();
   }
   cmd->add_flag("--offline-first", opts->offline_first,

@@ -78,12 +78,17 @@ TEST_P(KernelPricesDiffer, TheSessionIsRefusedNamingTheField) {
 INSTANTIATE_TEST_SUITE_P(Fields, KernelPricesDiffer,
                          ::testing::Values(Mismatch{0, "kernels.rank_round_cost: "},
                                            Mismatch{1, "kernels.argmax_round_cost: "},
-                                           Mismatch{2, "kernels.silu_round_cost: "}));
+                                           Mismatch{2, "kernels.silu_round_cost: "}),
+                         [](const ::testing::TestParamInfo<Mismatch>& info) {
+                           // The field's name (a stable test name): rank_round_cost, ...
+                           const std::string& n = info.param.name;
+                           return n.substr(8, n.size() - 10);
+                         });
 
 TEST(KernelPrices, ApplySetsTheKernelsParameters) {
   FixedMathParams math;
   math.frac_bits = 20;
-  ApplyKernelPrices({64, 0, 7}, math);
+  config::KernelPrices{64, 0, 7}.ApplyTo(math);
   EXPECT_EQ(math.rank_round_cost, 64);
   EXPECT_EQ(math.argmax_round_cost, 0);
   EXPECT_EQ(math.silu_round_cost, 7);
