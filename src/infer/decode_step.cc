@@ -205,6 +205,11 @@ Status CheckContext(const model::ModelConfig& c, const DecodeStepOptions& o) {
 
 template <typename P>
 Result<DecodeStepReport> RunStep(const DecodeStepOptions& o) {
+  // Checked before the model is read and the dealers made.
+  if (!o.channels.empty() && o.channels.size() != preproc::LocalParties<P>::kParties) {
+    return InvalidArgument("decode step: " + std::to_string(o.channels.size()) +
+                           " channels given; one per party (3) or none");
+  }
   std::shared_ptr<const RingModel> ring;
   Prefill prefill;
   bool compact = false;
@@ -262,10 +267,6 @@ Result<DecodeStepReport> RunStep(const DecodeStepOptions& o) {
   lo.threads = o.threads;
   lo.recv_timeout = std::chrono::seconds(1800);
   MPCACHE_ASSIGN_OR_RETURN(auto parties, preproc::LocalParties<P>::Create(lo));
-  if (!o.channels.empty() && o.channels.size() != preproc::LocalParties<P>::kParties) {
-    return InvalidArgument("decode step: " + std::to_string(o.channels.size()) +
-                           " channels given; one per party (3) or none");
-  }
   typename preproc::LocalParties<P>::Overrides over;
   over.channel = o.channels;
   auto outcomes = parties->Run(

@@ -32,7 +32,8 @@ struct DecodeStepOptions {
 };
 
 Result<nlohmann::json> RunDecodeStep(const DecodeStepOptions& o,
-                                     const std::optional<model::MpcachePolicy>& policy) {
+                                     const std::optional<model::MpcachePolicy>& policy,
+                                     const StepMeshPlan& mesh_plan) {
   infer::DecodeStepOptions io;
   io.model = o.model;
   io.dims = o.dims;
@@ -45,10 +46,11 @@ Result<nlohmann::json> RunDecodeStep(const DecodeStepOptions& o,
   io.seed = o.seed;
   io.frac_bits = o.frac_bits;
   std::vector<std::unique_ptr<net::TlsMesh>> meshes;
-  if (o.mesh.enabled()) {
+  if (mesh_plan.enabled()) {
     // The step's receives wait as long as the in-memory mesh's (a WAN context's setup moves
     // gigabytes).
-    MPCACHE_ASSIGN_OR_RETURN(meshes, StartStepMeshes(o.mesh, o.seed, std::chrono::seconds(1800)));
+    MPCACHE_ASSIGN_OR_RETURN(meshes,
+                             StartStepMeshes(mesh_plan, o.seed, std::chrono::seconds(1800)));
     for (auto& m : meshes) io.channels.push_back(m.get());
     io.on_party_failed = [&meshes](int p) {
       meshes[static_cast<std::size_t>(p)]->Abort("party " + std::to_string(p) +
@@ -108,8 +110,9 @@ int RunDecodeStepCommand(const DecodeStepOptions& o) {
                  "DIMxLAYERSxHEADS[...], synthetic weights)\n";
     return 2;
   }
-  if (Status s = CheckStepMeshFlags(o.mesh); !s.ok()) {
-    std::cerr << "error: " << s.error().ToString() << "\n";
+  Result<StepMeshPlan> mesh_plan = ParseStepMeshFlags(o.mesh);
+  if (!mesh_plan.ok()) {
+    std::cerr << "error: " << mesh_plan.error().ToString() << "\n";
     return 2;
   }
   auto policy = o.cache.Policy();
@@ -117,7 +120,7 @@ int RunDecodeStepCommand(const DecodeStepOptions& o) {
     std::cerr << "error: " << policy.error().ToString() << "\n";
     return 2;
   }
-  Result<nlohmann::json> j = RunDecodeStep(o, *policy);
+  Result<nlohmann::json> j = RunDecodeStep(o, *policy, *mesh_plan);
   if (const int rc = EmitJsonOrError(j, o.json); rc >= 0) return rc;
   std::cerr << "prefill: " << (*j)["prefill"].get<std::string>() << "\n";
   std::cout << "decode step at context " << o.context << " (" << (*j)["config"].get<std::string>()

@@ -51,13 +51,10 @@ Status EnterNetns(const std::string& name) {
   return Status::Ok();
 }
 
-struct ParsedFlags {
-  std::vector<net::Endpoint> addresses;
-  std::vector<std::string> netns;  // empty: this process's namespace
-};
+}  // namespace
 
-Result<ParsedFlags> Parse(const StepMeshFlags& f) {
-  ParsedFlags p;
+Result<StepMeshPlan> ParseStepMeshFlags(const StepMeshFlags& f) {
+  StepMeshPlan p;
   if (!f.enabled()) {
     if (!f.certs.empty() || !f.netns.empty()) {
       return InvalidArgument(
@@ -84,6 +81,7 @@ Result<ParsedFlags> Parse(const StepMeshFlags& f) {
         "--mesh-addresses needs --mesh-certs DIR: the parties' certificates (write them with "
         "deploy/gen-certs.sh DIR)");
   }
+  p.certs = f.certs;
   for (int i = 0; i < kParties; ++i) {
     for (const std::string& file : {"party" + std::to_string(i) + ".crt",
                                     "party" + std::to_string(i) + ".key", std::string("ca.crt")}) {
@@ -112,9 +110,11 @@ Result<ParsedFlags> Parse(const StepMeshFlags& f) {
   return p;
 }
 
+namespace {
+
 // f(party) in one thread per party, each first moved into its namespace (if any).
 template <typename F>
-std::vector<Status> InPartyThreads(const ParsedFlags& p, F f) {
+std::vector<Status> InPartyThreads(const StepMeshPlan& p, F f) {
   std::vector<Status> status(kParties, Status::Ok());
   {
     std::vector<std::jthread> threads;
@@ -155,14 +155,12 @@ void AddStepMeshFlags(CLI::App& cmd, StepMeshFlags& f) {
                  "namespace (N0,N1,N2; e.g. deploy/netns/netns.sh's P-party0,P-party1,P-party2)");
 }
 
-Status CheckStepMeshFlags(const StepMeshFlags& f) {
-  Result<ParsedFlags> p = Parse(f);
-  return p.ok() ? Status::Ok() : Status(p.error());
-}
-
 Result<std::vector<std::unique_ptr<net::TlsMesh>>> StartStepMeshes(
-    const StepMeshFlags& f, std::uint64_t session_id, std::chrono::milliseconds recv_timeout) {
-  MPCACHE_ASSIGN_OR_RETURN(ParsedFlags p, Parse(f));
+    StepMeshPlan p, std::uint64_t session_id, std::chrono::milliseconds recv_timeout) {
+  if (p.addresses.size() != kParties) {
+    return InvalidArgument("step mesh: " + std::to_string(p.addresses.size()) +
+                           " addresses; one per party (3)");
+  }
   std::vector<std::unique_ptr<net::TlsMesh>> meshes(kParties);
   // Listen first everywhere (port 0 is then known), then connect.
   std::vector<Status> listened = InPartyThreads(p, [&](int i) -> Status {
@@ -171,7 +169,7 @@ Result<std::vector<std::unique_ptr<net::TlsMesh>>> StartStepMeshes(
     o.num_parties = kParties;
     o.addresses = p.addresses;
     const std::string name = "party" + std::to_string(i);
-    const std::filesystem::path d(f.certs);
+    const std::filesystem::path d(p.certs);
     o.tls = {(d / (name + ".crt")).string(), (d / (name + ".key")).string(),
              (d / "ca.crt").string()};
     o.session_id = session_id;

@@ -31,14 +31,20 @@ struct StepMeshFlags {
 };
 void AddStepMeshFlags(CLI::App& cmd, StepMeshFlags& flags);
 
-// The flags checked (counts, addresses, the certificate files, namespace names) without
+// The flags, checked (counts, addresses, the certificate files, namespace names) without
 // touching the network: every mistake named with how to fix it.
-Status CheckStepMeshFlags(const StepMeshFlags& f);
+struct StepMeshPlan {
+  std::vector<net::Endpoint> addresses;
+  std::string certs;
+  std::vector<std::string> netns;  // empty: this process's namespace
+  bool enabled() const { return !addresses.empty(); }
+};
+Result<StepMeshPlan> ParseStepMeshFlags(const StepMeshFlags& f);
 
 // The three parties' meshes, connected (each Listen and Connect made inside the party's
 // namespace). `recv_timeout` bounds one receive of the step.
 Result<std::vector<std::unique_ptr<net::TlsMesh>>> StartStepMeshes(
-    const StepMeshFlags& f, std::uint64_t session_id, std::chrono::milliseconds recv_timeout);
+    StepMeshPlan plan, std::uint64_t session_id, std::chrono::milliseconds recv_timeout);
 
 // Close() every mesh at once (each waits for its peers' CLOSE).
 void CloseStepMeshes(std::vector<std::unique_ptr<net::TlsMesh>>& meshes);

@@ -21,6 +21,7 @@
 #include "model/synth.h"
 #include "mpc/compare/secure_backend.h"
 #include "mpc/compare/select.h"
+#include "net/mem_mesh.h"
 #include "preproc/local_parties.h"
 
 namespace mpcache::infer {
@@ -473,6 +474,21 @@ TEST(StepCost, BadQueriesAreRefusedClearly) {
   EXPECT_FALSE(PredictRepresentativesCost(q).ok()) << "the full cache has no representatives";
   q.config.n_heads = 5;  // does not divide dim
   EXPECT_FALSE(PredictStepCost(q).ok());
+}
+
+TEST(DecodeStep, AMeshOfTheWrongSizeIsRefusedBeforeAnyWork) {
+  // Two channels for three parties: refused by name before a model is read or a dealer made
+  // (the model named here does not exist, so a later check would fail on that instead).
+  auto mesh = net::MemMesh::Create(2);
+  ASSERT_TRUE(mesh.ok());
+  DecodeStepOptions o;
+  o.model = "/nonexistent/stories260K.bin";
+  o.channels = {&(*mesh)->party(0), &(*mesh)->party(1)};
+  const auto rep = RunDecodeStep(o);
+  ASSERT_FALSE(rep.ok());
+  EXPECT_EQ(rep.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(rep.error().ToString().find("2 channels given; one per party (3)"), std::string::npos)
+      << rep.error().ToString();
 }
 
 }  // namespace
