@@ -39,14 +39,8 @@ TEST(Daemons, GoldenTextAndPerTokenBytesMatchInProcess) {
   EXPECT_EQ(j["text"].get<std::string>(), kGolden64);
 
   // The same generation in one process (mpcache-bench generate): identical traffic.
-  const std::string bench_out = c.dir() + "/bench.json";
-  Process bench({MPCACHE_BENCH_BIN, "generate", "--model", ModelDir() + "/stories260K.bin",
-                 "--tokenizer", ModelDir() + "/tok512.bin", "--prompt", "Once upon a time",
-                 "--steps", "64", "--security", "malicious", "--weights", "public", "--frac-bits",
-                 "16", "--json"},  // the cluster's parties run at 16 fractional bits
-                bench_out, c.dir() + "/bench.err");
-  ASSERT_EQ(bench.Wait(240s), 0) << ReadFile(c.dir() + "/bench.err");
-  const auto b = nlohmann::json::parse(ReadFile(bench_out));
+  const auto b = RunInOneProcess(c, "bench", "bench", "Once upon a time", 64);
+  ASSERT_FALSE(b.is_null());
   EXPECT_EQ(b["text"].get<std::string>(), kGolden64);
   EXPECT_DOUBLE_EQ(j["bytes_per_token"].get<double>(), b["bytes_per_token"].get<double>());
   EXPECT_DOUBLE_EQ(j["rounds_per_token"].get<double>(), b["rounds_per_token"].get<double>());
@@ -81,19 +75,8 @@ TEST(Daemons, SampledGenerationMatchesThePlaintextTwin) {
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["seed"].get<std::uint64_t>(), 5u);
-  std::vector<std::string> argv{MPCACHE_MODEL_BIN, "run",
-                                "--model",         ModelDir() + "/stories260K.bin",
-                                "--tokenizer",     ModelDir() + "/tok512.bin",
-                                "--prompt",        "Once upon a time",
-                                "--steps",         "24",
-                                "--engine",        "fixed",
-                                "--frac-bits",     "16",
-                                "--json"};
-  argv.insert(argv.end(), sampling.begin(), sampling.end());
-  const std::string plain_out = c.dir() + "/plain.json";
-  Process plain(argv, plain_out, c.dir() + "/plain.err");
-  ASSERT_EQ(plain.Wait(120s), 0) << ReadFile(c.dir() + "/plain.err");
-  const auto p = nlohmann::json::parse(ReadFile(plain_out));
+  const auto p = RunInOneProcess(c, "plain", "plain", "Once upon a time", 24, sampling);
+  ASSERT_FALSE(p.is_null());
   EXPECT_EQ(j["tokens"], p["tokens"]);
   EXPECT_EQ(j["text"], p["text"]);
   EXPECT_NE(j["text"].get<std::string>(), std::string(kGolden64).substr(0, j["text"].size()))
@@ -118,13 +101,8 @@ TEST(Daemons, Utf8PromptRoundTripsThroughTheClient) {
   const auto j = nlohmann::json::parse(r.out);
   const std::string text = j["text"].get<std::string>();
   EXPECT_EQ(text.substr(0, prompt.size()), prompt);
-  const std::string plain_out = c.dir() + "/utf8-plain.json";
-  Process plain({MPCACHE_MODEL_BIN, "run", "--model", ModelDir() + "/stories260K.bin",
-                 "--tokenizer", ModelDir() + "/tok512.bin", "--prompt", prompt, "--steps", "28",
-                 "--engine", "fixed", "--frac-bits", "16", "--json"},
-                plain_out, c.dir() + "/utf8-plain.err");
-  ASSERT_EQ(plain.Wait(120s), 0) << ReadFile(c.dir() + "/utf8-plain.err");
-  const auto p = nlohmann::json::parse(ReadFile(plain_out));
+  const auto p = RunInOneProcess(c, "plain", "utf8-plain", prompt, 28);
+  ASSERT_FALSE(p.is_null());
   EXPECT_EQ(j["tokens"], p["tokens"]);
   EXPECT_EQ(text, p["text"].get<std::string>());
   // Streamed (no --json): the same bytes on stdout.
@@ -175,24 +153,10 @@ TEST(Daemons, GoldenTextWithMpcache) {
   EXPECT_EQ(j["selected_tokens"].get<int>(), 39);  // 20 (sink) + 3 x 5 (kept) + 4 (newest)
   EXPECT_NE(c.Log("party0").find("MPCache: clusters of 20 tokens"), std::string::npos);
   EXPECT_NE(c.Log("party0").find("then sub-clusters of 5 tokens"), std::string::npos);
-  const std::string bench_out = c.dir() + "/bench.json";
-  Process bench({MPCACHE_BENCH_BIN, "generate",
-                 "--model",         ModelDir() + "/stories260K.bin",
-                 "--tokenizer",     ModelDir() + "/tok512.bin",
-                 "--prompt",        "Once upon a time",
-                 "--steps",         "64",
-                 "--security",      "malicious",
-                 "--weights",       "public",
-                 "--frac-bits",     "16",
-                 "--cache",         "mpcache",
-                 "--cluster",       "20",
-                 "--keep",          "0.75",
-                 "--level2",        "5",
-                 "--level2-keep",   "0.65",
-                 "--json"},
-                bench_out, c.dir() + "/bench.err");
-  ASSERT_EQ(bench.Wait(240s), 0) << ReadFile(c.dir() + "/bench.err");
-  const auto b = nlohmann::json::parse(ReadFile(bench_out));
+  const auto b = RunInOneProcess(c, "bench", "bench", "Once upon a time", 64,
+                                 {"--cache", "mpcache", "--cluster", "20", "--keep", "0.75",
+                                  "--level2", "5", "--level2-keep", "0.65"});
+  ASSERT_FALSE(b.is_null());
   EXPECT_EQ(b["text"].get<std::string>(), kGolden64);
   EXPECT_DOUBLE_EQ(j["bytes_per_token"].get<double>(), b["bytes_per_token"].get<double>());
   EXPECT_DOUBLE_EQ(j["rounds_per_token"].get<double>(), b["rounds_per_token"].get<double>());
@@ -274,23 +238,12 @@ TEST(Daemons, KernelPricesFromTheConfigShapeTheProtocol) {
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(std::string(kGolden64).rfind(j["text"].get<std::string>(), 0), 0u) << r.out;
-  const auto bench = [&](const std::string& tag, std::vector<std::string> prices) {
-    std::vector<std::string> argv{MPCACHE_BENCH_BIN, "generate",
-                                  "--model",         ModelDir() + "/stories260K.bin",
-                                  "--tokenizer",     ModelDir() + "/tok512.bin",
-                                  "--prompt",        "Once upon a time",
-                                  "--steps",         "16",
-                                  "--frac-bits",     "16",
-                                  "--json"};
-    argv.insert(argv.end(), prices.begin(), prices.end());
-    const std::string out = c.dir() + "/" + tag + ".json";
-    Process p(argv, out, c.dir() + "/" + tag + ".err");
-    EXPECT_EQ(p.Wait(120s), 0) << ReadFile(c.dir() + "/" + tag + ".err");
-    return nlohmann::json::parse(ReadFile(out));
-  };
-  const auto same = bench("bench-lan", {"--rank-round-cost", "64", "--argmax-round-cost", "32",
-                                        "--silu-round-cost", "0"});
-  const auto dflt = bench("bench-default", {});
+  const auto same = RunInOneProcess(
+      c, "bench", "bench-lan", "Once upon a time", 16,
+      {"--rank-round-cost", "64", "--argmax-round-cost", "32", "--silu-round-cost", "0"});
+  const auto dflt = RunInOneProcess(c, "bench", "bench-default", "Once upon a time", 16);
+  ASSERT_FALSE(same.is_null());
+  ASSERT_FALSE(dflt.is_null());
   EXPECT_EQ(same["text"], j["text"]);
   EXPECT_DOUBLE_EQ(j["rounds_per_token"].get<double>(), same["rounds_per_token"].get<double>());
   EXPECT_DOUBLE_EQ(j["bytes_per_token"].get<double>(), same["bytes_per_token"].get<double>());

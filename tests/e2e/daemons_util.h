@@ -1,12 +1,15 @@
 // Helpers shared by the daemons' end-to-end tests (daemons_test.cc, daemons_refusal_test.cc):
-// the golden story, a metric's value, the model folder, and the client run to completion or
-// until it streams.
+// the golden story, a metric's value, the model folder, the client run to completion or until
+// it streams, and the same generation in one process.
 #pragma once
+
+#include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <thread>
@@ -51,6 +54,33 @@ inline ClientRun RunClient(Cluster& c, const std::string& prompt, int steps, boo
   r.out = ReadFile(out);
   r.err = ReadFile(err);
   return r;
+}
+
+// The cluster's generation in one process, for comparison: `mpcache-bench generate` (tool
+// "bench": the secure run, malicious, public weights) or `mpcache-model run --engine fixed`
+// (tool "plain": the plaintext twin) of stories260K at the cluster's 16 fractional bits, with
+// `extra` flags appended. Its JSON report; a failed run fails the test and returns null.
+inline nlohmann::json RunInOneProcess(Cluster& c, const std::string& tool, const std::string& tag,
+                                      const std::string& prompt, int steps,
+                                      const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> argv =
+      tool == "bench" ? std::vector<std::string>{MPCACHE_BENCH_BIN, "generate",  "--security",
+                                                 "malicious",       "--weights", "public"}
+                      : std::vector<std::string>{MPCACHE_MODEL_BIN, "run", "--engine", "fixed"};
+  for (const std::string& a :
+       {std::string("--model"), ModelDir() + "/stories260K.bin", std::string("--tokenizer"),
+        ModelDir() + "/tok512.bin", std::string("--prompt"), prompt, std::string("--steps"),
+        std::to_string(steps), std::string("--frac-bits"), std::string("16"),
+        std::string("--json")}) {
+    argv.push_back(a);
+  }
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  const std::string out = c.dir() + "/" + tag + ".json", err = c.dir() + "/" + tag + ".err";
+  Process p(argv, out, err);
+  const std::optional<int> code = p.Wait(std::chrono::seconds(240));
+  EXPECT_EQ(code, 0) << tool << " " << tag << ": " << ReadFile(err);
+  if (code != 0) return nullptr;
+  return nlohmann::json::parse(ReadFile(out), nullptr, /*allow_exceptions=*/false);
 }
 
 // Starts a 64-step generation of "Once upon a time" and waits (at most 120 s) until
