@@ -50,7 +50,8 @@
 #   mpspdz  per op against MP-SPDZ at its best options (issue 16): the anchors' programs
 #        ($MPCACHE_SHARED/anchors/mpspdz, default ../shared beside the checkout: 1M products,
 #        100K sfix comparisons, softmax over 1024; online only, fake preprocessing, -R 64 -Y,
-#        spdz2k and semi2k, in a podman/docker container) against `mpcache-bench ops --op
+#        spdz2k and semi2k, in a podman/docker container or, with MPCACHE_MPSPDZ_CHROOT, in a
+#        chroot of the same packages: scripts/mpspdz-chroot.sh) against `mpcache-bench ops --op
 #        mul|lt|softmax` in malicious and semi-honest security, comparisons at MP-SPDZ's sfix
 #        width (31 bits) and at the kernels' default. Writes mpspdz.md (time, MB, rounds,
 #        ratios; scripts/mpspdz-table.py). Needs MPCACHE_MPSPDZ_SRC, an MP-SPDZ tree with
@@ -82,6 +83,8 @@
 #                       MPCACHE_BENCH_CONTEXT_DIMS=256x1x4 MPCACHE_BENCH_CONTEXTS="128 256",
 #                       ~20 s)
 #   MPCACHE_MPSPDZ_SRC  the MP-SPDZ tree of the mpspdz section (see above)
+#   MPCACHE_MPSPDZ_CHROOT  run MP-SPDZ in this chroot (made by scripts/mpspdz-chroot.sh make
+#                       the first time: debootstrap, root) instead of a podman/docker container
 #   MPCACHE_SHARED      the folder holding anchors/mpspdz (default ../shared beside the checkout)
 #   MPCACHE_BENCH_MPSPDZ_RUNS  runs of MP-SPDZ's programs, medians taken (default 3)
 #
@@ -113,8 +116,10 @@ mpspdz_missing() {
     echo "deps/SimpleOT or deps/SimplestOT_C is empty in $src"
   elif [ ! -x "$mpspdz_anchors/bench.sh" ]; then
     echo "no $mpspdz_anchors/bench.sh (set MPCACHE_SHARED to the folder holding anchors/)"
-  elif ! command -v podman >/dev/null && ! command -v docker >/dev/null; then
-    echo "neither podman nor docker is installed"
+  elif [ -z "${MPCACHE_MPSPDZ_CHROOT:-}" ] && ! command -v podman >/dev/null &&
+    ! command -v docker >/dev/null; then
+    echo "neither podman nor docker is installed (or set MPCACHE_MPSPDZ_CHROOT=DIR: a chroot" \
+      "scripts/mpspdz-chroot.sh makes, needs root)"
   fi
 }
 mpspdz_how="Get a tree: git clone https://github.com/data61/MP-SPDZ DIR &&
@@ -419,10 +424,19 @@ section_mpspdz() {
   src=$(cd "$MPCACHE_MPSPDZ_SRC" && pwd)
   rm -rf "$dir"
   mkdir -p "$dir"
+  # In a container (the anchors' bench.sh), or in the same environment as a chroot where no
+  # container engine runs (scripts/mpspdz-chroot.sh; made here the first time).
+  local mpspdz_run=("$mpspdz_anchors/bench.sh" "$src")
+  if [ -n "${MPCACHE_MPSPDZ_CHROOT:-}" ]; then
+    MPCACHE_SHARED=$(dirname "$(dirname "$mpspdz_anchors")") \
+      "$root/scripts/mpspdz-chroot.sh" make "$MPCACHE_MPSPDZ_CHROOT"
+    mpspdz_run=(env MPCACHE_SHARED="$(dirname "$(dirname "$mpspdz_anchors")")"
+      "$root/scripts/mpspdz-chroot.sh" run "$MPCACHE_MPSPDZ_CHROOT" "$src")
+  fi
   for i in $(seq 1 "$runs"); do
     echo "bench.sh: mpspdz: MP-SPDZ run $i of $runs (the first may build the image and" \
       "MP-SPDZ and its fake preprocessing: ~17 min on 2 cores) ..." >&2
-    "$mpspdz_anchors/bench.sh" "$src" >"$dir/mpspdz-$i.txt"
+    "${mpspdz_run[@]}" >"$dir/mpspdz-$i.txt"
   done
   local b=$bin/bench/mpcache-bench load
   load=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -446,14 +460,16 @@ section_mpspdz() {
         >"$dir/softmax-default-$security-$k.json"
     done
   done
-  local table=$out/mpspdz.md
+  local table=$out/mpspdz.md where="a container"
+  [ -z "${MPCACHE_MPSPDZ_CHROOT:-}" ] || where="the chroot $MPCACHE_MPSPDZ_CHROOT"
   {
     echo "$(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p' | head -n 1))," \
       "$(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo), $(date -u +%Y-%m-%d);" \
       "bench.sh at $(git -C "$root" rev-parse --short HEAD), binary $b" \
       "($(date -u -r "$b" '+built %Y-%m-%d %H:%M UTC')); MP-SPDZ" \
       "$(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo "(not a git tree)") at" \
-      "$src, the programs of $mpspdz_anchors; load average before ours: $load."
+      "$src (in $where)," \
+      "the programs of $mpspdz_anchors; load average before ours: $load."
     echo
     python3 "$root/scripts/mpspdz-table.py" "$dir" "$cmp_bits" "$mpspdz_round_cost"
   } >"$table"
