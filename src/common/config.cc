@@ -186,13 +186,11 @@ Result<PartyConfig> ParsePartyConfig(std::string_view yaml, const std::string& f
   {
     MPCACHE_ASSIGN_OR_RETURN(auto k, top.Sub("kernels"));
     const KernelPrices d;
-    constexpr std::int64_t kMaxPrice = kMaxRoundCost;
-    MPCACHE_ASSIGN_OR_RETURN(auto rr, k.Int("rank_round_cost", d.rank_round_cost, 0, kMaxPrice));
-    MPCACHE_ASSIGN_OR_RETURN(auto ar,
-                             k.Int("argmax_round_cost", d.argmax_round_cost, 0, kMaxPrice));
-    MPCACHE_ASSIGN_OR_RETURN(auto sr, k.Int("silu_round_cost", d.silu_round_cost, 0, kMaxPrice));
+    for (const KernelPriceField& f : kKernelPriceFields) {
+      MPCACHE_ASSIGN_OR_RETURN(auto price, k.Int(f.key, d.*f.price, 0, kMaxRoundCost));
+      c.kernels.*f.price = static_cast<int>(price);
+    }
     MPCACHE_RETURN_IF_ERROR(k.Finish());
-    c.kernels = {static_cast<int>(rr), static_cast<int>(ar), static_cast<int>(sr)};
   }
   MPCACHE_ASSIGN_OR_RETURN(c.log_level, top.LogLevel("info"));
   MPCACHE_ASSIGN_OR_RETURN(c.metrics_port, top.MetricsPort());

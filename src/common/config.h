@@ -6,6 +6,7 @@
 // docs/network.md lists every field with its default.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -114,12 +115,30 @@ struct KernelPrices {
   int silu_round_cost = FixedMathParams{}.silu_round_cost;
   bool operator==(const KernelPrices&) const = default;
   // The kernels' parameters with these prices (nothing else changes).
-  void ApplyTo(FixedMathParams& math) const {
-    math.rank_round_cost = rank_round_cost;
-    math.argmax_round_cost = argmax_round_cost;
-    math.silu_round_cost = silu_round_cost;
-  }
+  void ApplyTo(FixedMathParams& math) const;
 };
+
+// The prices, in the order the parties exchange them (daemon/kernel_agreement.cc): each one's
+// key in the `kernels:` section (and the JSON reports), its member, the FixedMathParams field it
+// sets and the kernel it prices. Every list of the prices is made from this one.
+struct KernelPriceField {
+  const char* key;
+  int KernelPrices::*price;
+  int FixedMathParams::*param;
+  const char* what;
+};
+inline constexpr std::array<KernelPriceField, 3> kKernelPriceFields{{
+    {"rank_round_cost", &KernelPrices::rank_round_cost, &FixedMathParams::rank_round_cost,
+     "softmax's row max"},
+    {"argmax_round_cost", &KernelPrices::argmax_round_cost, &FixedMathParams::argmax_round_cost,
+     "the classifier's argmax"},
+    {"silu_round_cost", &KernelPrices::silu_round_cost, &FixedMathParams::silu_round_cost,
+     "SiLU's clip"},
+}};
+
+inline void KernelPrices::ApplyTo(FixedMathParams& math) const {
+  for (const KernelPriceField& f : kKernelPriceFields) math.*f.param = this->*f.price;
+}
 
 struct PartyConfig {
   std::string file;  // the YAML it came from

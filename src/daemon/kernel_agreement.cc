@@ -6,13 +6,15 @@
 namespace mpcache::daemon {
 namespace {
 
-constexpr std::size_t kFields = 3;
+constexpr std::size_t kFields = config::kKernelPriceFields.size();
 using Wire = std::array<std::uint8_t, 4 * kFields>;
 
 std::array<std::uint32_t, kFields> Values(const config::KernelPrices& k) {
-  return {static_cast<std::uint32_t>(k.rank_round_cost),
-          static_cast<std::uint32_t>(k.argmax_round_cost),
-          static_cast<std::uint32_t>(k.silu_round_cost)};
+  std::array<std::uint32_t, kFields> v{};
+  for (std::size_t i = 0; i < kFields; ++i) {
+    v[i] = static_cast<std::uint32_t>(k.*config::kKernelPriceFields[i].price);
+  }
+  return v;
 }
 
 Wire Encode(const std::array<std::uint32_t, kFields>& v) {
@@ -35,8 +37,6 @@ std::array<std::uint32_t, kFields> Decode(const Wire& w) {
 
 Status AgreeOnKernelPrices(net::Channel& channel, const config::KernelPrices& mine,
                            const std::string& my_file) {
-  static constexpr std::array<const char*, kFields> kNames{
-      "kernels.rank_round_cost", "kernels.argmax_round_cost", "kernels.silu_round_cost"};
   const auto ours = Values(mine);
   MPCACHE_ASSIGN_OR_RETURN(const auto all, net::ExchangeWithPeers(channel, Encode(ours)));
   for (int p = 0; p < channel.num_parties(); ++p) {
@@ -44,12 +44,12 @@ Status AgreeOnKernelPrices(net::Channel& channel, const config::KernelPrices& mi
     const auto theirs = Decode(all[static_cast<std::size_t>(p)]);
     for (std::size_t i = 0; i < kFields; ++i) {
       if (theirs[i] == ours[i]) continue;
-      return InvalidArgument("the parties' kernel prices differ: party " + std::to_string(p) +
-                             " has " + kNames[i] + ": " + std::to_string(theirs[i]) + ", party " +
-                             std::to_string(channel.self()) + " (" + my_file + ") " +
-                             std::to_string(ours[i]) +
-                             "; fix: the same kernels section in the three parties' configs "
-                             "(the parties must run the same protocol)");
+      return InvalidArgument(
+          "the parties' kernel prices differ: party " + std::to_string(p) + " has kernels." +
+          config::kKernelPriceFields[i].key + ": " + std::to_string(theirs[i]) + ", party " +
+          std::to_string(channel.self()) + " (" + my_file + ") " + std::to_string(ours[i]) +
+          "; fix: the same kernels section in the three parties' configs "
+          "(the parties must run the same protocol)");
     }
   }
   return Status::Ok();

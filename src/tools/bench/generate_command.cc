@@ -19,7 +19,6 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-#include <tuple>
 
 #include "common/config.h"
 #include "common/fixed_backend.h"
@@ -140,9 +139,10 @@ Result<nlohmann::json> RunGenerate(const GenerateOptions& o) {
   j["revealed_selections"] = r.report.revealed_selections;
   j["dp_epsilon_spent"] = r.report.epsilon_spent;
   j["frac_bits"] = o.frac_bits;
-  j["kernels"] = {{"rank_round_cost", o.kernels.rank_round_cost},
-                  {"argmax_round_cost", o.kernels.argmax_round_cost},
-                  {"silu_round_cost", o.kernels.silu_round_cost}};
+  j["kernels"] = nlohmann::json::object();
+  for (const config::KernelPriceField& f : config::kKernelPriceFields) {
+    j["kernels"][f.key] = o.kernels.*f.price;
+  }
   j["sampling"] = o.sampling.params.Describe();
   if (!o.sampling.params.Greedy()) j["seed"] = o.seed;
   j["seconds_per_token"] = r.report.decode_seconds * per;
@@ -256,13 +256,11 @@ void AddGenerateCommand(CLI::App& app, int* exit_code) {
                   "samples the tokens mpcache-model run --engine fixed --seed samples)")
       ->capture_default_str();
   cmd->add_option("--frac-bits", opts->frac_bits, "Fixed-point fractional bits");
-  for (auto [flag, field, what] :
-       {std::tuple{"--rank-round-cost", &opts->kernels.rank_round_cost, "softmax's row max"},
-        std::tuple{"--argmax-round-cost", &opts->kernels.argmax_round_cost,
-                   "the classifier's argmax"},
-        std::tuple{"--silu-round-cost", &opts->kernels.silu_round_cost, "SiLU's clip"}}) {
-    cmd->add_option(flag, *field,
-                    std::string("What one round of ") + what +
+  for (const config::KernelPriceField& f : config::kKernelPriceFields) {
+    std::string flag = std::string("--") + f.key;  // rank_round_cost -> --rank-round-cost
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    cmd->add_option(flag, opts->kernels.*f.price,
+                    std::string("What one round of ") + f.what +
                         " is worth in comparisons (a party config's kernels section)")
         ->check(CLI::Range(0, kMaxRoundCost))
         ->capture_default_str();
