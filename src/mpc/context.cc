@@ -226,7 +226,7 @@ template <typename P>
 Status Context<P>::FlushDeferred() {
   if (failed_) return MacCheckFailed("a MAC check failed earlier: this session opens nothing");
   const PartyId king = roles_->For(roles_->Current()).king;
-  if (king == kSplitKing || (king == kNoKing && options_.open_style == OpenStyle::kSplitKing)) {
+  if (ModeForKing(king, options_.open_style) == OpenMode::kSplitKing) {
     // A split-king opening of the deferred values alone (2 rounds, a third fewer bytes).
     MPCACHE_ASSIGN_OR_RETURN(Shares<P> d, TakeDeferred());
     if (d.empty()) return Status::Ok();
@@ -263,11 +263,7 @@ Result<std::vector<std::uint64_t>> Context<P>::OpenOwned(Shares<P>&& x, OpenMode
   const std::size_t width = OpenBytes<P>(bits);  // bytes per value on the wire
   if (mode == OpenMode::kByRole) {
     king = roles_->KingFor(x.size() * width);
-    if (king == kSplitKing || (king == kNoKing && options_.open_style == OpenStyle::kSplitKing)) {
-      mode = OpenMode::kSplitKing;
-    } else {
-      mode = king == kNoKing ? OpenMode::kAllToAll : OpenMode::kKing;
-    }
+    mode = ModeForKing(king, options_.open_style);
   }
   if (mode == OpenMode::kKing && (king < 0 || king >= num_parties())) {
     return InvalidArgument("king must be a party id, got " + std::to_string(king));

@@ -70,6 +70,15 @@ enum class OpenMode : std::uint8_t { kAllToAll, kKing, kByRole, kSplitKing };
 // same style (the sessions agree on it: daemon/party_session.cc).
 enum class OpenStyle : std::uint8_t { kAllToAll, kSplitKing };
 
+// How an opening goes whose role names `king` (a party, kNoKing or kSplitKing) in a session
+// of `style`: the one rule FlushDeferred, a kByRole OpenOwned and NextOpenCost all follow.
+constexpr OpenMode ModeForKing(PartyId king, OpenStyle style) {
+  if (king == kSplitKing || (king == kNoKing && style == OpenStyle::kSplitKing)) {
+    return OpenMode::kSplitKing;
+  }
+  return king == kNoKing ? OpenMode::kAllToAll : OpenMode::kKing;
+}
+
 struct ContextOptions {
   // Worker threads for big local kernels (matrix products). 1 = run in the caller.
   int threads = 1;

@@ -45,12 +45,7 @@ typename Context<P>::OpenCost Context<P>::NextOpenCost(std::size_t n, int bits) 
   next.bits = bits;
   next.king = roles_->For(roles_->Current()).king;
   next.rot = static_cast<int>(split_opens_ % static_cast<std::uint64_t>(num_parties()));
-  if (next.king == kSplitKing ||
-      (next.king == kNoKing && options_.open_style == OpenStyle::kSplitKing)) {
-    next.mode = OpenMode::kSplitKing;
-  } else {
-    next.mode = next.king == kNoKing ? OpenMode::kAllToAll : OpenMode::kKing;
-  }
+  next.mode = ModeForKing(next.king, options_.open_style);
   return CostOf(next, n);
 }
 

@@ -43,6 +43,16 @@ std::unique_ptr<preproc::LocalParties<P>> SplitParties(std::uint64_t seed) {
   return preproc::LocalParties<P>::Create(o).value();
 }
 
+// The one rule for which opening a role's king means (FlushDeferred, kByRole, NextOpenCost).
+TEST(SplitSegments, ARoleKingAndTheSessionStyleChooseTheMode) {
+  for (const OpenStyle style : {OpenStyle::kAllToAll, OpenStyle::kSplitKing}) {
+    EXPECT_EQ(ModeForKing(kSplitKing, style), OpenMode::kSplitKing);
+    for (PartyId king : {0, 1, 2}) EXPECT_EQ(ModeForKing(king, style), OpenMode::kKing);
+  }
+  EXPECT_EQ(ModeForKing(kNoKing, OpenStyle::kAllToAll), OpenMode::kAllToAll);
+  EXPECT_EQ(ModeForKing(kNoKing, OpenStyle::kSplitKing), OpenMode::kSplitKing);
+}
+
 TEST(SplitSegments, PartitionTheValuesAndRotate) {
   for (std::size_t n : {0, 1, 2, 3, 4, 5, 7, 1000, 1001}) {
     for (int rot = 0; rot < 3; ++rot) {
