@@ -39,7 +39,7 @@ TEST(Daemons, GoldenTextAndPerTokenBytesMatchInProcess) {
   EXPECT_EQ(j["text"].get<std::string>(), kGolden64);
 
   // The same generation in one process (mpcache-bench generate): identical traffic.
-  const auto b = RunInOneProcess(c, "bench", "bench", "Once upon a time", 64);
+  const auto b = RunInOneProcess(c, OneProcess::kSecure, "bench", "Once upon a time", 64);
   ASSERT_FALSE(b.is_null());
   EXPECT_EQ(b["text"].get<std::string>(), kGolden64);
   EXPECT_DOUBLE_EQ(j["bytes_per_token"].get<double>(), b["bytes_per_token"].get<double>());
@@ -75,7 +75,8 @@ TEST(Daemons, SampledGenerationMatchesThePlaintextTwin) {
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["seed"].get<std::uint64_t>(), 5u);
-  const auto p = RunInOneProcess(c, "plain", "plain", "Once upon a time", 24, sampling);
+  const auto p =
+      RunInOneProcess(c, OneProcess::kPlaintext, "plain", "Once upon a time", 24, sampling);
   ASSERT_FALSE(p.is_null());
   EXPECT_EQ(j["tokens"], p["tokens"]);
   EXPECT_EQ(j["text"], p["text"]);
@@ -101,7 +102,7 @@ TEST(Daemons, Utf8PromptRoundTripsThroughTheClient) {
   const auto j = nlohmann::json::parse(r.out);
   const std::string text = j["text"].get<std::string>();
   EXPECT_EQ(text.substr(0, prompt.size()), prompt);
-  const auto p = RunInOneProcess(c, "plain", "utf8-plain", prompt, 28);
+  const auto p = RunInOneProcess(c, OneProcess::kPlaintext, "utf8-plain", prompt, 28);
   ASSERT_FALSE(p.is_null());
   EXPECT_EQ(j["tokens"], p["tokens"]);
   EXPECT_EQ(text, p["text"].get<std::string>());
@@ -153,7 +154,7 @@ TEST(Daemons, GoldenTextWithMpcache) {
   EXPECT_EQ(j["selected_tokens"].get<int>(), 39);  // 20 (sink) + 3 x 5 (kept) + 4 (newest)
   EXPECT_NE(c.Log("party0").find("MPCache: clusters of 20 tokens"), std::string::npos);
   EXPECT_NE(c.Log("party0").find("then sub-clusters of 5 tokens"), std::string::npos);
-  const auto b = RunInOneProcess(c, "bench", "bench", "Once upon a time", 64,
+  const auto b = RunInOneProcess(c, OneProcess::kSecure, "bench", "Once upon a time", 64,
                                  {"--cache", "mpcache", "--cluster", "20", "--keep", "0.75",
                                   "--level2", "5", "--level2-keep", "0.65"});
   ASSERT_FALSE(b.is_null());
@@ -239,9 +240,10 @@ TEST(Daemons, KernelPricesFromTheConfigShapeTheProtocol) {
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(std::string(kGolden64).rfind(j["text"].get<std::string>(), 0), 0u) << r.out;
   const auto same = RunInOneProcess(
-      c, "bench", "bench-lan", "Once upon a time", 16,
+      c, OneProcess::kSecure, "bench-lan", "Once upon a time", 16,
       {"--rank-round-cost", "64", "--argmax-round-cost", "32", "--silu-round-cost", "0"});
-  const auto dflt = RunInOneProcess(c, "bench", "bench-default", "Once upon a time", 16);
+  const auto dflt =
+      RunInOneProcess(c, OneProcess::kSecure, "bench-default", "Once upon a time", 16);
   ASSERT_FALSE(same.is_null());
   ASSERT_FALSE(dflt.is_null());
   EXPECT_EQ(same["text"], j["text"]);

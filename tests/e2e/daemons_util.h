@@ -56,17 +56,20 @@ inline ClientRun RunClient(Cluster& c, const std::string& prompt, int steps, boo
   return r;
 }
 
-// The cluster's generation in one process, for comparison: `mpcache-bench generate` (tool
-// "bench": the secure run, malicious, public weights) or `mpcache-model run --engine fixed`
-// (tool "plain": the plaintext twin) of stories260K at the cluster's 16 fractional bits, with
-// `extra` flags appended. Its JSON report; a failed run fails the test and returns null.
-inline nlohmann::json RunInOneProcess(Cluster& c, const std::string& tool, const std::string& tag,
+// The cluster's generation in one process, for comparison: `mpcache-bench generate` (kSecure:
+// the secure run, malicious, public weights; at most 240 s) or `mpcache-model run --engine
+// fixed` (kPlaintext: the plaintext twin; at most 120 s) of stories260K at the cluster's 16
+// fractional bits, with `extra` flags appended. Its JSON report; a failed run fails the test
+// and returns null.
+enum class OneProcess { kSecure, kPlaintext };
+inline nlohmann::json RunInOneProcess(Cluster& c, OneProcess tool, const std::string& tag,
                                       const std::string& prompt, int steps,
                                       const std::vector<std::string>& extra = {}) {
+  const bool secure = tool == OneProcess::kSecure;
   std::vector<std::string> argv =
-      tool == "bench" ? std::vector<std::string>{MPCACHE_BENCH_BIN, "generate",  "--security",
-                                                 "malicious",       "--weights", "public"}
-                      : std::vector<std::string>{MPCACHE_MODEL_BIN, "run", "--engine", "fixed"};
+      secure ? std::vector<std::string>{MPCACHE_BENCH_BIN, "generate",  "--security",
+                                        "malicious",       "--weights", "public"}
+             : std::vector<std::string>{MPCACHE_MODEL_BIN, "run", "--engine", "fixed"};
   for (const std::string& a :
        {std::string("--model"), ModelDir() + "/stories260K.bin", std::string("--tokenizer"),
         ModelDir() + "/tok512.bin", std::string("--prompt"), prompt, std::string("--steps"),
@@ -77,8 +80,8 @@ inline nlohmann::json RunInOneProcess(Cluster& c, const std::string& tool, const
   argv.insert(argv.end(), extra.begin(), extra.end());
   const std::string out = c.dir() + "/" + tag + ".json", err = c.dir() + "/" + tag + ".err";
   Process p(argv, out, err);
-  const std::optional<int> code = p.Wait(std::chrono::seconds(240));
-  EXPECT_EQ(code, 0) << tool << " " << tag << ": " << ReadFile(err);
+  const std::optional<int> code = p.Wait(std::chrono::seconds(secure ? 240 : 120));
+  EXPECT_EQ(code, 0) << argv[0] << " " << tag << ": " << ReadFile(err);
   if (code != 0) return nullptr;
   return nlohmann::json::parse(ReadFile(out), nullptr, /*allow_exceptions=*/false);
 }
