@@ -13,24 +13,26 @@ namespace {
 
 using mpc::u128;
 
-// The value of every binary monomial of the tuple from its free values (one item):
-// val[v] for v < free_values must be set; fills the products.
-void Products(const mpc::ltz::LtzLayout& l, std::vector<std::uint8_t>& val) {
-  std::uint64_t r = 0;
-  for (int j = 0; j < l.r_bits; ++j) r |= std::uint64_t{val[static_cast<std::size_t>(j)]} << j;
+// The value of every binary monomial of the tuple from its free values: val[v] for v <
+// free_values must be set; fills the products. Each word holds items in parallel (64 items
+// bitsliced in semi-honest mode, one item in bit 0 in malicious mode): a product is the AND
+// of its factors' words.
+void Products(const mpc::ltz::LtzLayout& l, std::vector<std::uint64_t>& val) {
   for (int g = 0; g < l.groups; ++g) {
-    const int size = l.GroupSize(g);
-    const unsigned bits =
-        static_cast<unsigned>(r >> (mpc::edabit::kGroupBits * g)) & ((1u << size) - 1);
-    for (unsigned mask = 0; mask < (1u << size); ++mask) {
+    const auto base = static_cast<std::size_t>(mpc::edabit::kGroupBits * g);
+    for (unsigned mask = 0; mask < (1u << l.GroupSize(g)); ++mask) {
       if (std::popcount(mask) < 2) continue;
-      val[static_cast<std::size_t>(l.GroupMono(g, mask))] = (bits & mask) == mask ? 1 : 0;
+      std::uint64_t prod = ~std::uint64_t{0};  // AND of r's bits in the mask
+      for (unsigned m = mask; m != 0; m &= m - 1) {
+        prod &= val[base + static_cast<std::size_t>(std::countr_zero(m))];
+      }
+      val[static_cast<std::size_t>(l.GroupMono(g, mask))] = prod;
     }
   }
   for (std::size_t q = 0; q < l.supers.size(); ++q) {
     const mpc::ltz::SuperNode& s = l.supers[q];
     for (std::size_t i = static_cast<std::size_t>(s.vars); i < s.monos.size(); ++i) {
-      std::uint8_t prod = 1;  // AND of the singletons (the fresh masks) it contains
+      std::uint64_t prod = ~std::uint64_t{0};  // AND of the singletons (fresh masks) it holds
       for (int v = 0; v < s.vars; ++v) {
         if ((s.monos[i] & s.monos[static_cast<std::size_t>(v)]) != 0) {
           prod &= val[static_cast<std::size_t>(l.SuperMono(static_cast<int>(q), v))];
@@ -57,7 +59,7 @@ void InProcessBitDealer<P>::FillLtzLocked(BitItem item, std::size_t units, std::
   const auto nb = static_cast<std::size_t>(l.num_binary);
   const auto nfree = static_cast<std::size_t>(l.free_values);
   const auto root_masks = static_cast<std::size_t>(l.root_masks);
-  std::vector<std::uint8_t> val(nb);
+  std::vector<std::uint64_t> val(nb);
   for (std::size_t u = 0; u < units; ++u) {
     const std::size_t base = u * uw;
     auto others = [&](std::size_t w) {
@@ -114,28 +116,25 @@ void InProcessBitDealer<P>::FillLtzLocked(BitItem item, std::size_t units, std::
       }
     } else {
       // 64 items, bitsliced binary values; item i is bit i of each value word.
-      std::vector<std::uint64_t> words(nb);
-      for (std::size_t v = 0; v < nfree; ++v) words[v] = others(v) ^ lp[v];
+      for (std::size_t v = 0; v < nfree; ++v) val[v] = others(v) ^ lp[v];
+      Products(l, val);
       for (std::size_t i = 0; i < 64; ++i) {
-        for (std::size_t v = 0; v < nfree; ++v) val[v] = (words[v] >> i) & 1;
-        Products(l, val);
-        for (std::size_t v = nfree; v < nb; ++v) words[v] |= std::uint64_t{val[v]} << i;
+        const auto bit = [&](std::size_t v) { return (val[v] >> i) & 1; };
         std::uint64_t r = 0;
-        for (int j = 0; j < l.r_bits; ++j)
-          r |= std::uint64_t{val[static_cast<std::size_t>(j)]} << j;
+        for (int j = 0; j < l.r_bits; ++j) r |= bit(static_cast<std::size_t>(j)) << j;
         const std::size_t rw = l.SemiRWord() + i;
         if (l.r_bits < 64) r |= (sum_others(rw) + lp[rw]) << l.r_bits;  // uniform upper bits
         lp[rw] = r - sum_others(rw);
         unsigned masks = 0;
         for (int v = 0; v < l.root.vars; ++v) {
-          masks |= static_cast<unsigned>(val[root_masks + static_cast<std::size_t>(v)]) << v;
+          masks |= static_cast<unsigned>(bit(root_masks + static_cast<std::size_t>(v))) << v;
         }
         for (std::size_t k = 0; k < l.root.monos.size(); ++k) {
           const std::size_t w = l.SemiMonoWord(static_cast<int>(k)) + i;
           lp[w] = RootMono(l.root, k, masks) - sum_others(w);
         }
       }
-      for (std::size_t v = nfree; v < nb; ++v) lp[v] = words[v] ^ others(v);
+      for (std::size_t v = nfree; v < nb; ++v) lp[v] = val[v] ^ others(v);
     }
   }
 }

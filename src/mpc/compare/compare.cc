@@ -4,6 +4,7 @@
 #include <array>
 #include <bit>
 #include <string>
+#include <type_traits>
 
 #include "mpc/compare/group_nodes.h"
 #include "mpc/compare/ltz_layout.h"
@@ -128,8 +129,9 @@ Node<P> CombineSuper(const BitKey& key, const LtzTuples<P>& t, const ltz::LtzLay
   }
   const bool p0 = key.party == 0;
   if constexpr (!P::kMalicious) {
-    // 64 items per word: every product of the opened bits (prod[T], T a pattern), then each
-    // share word is XOR_i coef_i & monomial_i with coef_i from its normal form (lt_anf).
+    // 64 items per word: the products of the opened bits the ANFs name (prod[T], T a
+    // pattern), then each share word is XOR_i coef_i & monomial_i with coef_i from its
+    // normal form (lt_anf).
     std::vector<std::uint64_t> prod(std::size_t{1} << (2 * s.k));
     std::array<std::uint64_t, 2 * ltz::kMaxSuper> ew{};
     auto eval = [&](const std::vector<std::vector<std::uint32_t>>& anf, std::size_t word) {
@@ -152,7 +154,7 @@ Node<P> CombineSuper(const BitKey& key, const LtzTuples<P>& t, const ltz::LtzLay
         ew[static_cast<std::size_t>(pos[v])] = opened[first + v].w[word];
       }
       prod[0] = ~std::uint64_t{0};
-      for (std::size_t term = 1; term < prod.size(); ++term) {
+      for (const std::uint32_t term : s.anf_terms) {  // ascending: each prefix made before
         prod[term] = prod[term & (term - 1)] & ew[static_cast<std::size_t>(std::countr_zero(term))];
       }
       const std::uint64_t keep = word + 1 == words ? tail : ~std::uint64_t{0};
@@ -326,15 +328,26 @@ Result<Shares<P>> LessThanZero(BinaryContext<P>& ctx, const Shares<P>& x, int bi
       out.m[i] = acc_m;
     }
   } else {
-    // One monomial at a time over all items: streams over each vector once.
-    std::vector<std::uint64_t> coef_k(std::size_t{1} << root.vars);
-    for (std::size_t k = 0; k + 1 < per; ++k) {
-      for (std::size_t p = 0; p < coef_k.size(); ++p) coef_k[p] = root.coef[p * per + k];
-      const std::uint64_t* mono = t.mono[k].v.data();
-      for (std::size_t i = 0; i < n; ++i) out.v[i] += mono[i] * coef_k[pattern[i]];
-    }
-    for (std::size_t i = 0; i < n; ++i) {
-      if (flip(i)) out.v[i] = 0 - out.v[i];
+    // Item by item, its pattern's coefficient row against every monomial vector (read in
+    // step), summed in a register and negated once when c_top flips it.
+    std::vector<const std::uint64_t*> mono(per - 1);
+    for (std::size_t k = 0; k + 1 < per; ++k) mono[k] = t.mono[k].v.data();
+    const auto sum_items = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {
+      const std::size_t monos = K != 0 ? K : per - 1;
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::uint64_t* cf = root.coef.data() + pattern[i] * per;
+        std::uint64_t acc = 0;
+        for (std::size_t k = 0; k < monos; ++k) acc += mono[k][i] * cf[k];
+        out.v[i] = flip(i) ? 0 - acc : acc;
+      }
+    };
+    // The layouts' roots over 2 and 3 super-nodes (7 and 19 monomials) unrolled.
+    if (per - 1 == 7) {
+      sum_items(std::integral_constant<std::size_t, 7>{});
+    } else if (per - 1 == 19) {
+      sum_items(std::integral_constant<std::size_t, 19>{});
+    } else {
+      sum_items(std::integral_constant<std::size_t, 0>{});
     }
   }
   for (std::size_t i = 0; i < n; ++i) {

@@ -23,12 +23,16 @@ constexpr int GroupBase(int g) {
 constexpr int GroupSize(int g) {
   return g + 1 < kGroups ? kGroupBits : kLowBits - (kGroups - 1) * kGroupBits;
 }
-// Index of `mask` among the masks with >= 2 bits, in increasing order (-1 for the others).
-constexpr int MaskIndex(unsigned mask) {
-  if (std::popcount(mask) < 2) return -1;
-  int idx = 0;
-  for (unsigned m = 0; m < mask; ++m) idx += std::popcount(m) >= 2 ? 1 : 0;
+// Index of `mask` (a group's bits: < 2^kGroupBits) among the masks with >= 2 bits, in
+// increasing order (-1 for the others); a table, as the dealer asks it for every product.
+inline constexpr std::array<int, 1u << kGroupBits> kMaskIndex = [] {
+  std::array<int, 1u << kGroupBits> idx{};
+  int next = 0;
+  for (unsigned m = 0; m < idx.size(); ++m) idx[m] = std::popcount(m) >= 2 ? next++ : -1;
   return idx;
+}();
+constexpr int MaskIndex(unsigned mask) {
+  return mask < kMaskIndex.size() ? kMaskIndex[mask] : -1;
 }
 constexpr int ProductsIn(int g) {
   const int s = GroupSize(g);

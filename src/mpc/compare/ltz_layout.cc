@@ -134,6 +134,17 @@ SuperNode MakeSuper(int first, int k, bool bottom) {
   }
   s.lt_anf = Anf(s.lt, s.lt_one, s.monos.size(), 2 * k);
   if (!bottom) s.eq_anf = Anf(s.eq, s.eq_one, s.monos.size(), 2 * k);
+  std::vector<bool> named(patterns, false);
+  for (const auto* anf : {&s.lt_anf, &s.eq_anf}) {
+    for (const std::vector<std::uint32_t>& terms : *anf) {
+      for (const std::uint32_t term : terms) {
+        for (std::uint32_t x = term; x != 0; x &= x - 1) named[x] = true;
+      }
+    }
+  }
+  for (std::uint32_t x = 1; x < patterns; ++x) {
+    if (named[x]) s.anf_terms.push_back(x);
+  }
   return s;
 }
 
@@ -236,11 +247,6 @@ LtzLayout MakeLayout(int groups) {
 
 int LtzLayout::GroupSize(int g) const {
   return std::min(edabit::kGroupBits, low_bits - edabit::kGroupBits * g);
-}
-
-int LtzLayout::GroupMono(int g, unsigned mask) const {
-  if (std::popcount(mask) == 1) return edabit::kGroupBits * g + std::countr_zero(mask);
-  return group_prod[static_cast<std::size_t>(g)] + edabit::MaskIndex(mask);
 }
 
 std::vector<int> SuperSizes(int groups) {

@@ -33,6 +33,7 @@
 //   per root monomial: 64 words.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -70,6 +71,10 @@ struct SuperNode {
   // product prod_{b in T} opened_b is a term of monos[i]'s coefficient in lt; entry
   // monos.size() is the constant term's. Semi-honest shares evaluate 64 items per word so.
   std::vector<std::vector<std::uint32_t>> lt_anf, eq_anf;
+  // Every pattern the two ANFs name, with each one's prefixes (the pattern less its lowest
+  // bit, repeatedly), ascending: the products a bitsliced evaluation must make, each from
+  // its prefix and one opened bit.
+  std::vector<std::uint32_t> anf_terms;
 };
 
 // The fused root over m super-nodes (top = m - 1). Variables, in the order they are opened:
@@ -108,7 +113,10 @@ struct LtzLayout {
 
   int GroupSize(int g) const;  // positions of group g (<= 4)
   // Value index of monomial `mask` (bits of the group's positions) of group g.
-  int GroupMono(int g, unsigned mask) const;
+  int GroupMono(int g, unsigned mask) const {
+    if (std::popcount(mask) == 1) return edabit::kGroupBits * g + std::countr_zero(mask);
+    return group_prod[static_cast<std::size_t>(g)] + edabit::MaskIndex(mask);
+  }
   int SuperMono(int q, int i) const {
     const SuperNode& s = supers[static_cast<std::size_t>(q)];
     return i < s.vars ? super_base[static_cast<std::size_t>(q)] + i
