@@ -74,6 +74,40 @@ struct Opened {
 }  // namespace
 
 template <typename P>
+bool FusedBatch<P>::PlainJob(const Job& j) {
+  const auto plain = [](const FusedOperand<P>& o) { return o.comps == FusedShape::kS; };
+  return !j.shape.pair() && plain(j.op[0]) && (j.shape.square() || plain(j.op[1]));
+}
+
+// What the generic loop of Exchange makes of a job of plain operands (one atom each, [a]
+// and [b], and one triple product [ab] — [a^2] for a square): [ab] + w0 [a] + u0 [b] + u0 w0
+// (party 0's constant; u0 w0 alpha in the MAC), element by element without the atom lists.
+template <typename P>
+void FusedBatch<P>::PlainProducts(Job& j, const FusedTriples<P>& t,
+                                  const std::array<const std::uint64_t*, 3>& e_s, bool p0,
+                                  u128 alpha) {
+  using W = typename P::Word;
+  const std::size_t n = j.op[0].size();
+  const bool square = j.shape.square();
+  const Shares<P>& a = t.left.a;
+  const Shares<P>& b = square ? t.left.a : t.right.a;
+  const Shares<P>& ab = t.products[0];
+  const std::vector<std::uint64_t>& pub0 = j.op[0].pub;
+  const std::vector<std::uint64_t>& pub1 = square ? pub0 : j.op[1].pub;
+  const std::uint64_t* e1 = square ? e_s[0] : e_s[1];
+  Shares<P>& out = j.out[0];
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint64_t u0 = e_s[0][i] + (pub0.empty() ? 0 : pub0[i]);
+    const std::uint64_t w0 = e1[i] + (pub1.empty() ? 0 : pub1[i]);
+    const std::uint64_t constant = u0 * w0;
+    W v = ab.v[i] + a.v[i] * w0 + b.v[i] * u0;
+    if (p0) v += constant;
+    out.v[i] = v;
+    if constexpr (P::kMalicious) out.m[i] = ab.m[i] + a.m[i] * w0 + b.m[i] * u0 + alpha * constant;
+  }
+}
+
+template <typename P>
 Status FusedBatch<P>::Exchange() {
   if (done_) return Internal("FusedBatch::Exchange called twice");
   done_ = true;
@@ -134,6 +168,10 @@ Status FusedBatch<P>::Exchange() {
     }
     j.out[0] = Shares<P>(n);
     if (j.shape.pair()) j.out[1] = Shares<P>(n);
+    if (PlainJob(j)) {
+      PlainProducts(j, t, e_s, p0, alpha);
+      continue;
+    }
     for (std::size_t i = 0; i < n; ++i) {
       std::array<Opened<P>, 3> x{};
       for (int side = 0; side < sides; ++side) {

@@ -19,6 +19,7 @@
 // values T_f(z) of the kT parts come out as shares too (TakeTrunc).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -78,6 +79,11 @@ class FusedBatch {
     Shares<P> out[2];
     Shares<P> trunc[3];
   };
+  // A job of plain operands (shares only, no truncation part, no pair) and its products.
+  static bool PlainJob(const Job& j);
+  static void PlainProducts(Job& j, const FusedTriples<P>& t,
+                            const std::array<const std::uint64_t*, 3>& e_s, bool p0, u128 alpha);
+
   Context<P>& ctx_;
   std::vector<Job> jobs_;
   bool done_ = false;

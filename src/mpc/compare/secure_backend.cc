@@ -150,6 +150,7 @@ typename SecureBackend<P>::Vec SecureBackend<P>::Add(const Vec& a, const Vec& b)
     return Vec::Zeros(a.size());
   }
   const std::size_t n = a.size();
+  if (a.terms.empty() && b.terms.empty()) return PlainSum(a, b, false);
   Vec out = Building<P>(n);
   out.src = a.src;
   const auto off = static_cast<std::int32_t>(a.src.size());
@@ -183,7 +184,24 @@ typename SecureBackend<P>::Vec SecureBackend<P>::Add(const Vec& a, const Vec& b)
 
 template <typename P>
 typename SecureBackend<P>::Vec SecureBackend<P>::Sub(const Vec& a, const Vec& b) {
+  if (a.size() == b.size() && a.terms.empty() && b.terms.empty()) return PlainSum(a, b, true);
   return Add(a, MulConst(b, ~Ring64{0}));
+}
+
+// a + b (a - b when `minus`) of same-sized vectors with no pending term: part by part.
+template <typename P>
+typename SecureBackend<P>::Vec SecureBackend<P>::PlainSum(const Vec& a, const Vec& b, bool minus) {
+  const std::size_t n = a.size();
+  Vec out;
+  out.s = minus ? mpc::Sub(a.s, b.s) : mpc::Add(a.s, b.s);
+  out.has_s.resize(n);
+  out.pub.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    out.has_s[i] = static_cast<std::uint8_t>(a.has_s[i] | b.has_s[i]);
+    out.pub[i] = minus ? a.pub[i] - b.pub[i] : a.pub[i] + b.pub[i];
+  }
+  out.off.assign(n + 1, 0);
+  return out;
 }
 
 template <typename P>

@@ -98,6 +98,8 @@ class SecureBackend {
   // Folds the pending terms whose truncation is known into the share part.
   void Normalize(Vec& v) const;
   static bool AnyPending(const Vec& v);
+  // a + b, or a - b when `minus`, of same-sized vectors with no pending term.
+  static Vec PlainSum(const Vec& a, const Vec& b, bool minus);
   // Opens every waiting truncation now (1 round if there is any), then normalizes `vs`.
   void Flush(std::initializer_list<Vec*> vs);
   // A product batch: b == nullptr squares a.

@@ -31,20 +31,33 @@ typename SecureBackend<P>::Vec SecureBackend<P>::Product(const Vec& a, const Vec
                          std::to_string(b->size())));
     return Vec::Zeros(n);
   }
-  Vec x = a, y;
-  Normalize(x);
-  if (b != nullptr) {
-    y = *b;
-    Normalize(y);
-  }
+  // The operands as they are, or normalized copies when they hold pending terms (an operand
+  // without any is its own normal form: no copy).
+  Vec x_own, y_own;
+  const Vec* xp = &a;
+  const Vec* yp = b != nullptr ? b : &y_own;
+  const auto own = [this](const Vec& v, Vec& copy, const Vec*& at) {
+    if (at == &copy) return;
+    copy = v;
+    Normalize(copy);
+    at = &copy;
+  };
+  if (!a.terms.empty()) own(a, x_own, xp);
+  if (b != nullptr && !b->terms.empty()) own(*b, y_own, yp);
   // A fused product takes one pending term per operand element; a sum of several is opened
   // first.
   bool flush = false;
   for (std::size_t i = 0; i < n && !flush; ++i) {
-    flush = x.term_count(i) > 1 || (b != nullptr && y.term_count(i) > 1);
+    flush = xp->term_count(i) > 1 || (b != nullptr && yp->term_count(i) > 1);
   }
-  if (flush) Flush({&x, &y});
+  if (flush) {
+    own(a, x_own, xp);
+    if (b != nullptr) own(*b, y_own, yp);
+    Flush({&x_own, &y_own});
+  }
   if (!status_.ok()) return Vec::Zeros(n);
+  const Vec& x = *xp;
+  const Vec& y = *yp;
   const Vec& w = b != nullptr ? y : x;
   Vec out = Building<P>(n);
   // Sources of the local (public-factor) elements: x's, then y's.
