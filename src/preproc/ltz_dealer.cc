@@ -19,7 +19,8 @@ using mpc::u128;
 // of its factors' words.
 void Products(const mpc::ltz::LtzLayout& l, std::vector<std::uint64_t>& val) {
   for (int g = 0; g < l.groups; ++g) {
-    const auto base = static_cast<std::size_t>(mpc::edabit::kGroupBits * g);
+    const std::size_t base =
+        static_cast<std::size_t>(mpc::edabit::kGroupBits) * static_cast<std::size_t>(g);
     for (unsigned mask = 0; mask < (1u << l.GroupSize(g)); ++mask) {
       if (std::popcount(mask) < 2) continue;
       std::uint64_t prod = ~std::uint64_t{0};  // AND of r's bits in the mask

@@ -296,7 +296,6 @@ Result<Shares<P>> LessThanZero(BinaryContext<P>& ctx, const Shares<P>& x, int bi
   MPCACHE_ASSIGN_OR_RETURN(std::vector<PublicBits> e, ctx.OpenMany(std::move(root_vars)));
   const std::size_t per = root.monos.size() + 1;
   Shares<P> out(n);
-  std::vector<std::uint64_t> constant(n);
   // Each item's opened pattern (root.vars = 2m - 1 bits: 7 for the layouts' m <= 4
   // super-nodes), and c_top = 1 flips the result to 1 - (u ^ R).
   if (root.vars > 8) {
@@ -304,14 +303,26 @@ Result<Shares<P>> LessThanZero(BinaryContext<P>& ctx, const Shares<P>& x, int bi
                     " variables: its patterns do not fit a byte");
   }
   std::vector<std::uint8_t> pattern(n);
-  for (int v = 0; v < root.vars; ++v) {
-    const PublicBits& ev = e[static_cast<std::size_t>(v)];
-    for (std::size_t i = 0; i < n; ++i) {
-      pattern[i] = static_cast<std::uint8_t>(pattern[i] | (BitAt(ev, i) << v));
+  for (std::size_t w = 0; w * 64 < n; ++w) {  // 64 items at a time, the words in registers
+    std::array<std::uint64_t, 8> ew{};
+    for (int v = 0; v < root.vars; ++v)
+      ew[static_cast<std::size_t>(v)] = e[static_cast<std::size_t>(v)].w[w];
+    const std::size_t items = std::min<std::size_t>(64, n - 64 * w);
+    for (std::size_t b = 0; b < items; ++b) {
+      unsigned p = 0;
+      for (int v = 0; v < root.vars; ++v)
+        p |= static_cast<unsigned>((ew[static_cast<std::size_t>(v)] >> b) & 1) << v;
+      pattern[64 * w + b] = static_cast<std::uint8_t>(p);
     }
   }
   const auto flip = [&](std::size_t i) { return ((c[i] >> top) & 1) != 0; };
+  // The constant term of item i's pattern row, flipped with the item.
+  const auto constant_of = [&](std::size_t i, bool f) {
+    const std::uint64_t c0 = root.coef[pattern[i] * per + per - 1];
+    return f ? 1 - c0 : c0;
+  };
   if constexpr (P::kMalicious) {
+    std::vector<std::uint64_t> constant(n);
     for (std::size_t i = 0; i < n; ++i) {
       const std::uint64_t* coef = root.coef.data() + pattern[i] * per;
       const std::uint64_t* row = t.rows.rows[i];
@@ -326,10 +337,14 @@ Result<Shares<P>> LessThanZero(BinaryContext<P>& ctx, const Shares<P>& x, int bi
       }
       out.v[i] = acc_v;
       out.m[i] = acc_m;
+      constant[i] = constant_of(i, f);
     }
+    AddPublicInPlace(ctx.arith().key(), out, constant);
   } else {
     // Item by item, its pattern's coefficient row against every monomial vector (read in
-    // step), summed in a register and negated once when c_top flips it.
+    // step), summed in a register, negated once when c_top flips it, and party 0's
+    // constant term added (AddPublicInPlace's semi-honest part).
+    const bool p0 = ctx.arith().key().party == 0;
     std::vector<const std::uint64_t*> mono(per - 1);
     for (std::size_t k = 0; k + 1 < per; ++k) mono[k] = t.mono[k].v.data();
     const auto sum_items = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {
@@ -338,7 +353,10 @@ Result<Shares<P>> LessThanZero(BinaryContext<P>& ctx, const Shares<P>& x, int bi
         const std::uint64_t* cf = root.coef.data() + pattern[i] * per;
         std::uint64_t acc = 0;
         for (std::size_t k = 0; k < monos; ++k) acc += mono[k][i] * cf[k];
-        out.v[i] = flip(i) ? 0 - acc : acc;
+        const bool f = flip(i);
+        if (f) acc = 0 - acc;
+        if (p0) acc += constant_of(i, f);
+        out.v[i] = acc;
       }
     };
     // The layouts' roots over 2 and 3 super-nodes (7 and 19 monomials) unrolled.
@@ -350,11 +368,6 @@ Result<Shares<P>> LessThanZero(BinaryContext<P>& ctx, const Shares<P>& x, int bi
       sum_items(std::integral_constant<std::size_t, 0>{});
     }
   }
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::uint64_t c0 = root.coef[pattern[i] * per + per - 1];
-    constant[i] = flip(i) ? 1 - c0 : c0;
-  }
-  AddPublicInPlace(ctx.arith().key(), out, constant);
   return out;
 }
 
