@@ -100,10 +100,26 @@ void FusedBatch<P>::PlainProducts(Job& j, const FusedTriples<P>& t,
     const std::uint64_t u0 = e_s[0][i] + (pub0.empty() ? 0 : pub0[i]);
     const std::uint64_t w0 = e1[i] + (pub1.empty() ? 0 : pub1[i]);
     const std::uint64_t constant = u0 * w0;
-    W v = ab.v[i] + a.v[i] * w0 + b.v[i] * u0;
+    // A square's [a] takes 2 u0 as one coefficient mod 2^64, as the atom list gives it (the
+    // same value mod 2^64 either way, but the shares' upper bits, and so the traffic the
+    // transcripts pin, follow the coefficient).
+    W v = ab.v[i];
+    if (square) {
+      v += a.v[i] * (2 * u0);
+    } else {
+      v += a.v[i] * w0 + b.v[i] * u0;
+    }
     if (p0) v += constant;
     out.v[i] = v;
-    if constexpr (P::kMalicious) out.m[i] = ab.m[i] + a.m[i] * w0 + b.m[i] * u0 + alpha * constant;
+    if constexpr (P::kMalicious) {
+      u128 mac = ab.m[i] + alpha * constant;
+      if (square) {
+        mac += a.m[i] * (2 * u0);
+      } else {
+        mac += a.m[i] * w0 + b.m[i] * u0;
+      }
+      out.m[i] = mac;
+    }
   }
 }
 

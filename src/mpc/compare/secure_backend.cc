@@ -188,12 +188,24 @@ typename SecureBackend<P>::Vec SecureBackend<P>::Sub(const Vec& a, const Vec& b)
   return Add(a, MulConst(b, ~Ring64{0}));
 }
 
-// a + b (a - b when `minus`) of same-sized vectors with no pending term: part by part.
+// a + b (a - b when `minus`) of same-sized vectors with no pending term: part by part. The
+// difference is a + (2^64 - 1) b, what Add(a, MulConst(b, -1)) makes: the same values mod
+// 2^64, and the same share words above them (malicious shares are wider), so the traffic
+// does not depend on which path a subtraction took.
 template <typename P>
 typename SecureBackend<P>::Vec SecureBackend<P>::PlainSum(const Vec& a, const Vec& b, bool minus) {
   const std::size_t n = a.size();
   Vec out;
-  out.s = minus ? mpc::Sub(a.s, b.s) : mpc::Add(a.s, b.s);
+  if (minus) {
+    out.s = a.s;
+    constexpr Ring64 kMinusOne = ~Ring64{0};
+    for (std::size_t i = 0; i < n; ++i) out.s.v[i] += b.s.v[i] * kMinusOne;
+    if constexpr (P::kMalicious) {
+      for (std::size_t i = 0; i < n; ++i) out.s.m[i] += b.s.m[i] * kMinusOne;
+    }
+  } else {
+    out.s = mpc::Add(a.s, b.s);
+  }
   out.has_s.resize(n);
   out.pub.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
