@@ -1,7 +1,7 @@
 # shellcheck shell=bash disable=SC2154  # $bin, $out, $root: set by bench.sh
 # The ops section of scripts/bench.sh (sourced by it: uses its variables and is not run on
 # its own). Issue 16's per-op throughput: every op of `mpcache-bench ops` at the size the
-# model meets it (or the size docs/comparison.md has measured it at), malicious and
+# model meets it (or the size docs/comparison-benchmarks.md has measured it at), malicious and
 # semi-honest, three parties in one process (in-memory mesh), the median of
 # MPCACHE_BENCH_OPS_REPEAT timed runs (default 3) after an untimed warm-up where the op has
 # one; each run's preprocessing made offline first. Writes ops.md (the table) and

@@ -14,7 +14,7 @@
 // for 64-bit values and 128 columns 3 + 2 + 1 = 6 against RowTopK's 64 x 19 = 1 216 when
 // keeping half; tests assert both). Exact for
 // |x_a - x_b| < 2^(bits - 1). Cheaper in bytes than RowTopK when cols is small and k large
-// (the crossover: docs/comparison.md); same result (TopKResult: values in decreasing order,
+// (the crossover: docs/selection.md); same result (TopKResult: values in decreasing order,
 // ties to the lower index, one-hot per rank).
 #pragma once
 

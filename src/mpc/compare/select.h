@@ -18,7 +18,7 @@
 //   (local: x -= 2^(bits-2) onehot), so the next round picks the best of the rest and ties
 //   keep going to the lower index. Cost k times RowArgMax: k * 5 * ceil(log4 cols) rounds. Chosen
 //   over a sorting network (O(log^2 cols) comparison rounds but cols log^2 cols comparisons per
-//   row) for the small k of attention-block selection; docs/comparison.md has the numbers.
+//   row) for the small k of attention-block selection; docs/selection.md has the numbers.
 // Every comparison is of `bits`-bit values (compare.h; 64 = exact for the whole ring):
 // differences must satisfy |x - y| < 2^(bits-1), and for RowTopK |x| < 2^(bits-3)
 // (fixed-point activations are far smaller); k <= cols.

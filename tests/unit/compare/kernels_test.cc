@@ -77,7 +77,7 @@ SecureRun RunKernel(const Vec& x, const Vec& g, const KernelFn<SecureBackend<P>>
 // What a kernel run must cost party 0, as literals (measured once and written here: the
 // theory check in RunKernel is computed by the same backend whose sends it checks, so it
 // cannot catch a kernel that does more or less than it should). Rounds are the same in
-// both modes (docs/comparison.md's table); malicious openings are wider (14 B per value
+// both modes (docs/comparison-benchmarks.md's tables); malicious openings are wider (14 B per value
 // against 8, 11 against 5 for a 40-bit comparison's).
 struct KernelCost {
   std::uint64_t rounds, semi_bytes, malicious_bytes;
