@@ -1,8 +1,10 @@
 #include "mpc/fused_product.h"
 
 #include <array>
+#include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "mpc/trunc.h"
 
@@ -61,15 +63,132 @@ const FusedSide<P>& Side(const FusedTriples<P>& t, int side) {
   return side == 0 ? t.left : side == 1 ? t.right : t.left2;
 }
 
-// An operand after the opening: value = u0 + sum_k lam[k] atom[k].
+// An operand after the opening, element by element: value_i = u0_i + sum_k lam[k]_i
+// atom[k]_i, the atoms [a] (kS; lam 1), then [r_shift] and [r_top] (kT) — the same for every
+// element of a job, so the products go atom by atom over whole columns.
 template <typename P>
-struct Opened {
-  std::uint64_t u0 = 0;
-  std::array<std::uint64_t, 3> lam{};
+struct OpenedColumns {
+  std::vector<std::uint64_t> u0;
+  std::array<std::vector<std::uint64_t>, 3> lam;
   std::array<const Shares<P>*, 3> atom{};
   int count = 0;
   int top = -1;  // the index of r_top among the atoms (kT), else -1
 };
+
+// out_i += atom_i coef(i) (value and MAC shares).
+template <typename P, typename F>
+void Accumulate(Shares<P>& out, const Shares<P>& atom, F coef) {
+  const std::size_t n = out.size();
+  for (std::size_t i = 0; i < n; ++i) out.v[i] += atom.v[i] * coef(i);
+  if constexpr (P::kMalicious) {
+    for (std::size_t i = 0; i < n; ++i) out.m[i] += atom.m[i] * coef(i);
+  }
+}
+
+// out_i := the public constant c_i: party 0's value share, alpha_i c_i in every MAC share.
+template <typename P, typename F>
+void StartWith(Shares<P>& out, F c, bool p0, u128 alpha) {
+  const std::size_t n = out.size();
+  if (p0) {
+    for (std::size_t i = 0; i < n; ++i) out.v[i] = c(i);
+  }
+  if constexpr (P::kMalicious) {
+    for (std::size_t i = 0; i < n; ++i) out.m[i] = alpha * c(i);
+  }
+}
+
+// One side of a job after the opening: its columns, and the truncation of its kT part
+// (pub + coef [r_top] - [r_shift]) into *trunc.
+template <typename P>
+OpenedColumns<P> OpenSide(const FusedOperand<P>& o, const FusedSide<P>& m,
+                          const std::uint64_t* e_s, const std::uint64_t* e_t, bool p0, u128 alpha,
+                          Shares<P>* trunc) {
+  const std::size_t n = o.size();
+  OpenedColumns<P> u;
+  if (o.pub.empty()) {
+    u.u0.assign(n, 0);
+  } else {
+    u.u0 = o.pub;
+  }
+  if ((o.comps & FusedShape::kS) != 0) {
+    for (std::size_t i = 0; i < n; ++i) u.u0[i] += e_s[i];
+    u.lam[static_cast<std::size_t>(u.count)].assign(n, 1);
+    u.atom[static_cast<std::size_t>(u.count++)] = &m.a;
+  }
+  if ((o.comps & FusedShape::kT) != 0) {
+    std::vector<std::uint64_t>& shift = u.lam[static_cast<std::size_t>(u.count)];
+    u.atom[static_cast<std::size_t>(u.count++)] = &m.r_shift;
+    u.top = u.count;
+    std::vector<std::uint64_t>& top = u.lam[static_cast<std::size_t>(u.count)];
+    u.atom[static_cast<std::size_t>(u.count++)] = &m.r_top;
+    shift.resize(n);
+    top.resize(n);
+    *trunc = Shares<P>(n);
+    Shares<P>& tv = *trunc;
+    for (std::size_t i = 0; i < n; ++i) {
+      const TruncOpened tr = TruncFromOpened(e_t[i], o.bits);
+      const std::uint64_t c = o.coef[i];
+      u.u0[i] += c * tr.pub;
+      shift[i] = 0 - c;
+      top[i] = c * tr.coef;
+      tv.v[i] = m.r_top.v[i] * tr.coef - m.r_shift.v[i];
+      if (p0) tv.v[i] += tr.pub;
+      if constexpr (P::kMalicious) {
+        tv.m[i] = m.r_top.m[i] * tr.coef - m.r_shift.m[i] + alpha * tr.pub;
+      }
+    }
+  }
+  return u;
+}
+
+// out = u w from the opened operands and the atom products t.products[prod...] (prod
+// advanced past them).
+template <typename P>
+void ProductColumns(const OpenedColumns<P>& u, const OpenedColumns<P>& w,
+                    const FusedTriples<P>& t, std::size_t& prod, Shares<P>& out, bool p0,
+                    u128 alpha) {
+  StartWith<P>(out, [&](std::size_t i) { return u.u0[i] * w.u0[i]; }, p0, alpha);
+  for (std::size_t a = 0; a < static_cast<std::size_t>(u.count); ++a) {
+    const std::uint64_t* la = u.lam[a].data();
+    Accumulate(out, *u.atom[a], [&](std::size_t i) { return w.u0[i] * la[i]; });
+  }
+  for (std::size_t b = 0; b < static_cast<std::size_t>(w.count); ++b) {
+    const std::uint64_t* lb = w.lam[b].data();
+    Accumulate(out, *w.atom[b], [&](std::size_t i) { return u.u0[i] * lb[i]; });
+  }
+  for (std::size_t a = 0; a < static_cast<std::size_t>(u.count); ++a) {
+    for (std::size_t b = 0; b < static_cast<std::size_t>(w.count); ++b) {
+      const std::uint64_t* la = u.lam[a].data();
+      const std::uint64_t* lb = w.lam[b].data();
+      Accumulate(out, t.products[prod++], [&](std::size_t i) { return la[i] * lb[i]; });
+    }
+  }
+}
+
+// out = u^2: 2 u0 times each atom, and the atom products (r_top^2 = r_top).
+template <typename P>
+void SquareColumns(const OpenedColumns<P>& u, const FusedTriples<P>& t, Shares<P>& out, bool p0,
+                   u128 alpha) {
+  StartWith<P>(out, [&](std::size_t i) { return u.u0[i] * u.u0[i]; }, p0, alpha);
+  for (std::size_t a = 0; a < static_cast<std::size_t>(u.count); ++a) {
+    const std::uint64_t* la = u.lam[a].data();
+    Accumulate(out, *u.atom[a], [&](std::size_t i) { return 2 * u.u0[i] * la[i]; });
+  }
+  std::size_t prod = 0;
+  for (int a = 0; a < u.count; ++a) {
+    for (int b = a; b < u.count; ++b) {
+      const std::uint64_t* la = u.lam[static_cast<std::size_t>(a)].data();
+      const std::uint64_t* lb = u.lam[static_cast<std::size_t>(b)].data();
+      const std::uint64_t twice = a == b ? 1 : 2;
+      const auto coef = [&](std::size_t i) { return la[i] * lb[i] * twice; };
+      if (a == u.top && b == u.top) {
+        Accumulate(out, *u.atom[static_cast<std::size_t>(a)], coef);
+      } else {
+        Accumulate(out, t.products[prod++], coef);
+      }
+    }
+  }
+}
 
 }  // namespace
 
@@ -128,9 +247,8 @@ Status FusedBatch<P>::Exchange() {
   if (done_) return Internal("FusedBatch::Exchange called twice");
   done_ = true;
   std::vector<FusedTriples<P>> masks(jobs_.size());
-  Shares<P> masked;
   std::vector<std::size_t> at(jobs_.size());
-  const ShareKey& key = ctx_.key();
+  std::size_t total = 0;
   for (std::size_t k = 0; k < jobs_.size(); ++k) {
     Job& j = jobs_[k];
     const std::size_t n = j.op[0].size();
@@ -142,23 +260,43 @@ Status FusedBatch<P>::Exchange() {
     if (!j.shape.square()) MPCACHE_RETURN_IF_ERROR(CheckOperand(j.op[1], n, "right"));
     if (j.shape.pair()) MPCACHE_RETURN_IF_ERROR(CheckOperand(j.op[2], n, "second left"));
     MPCACHE_ASSIGN_OR_RETURN(masks[k], ctx_.prep().GetFusedTriples(n, j.shape));
-    at[k] = masked.size();
+    at[k] = total;
+    total += FusedOpenings(j.shape, n);
+  }
+  // The masked values, job by job and side by side: [s - a], then [z + 2^62 + r].
+  const ShareKey& key = ctx_.key();
+  const bool p0 = ctx_.self() == 0;
+  const u128 alpha = key.alpha;
+  Shares<P> masked(total);
+  for (std::size_t k = 0; k < jobs_.size(); ++k) {
+    const Job& j = jobs_[k];
+    const std::size_t n = j.op[0].size();
+    std::size_t off = at[k];
     for (int side = 0; side < Sides(j.shape); ++side) {
       const FusedOperand<P>& o = j.op[side];
       const FusedSide<P>& m = Side(masks[k], side);
-      if ((o.comps & FusedShape::kS) != 0) masked.Append(mpc::Sub(o.s, m.a));
+      if ((o.comps & FusedShape::kS) != 0) {
+        for (std::size_t i = 0; i < n; ++i) masked.v[off + i] = o.s.v[i] - m.a.v[i];
+        if constexpr (P::kMalicious) {
+          for (std::size_t i = 0; i < n; ++i) masked.m[off + i] = o.s.m[i] - m.a.m[i];
+        }
+        off += n;
+      }
       if ((o.comps & FusedShape::kT) != 0) {
-        Shares<P> c = mpc::Add(o.z, m.r);
-        AddPublicInPlace<P>(key, c, std::span<const std::uint64_t>(&kTruncBias, 1));
-        masked.Append(c);
+        const std::uint64_t bias = p0 ? kTruncBias : 0;
+        for (std::size_t i = 0; i < n; ++i) masked.v[off + i] = o.z.v[i] + m.r.v[i] + bias;
+        if constexpr (P::kMalicious) {
+          const u128 mac_bias = alpha * kTruncBias;
+          for (std::size_t i = 0; i < n; ++i) {
+            masked.m[off + i] = o.z.m[i] + m.r.m[i] + mac_bias;
+          }
+        }
+        off += n;
       }
     }
   }
   MPCACHE_ASSIGN_OR_RETURN(std::vector<std::uint64_t> opened, ctx_.OpenOwned(std::move(masked)));
 
-  using W = typename P::Word;
-  const bool p0 = ctx_.self() == 0;
-  const u128 alpha = key.alpha;
   for (std::size_t k = 0; k < jobs_.size(); ++k) {
     Job& j = jobs_[k];
     const FusedTriples<P>& t = masks[k];
@@ -179,98 +317,23 @@ Status FusedBatch<P>::Exchange() {
         }
       }
     }
-    for (int side = 0; side < sides; ++side) {
-      if ((j.op[side].comps & FusedShape::kT) != 0) j.trunc[side] = Shares<P>(n);
-    }
     j.out[0] = Shares<P>(n);
     if (j.shape.pair()) j.out[1] = Shares<P>(n);
     if (PlainJob(j)) {
       PlainProducts(j, t, e_s, p0, alpha);
       continue;
     }
-    for (std::size_t i = 0; i < n; ++i) {
-      std::array<Opened<P>, 3> x{};
-      for (int side = 0; side < sides; ++side) {
-        const auto sd = static_cast<std::size_t>(side);
-        const FusedOperand<P>& o = j.op[side];
-        const FusedSide<P>& m = Side(t, side);
-        Opened<P>& u = x[sd];
-        u.u0 = o.pub.empty() ? 0 : o.pub[i];
-        if ((o.comps & FusedShape::kS) != 0) {
-          u.u0 += e_s[sd][i];
-          u.lam[static_cast<std::size_t>(u.count)] = 1;
-          u.atom[static_cast<std::size_t>(u.count++)] = &m.a;
-        }
-        if ((o.comps & FusedShape::kT) != 0) {
-          const TruncOpened tr = TruncFromOpened(e_t[sd][i], o.bits);
-          const std::uint64_t c = o.coef[i];
-          u.u0 += c * tr.pub;
-          u.lam[static_cast<std::size_t>(u.count)] = 0 - c;
-          u.atom[static_cast<std::size_t>(u.count++)] = &m.r_shift;
-          u.top = u.count;
-          u.lam[static_cast<std::size_t>(u.count)] = c * tr.coef;
-          u.atom[static_cast<std::size_t>(u.count++)] = &m.r_top;
-          // The truncation itself: pub + coef [r_top] - [r_shift].
-          Shares<P>& tv = j.trunc[side];
-          tv.v[i] = m.r_top.v[i] * tr.coef - m.r_shift.v[i];
-          if (p0) tv.v[i] += tr.pub;
-          if constexpr (P::kMalicious) {
-            tv.m[i] = m.r_top.m[i] * tr.coef - m.r_shift.m[i] + alpha * tr.pub;
-          }
-        }
-      }
-      W v = 0;
-      u128 mac = 0;
-      const auto add = [&](std::uint64_t coef, const Shares<P>& sh) {
-        v += sh.v[i] * coef;
-        if constexpr (P::kMalicious) mac += sh.m[i] * coef;
-      };
-      std::uint64_t constant = 0;
+    std::array<OpenedColumns<P>, 3> x;
+    for (int side = 0; side < sides; ++side) {
+      const auto sd = static_cast<std::size_t>(side);
+      x[sd] = OpenSide(j.op[side], Side(t, side), e_s[sd], e_t[sd], p0, alpha, &j.trunc[side]);
+    }
+    if (j.shape.square()) {
+      SquareColumns(x[0], t, j.out[0], p0, alpha);
+    } else {
       std::size_t prod = 0;
-      // u w from the opened operands and the atom products from t.products[prod...].
-      const auto product = [&](const Opened<P>& u, const Opened<P>& w) {
-        constant = u.u0 * w.u0;
-        for (int a = 0; a < u.count; ++a)
-          add(w.u0 * u.lam[static_cast<std::size_t>(a)], *u.atom[static_cast<std::size_t>(a)]);
-        for (int b = 0; b < w.count; ++b)
-          add(u.u0 * w.lam[static_cast<std::size_t>(b)], *w.atom[static_cast<std::size_t>(b)]);
-        for (int a = 0; a < u.count; ++a) {
-          for (int b = 0; b < w.count; ++b) {
-            add(u.lam[static_cast<std::size_t>(a)] * w.lam[static_cast<std::size_t>(b)],
-                t.products[prod++]);
-          }
-        }
-      };
-      if (j.shape.square()) {
-        const Opened<P>& u = x[0];
-        constant = u.u0 * u.u0;
-        for (int a = 0; a < u.count; ++a)
-          add(2 * u.u0 * u.lam[static_cast<std::size_t>(a)], *u.atom[static_cast<std::size_t>(a)]);
-        for (int a = 0; a < u.count; ++a) {
-          for (int b = a; b < u.count; ++b) {
-            const std::uint64_t c = u.lam[static_cast<std::size_t>(a)] *
-                                    u.lam[static_cast<std::size_t>(b)] * (a == b ? 1 : 2);
-            if (a == u.top && b == u.top) {
-              add(c, *u.atom[static_cast<std::size_t>(a)]);  // r_top^2 = r_top
-            } else {
-              add(c, t.products[prod++]);
-            }
-          }
-        }
-      } else {
-        product(x[0], x[1]);
-      }
-      if (p0) v += constant;
-      j.out[0].v[i] = v;
-      if constexpr (P::kMalicious) j.out[0].m[i] = mac + alpha * constant;
-      if (j.shape.pair()) {  // the second left times the same opened right operand
-        v = 0;
-        mac = 0;
-        product(x[2], x[1]);
-        if (p0) v += constant;
-        j.out[1].v[i] = v;
-        if constexpr (P::kMalicious) j.out[1].m[i] = mac + alpha * constant;
-      }
+      ProductColumns(x[0], x[1], t, prod, j.out[0], p0, alpha);
+      if (j.shape.pair()) ProductColumns(x[2], x[1], t, prod, j.out[1], p0, alpha);
     }
   }
   return Status::Ok();

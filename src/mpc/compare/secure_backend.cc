@@ -3,6 +3,7 @@
 #include <bit>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -338,6 +339,7 @@ typename SecureBackend<P>::Vec SecureBackend<P>::Trunc(const Vec& a, int bits) {
   for (std::size_t i = 0; i < n && !flush; ++i) flush = x.pending(i) && !composes(i);
   if (flush) Flush({&x});
   if (!status_.ok()) return Vec::Zeros(n);
+  if (auto one = OneSourceTrunc(x, bits)) return std::move(*one);
   std::map<int, std::vector<std::size_t>> by_bits;  // new sources by their total width
   Vec out = Vec::Zeros(n);
   for (std::size_t i = 0; i < n; ++i) {
@@ -383,6 +385,52 @@ typename SecureBackend<P>::Vec SecureBackend<P>::Trunc(const Vec& a, int bits) {
     if (has_term[i] != 0) out.terms.push_back(term_of[i]);
     EndElement(out);
   }
+  return out;
+}
+
+// Trunc of a vector (normalized, flushed) whose elements all make one new source: plain
+// shares (every element a share part, nothing pending), or every element exactly one
+// pending term of one source with coefficient 1 and nothing else (it composes). The same
+// source, z and terms the element-by-element path builds, in whole-vector passes; nullopt
+// for anything else.
+template <typename P>
+std::optional<typename SecureBackend<P>::Vec> SecureBackend<P>::OneSourceTrunc(Vec& x, int bits) {
+  const std::size_t n = x.size();
+  if (n == 0) return std::nullopt;
+  Shares<P> z;
+  int total = bits;
+  if (x.terms.empty()) {
+    for (std::size_t i = 0; i < n; ++i) {
+      if (x.has_s[i] == 0) return std::nullopt;
+    }
+    z = std::move(x.s);
+    AddPublicInPlace<P>(ctx_.arith().key(), z, x.pub);
+  } else {
+    if (x.terms.size() != n) return std::nullopt;
+    const std::int32_t s0 = x.terms[0].src;
+    for (std::size_t i = 0; i < n; ++i) {
+      const Term<P>& t = x.terms[i];
+      if (x.off[i] != i || t.src != s0 || t.coef != 1 || x.has_s[i] != 0 || x.pub[i] != 0) {
+        return std::nullopt;
+      }
+    }
+    const PendingTrunc<P>& from = x.source(x.terms[0]);
+    total = from.bits() + bits;
+    if (total > 61) return std::nullopt;
+    z = Shares<P>(n);
+    for (std::size_t i = 0; i < n; ++i) z.CopyFrom(i, from.z(), x.terms[i].at);
+  }
+  auto src = std::make_shared<PendingTrunc<P>>(std::move(z), total);
+  src->Hold();
+  ctx_.arith().Defer(src);
+  Vec out = Vec::Zeros(n);
+  out.src.push_back(std::move(src));
+  out.terms.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    out.terms[i] = {0, static_cast<std::uint32_t>(i), 1};
+    out.off[i] = static_cast<std::uint32_t>(i);
+  }
+  out.off[n] = static_cast<std::uint32_t>(n);
   return out;
 }
 

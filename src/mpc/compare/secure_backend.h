@@ -33,12 +33,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <utility>
 #include <vector>
 
 #include "common/fixed_math.h"
 #include "mpc/compare/compare.h"
+#include "mpc/fused_product.h"
 #include "mpc/lazy_shares.h"
 
 namespace mpcache::mpc {
@@ -107,6 +109,15 @@ class SecureBackend {
   // (b holds the same values there).
   Vec Product(const Vec& a, const Vec* b, std::size_t squares_from = SIZE_MAX,
               std::size_t pair_from = 0, std::size_t pair_count = 0);
+  // Trunc's case of one new source for the whole vector (see secure_backend.cc); nullopt:
+  // the general case. Takes x's share part when it does.
+  std::optional<Vec> OneSourceTrunc(Vec& x, int bits);
+  // Product's batch of operands whose elements all have the components lc / rc (one source
+  // each for a pending part): no per-element bookkeeping. y == nullptr squares x.
+  Vec UniformProduct(const Vec& x, const Vec* y, std::uint8_t lc, std::uint8_t rc);
+  // Opens `batch` (of `openings` values) and charges its round and bytes; false (status
+  // failed) when the exchange fails.
+  bool ExchangeBatch(FusedBatch<P>& batch, std::uint64_t openings);
   // IsNegative (c empty) and IsNegativeEach.
   Vec CompareEach(const Vec& a, std::span<const Ring64> c, int bits);
   void Fail(const Status& s) {

@@ -17,6 +17,55 @@ using lazy_build::Comps;
 using lazy_build::EndElement;
 using lazy_build::Term;
 
+namespace {
+
+// The components every element of v has, when they are the same for all and not public: a
+// share part (kS) and/or exactly one pending term (kT), every term from the same source.
+// 0 otherwise (then Product goes element by element).
+template <typename P>
+std::uint8_t UniformComps(const LazyShares<P>& v) {
+  const std::size_t n = v.size();
+  if (n == 0) return 0;
+  const std::uint8_t h = v.has_s[0];
+  for (std::size_t i = 1; i < n; ++i) {
+    if (v.has_s[i] != h) return 0;
+  }
+  const std::uint8_t s = h != 0 ? FusedShape::kS : 0;
+  if (v.terms.empty()) return s;
+  if (v.terms.size() != n) return 0;
+  const std::int32_t src = v.terms[0].src;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (v.off[i] != i || v.terms[i].src != src) return 0;
+  }
+  return static_cast<std::uint8_t>(s | FusedShape::kT);
+}
+
+// Product's operand of such a vector: what its element-by-element `operand` makes of the
+// indices 0..n-1, the pending terms claimed.
+template <typename P>
+FusedOperand<P> UniformOperand(const LazyShares<P>& v, std::uint8_t comps) {
+  const std::size_t n = v.size();
+  FusedOperand<P> o;
+  o.comps = comps;
+  o.pub = v.pub;
+  if ((comps & FusedShape::kS) != 0) o.s = v.s;
+  if ((comps & FusedShape::kT) != 0) {
+    PendingTrunc<P>& src = v.source(v.terms[0]);
+    o.z = Shares<P>(n);
+    o.coef.resize(n);
+    o.bits = src.bits();
+    for (std::size_t i = 0; i < n; ++i) {
+      const Term<P>& term = v.terms[i];
+      o.z.CopyFrom(i, src.z(), term.at);
+      o.coef[i] = term.coef;
+      src.Claim(term.at);
+    }
+  }
+  return o;
+}
+
+}  // namespace
+
 template <typename P>
 typename SecureBackend<P>::Vec SecureBackend<P>::Product(const Vec& a, const Vec* b,
                                                          std::size_t squares_from,
@@ -59,6 +108,11 @@ typename SecureBackend<P>::Vec SecureBackend<P>::Product(const Vec& a, const Vec
   const Vec& x = *xp;
   const Vec& y = *yp;
   const Vec& w = b != nullptr ? y : x;
+  if (pair_count == 0 && (b == nullptr || squares_from >= n)) {
+    const std::uint8_t lc = UniformComps(x);
+    const std::uint8_t rc = b != nullptr ? UniformComps(y) : lc;
+    if (lc != 0 && rc != 0) return UniformProduct(x, b != nullptr ? &y : nullptr, lc, rc);
+  }
   Vec out = Building<P>(n);
   // Sources of the local (public-factor) elements: x's, then y's.
   out.src = x.src;
@@ -172,18 +226,7 @@ typename SecureBackend<P>::Vec SecureBackend<P>::Product(const Vec& a, const Vec
       handles.push_back({batch.Add(std::move(left), std::move(right)), &idx, {}});
     }
   }
-  const std::uint64_t before = BroadcastDeferred();
-  Status st = batch.Exchange();
-  if (!st.ok()) {
-    Fail(st);
-    return Vec::Zeros(n);
-  }
-  // All-to-all: 1 round, 2 B per opened value; split kings: SplitKingBytes of the openings
-  // and the deferred values that rode in front of them.
-  const auto& how = ctx_.arith().last_open();
-  const auto cost = ctx_.arith().CostOf(how, openings + how.merged_deferred);
-  Charge(cost.rounds, cost.bytes);
-  ChargeDeferred(before);
+  if (!ExchangeBatch(batch, openings)) return Vec::Zeros(n);
   for (const Handle& hd : handles) {
     const std::vector<std::size_t>& idx = *hd.idx;
     const bool pair = !hd.idx2.empty();
@@ -208,6 +251,48 @@ typename SecureBackend<P>::Vec SecureBackend<P>::Product(const Vec& a, const Vec
     }
   }
   return out;
+}
+
+template <typename P>
+bool SecureBackend<P>::ExchangeBatch(FusedBatch<P>& batch, std::uint64_t openings) {
+  const std::uint64_t before = BroadcastDeferred();
+  Status st = batch.Exchange();
+  if (!st.ok()) {
+    Fail(st);
+    return false;
+  }
+  // All-to-all: 1 round, 2 B per opened value; split kings: SplitKingBytes of the openings
+  // and the deferred values that rode in front of them.
+  const auto& how = ctx_.arith().last_open();
+  const auto cost = ctx_.arith().CostOf(how, openings + how.merged_deferred);
+  Charge(cost.rounds, cost.bytes);
+  ChargeDeferred(before);
+  return true;
+}
+
+// Product of operands whose every element has the same shape: one fused job over the whole
+// vectors, the same job (and so the same share words) the element-by-element path makes of
+// them, without its per-element groups, copies and term lists.
+template <typename P>
+typename SecureBackend<P>::Vec SecureBackend<P>::UniformProduct(const Vec& x, const Vec* y,
+                                                                std::uint8_t lc,
+                                                                std::uint8_t rc) {
+  const std::size_t n = x.size();
+  FusedShape shape;
+  shape.left = lc;
+  shape.right = y != nullptr ? rc : 0;
+  FusedBatch<P> batch(ctx_.arith());
+  const std::size_t h = batch.Add(UniformOperand(x, lc),
+                                  y != nullptr ? UniformOperand(*y, rc) : FusedOperand<P>{});
+  if (!ExchangeBatch(batch, FusedOpenings(shape, n))) return Vec::Zeros(n);
+  for (int side = 0; side < (y != nullptr ? 2 : 1); ++side) {
+    const Vec& v = side == 1 ? *y : x;
+    Shares<P> t = batch.TakeTrunc(h, side);
+    if (t.empty()) continue;
+    PendingTrunc<P>& src = v.source(v.terms[0]);
+    for (std::size_t k = 0; k < n; ++k) src.Resolve(v.terms[k].at, t, k);
+  }
+  return Vec(batch.TakeProduct(h, 0));
 }
 
 template <typename P>
