@@ -87,7 +87,7 @@ void Accumulate(Shares<P>& out, const Shares<P>& atom, F coef) {
 
 // out_i := the public constant c_i: party 0's value share, alpha_i c_i in every MAC share.
 template <typename P, typename F>
-void StartWith(Shares<P>& out, F c, bool p0, u128 alpha) {
+void StartWith(Shares<P>& out, bool p0, u128 alpha, F c) {
   const std::size_t n = out.size();
   if (p0) {
     for (std::size_t i = 0; i < n; ++i) out.v[i] = c(i);
@@ -100,9 +100,8 @@ void StartWith(Shares<P>& out, F c, bool p0, u128 alpha) {
 // One side of a job after the opening: its columns, and the truncation of its kT part
 // (pub + coef [r_top] - [r_shift]) into *trunc.
 template <typename P>
-OpenedColumns<P> OpenSide(const FusedOperand<P>& o, const FusedSide<P>& m,
-                          const std::uint64_t* e_s, const std::uint64_t* e_t, bool p0, u128 alpha,
-                          Shares<P>* trunc) {
+OpenedColumns<P> OpenSide(const FusedOperand<P>& o, const FusedSide<P>& m, const std::uint64_t* e_s,
+                          const std::uint64_t* e_t, bool p0, u128 alpha, Shares<P>* trunc) {
   const std::size_t n = o.size();
   OpenedColumns<P> u;
   if (o.pub.empty()) {
@@ -144,10 +143,9 @@ OpenedColumns<P> OpenSide(const FusedOperand<P>& o, const FusedSide<P>& m,
 // out = u w from the opened operands and the atom products t.products[prod...] (prod
 // advanced past them).
 template <typename P>
-void ProductColumns(const OpenedColumns<P>& u, const OpenedColumns<P>& w,
-                    const FusedTriples<P>& t, std::size_t& prod, Shares<P>& out, bool p0,
-                    u128 alpha) {
-  StartWith<P>(out, [&](std::size_t i) { return u.u0[i] * w.u0[i]; }, p0, alpha);
+void ProductColumns(const OpenedColumns<P>& u, const OpenedColumns<P>& w, const FusedTriples<P>& t,
+                    std::size_t& prod, Shares<P>& out, bool p0, u128 alpha) {
+  StartWith<P>(out, p0, alpha, [&](std::size_t i) { return u.u0[i] * w.u0[i]; });
   for (std::size_t a = 0; a < static_cast<std::size_t>(u.count); ++a) {
     const std::uint64_t* la = u.lam[a].data();
     Accumulate(out, *u.atom[a], [&](std::size_t i) { return w.u0[i] * la[i]; });
@@ -169,7 +167,7 @@ void ProductColumns(const OpenedColumns<P>& u, const OpenedColumns<P>& w,
 template <typename P>
 void SquareColumns(const OpenedColumns<P>& u, const FusedTriples<P>& t, Shares<P>& out, bool p0,
                    u128 alpha) {
-  StartWith<P>(out, [&](std::size_t i) { return u.u0[i] * u.u0[i]; }, p0, alpha);
+  StartWith<P>(out, p0, alpha, [&](std::size_t i) { return u.u0[i] * u.u0[i]; });
   for (std::size_t a = 0; a < static_cast<std::size_t>(u.count); ++a) {
     const std::uint64_t* la = u.lam[a].data();
     Accumulate(out, *u.atom[a], [&](std::size_t i) { return 2 * u.u0[i] * la[i]; });

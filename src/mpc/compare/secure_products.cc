@@ -275,15 +275,14 @@ bool SecureBackend<P>::ExchangeBatch(FusedBatch<P>& batch, std::uint64_t opening
 // them, without its per-element groups, copies and term lists.
 template <typename P>
 typename SecureBackend<P>::Vec SecureBackend<P>::UniformProduct(const Vec& x, const Vec* y,
-                                                                std::uint8_t lc,
-                                                                std::uint8_t rc) {
+                                                                std::uint8_t lc, std::uint8_t rc) {
   const std::size_t n = x.size();
   FusedShape shape;
   shape.left = lc;
   shape.right = y != nullptr ? rc : 0;
   FusedBatch<P> batch(ctx_.arith());
-  const std::size_t h = batch.Add(UniformOperand(x, lc),
-                                  y != nullptr ? UniformOperand(*y, rc) : FusedOperand<P>{});
+  const std::size_t h =
+      batch.Add(UniformOperand(x, lc), y != nullptr ? UniformOperand(*y, rc) : FusedOperand<P>{});
   if (!ExchangeBatch(batch, FusedOpenings(shape, n))) return Vec::Zeros(n);
   for (int side = 0; side < (y != nullptr ? 2 : 1); ++side) {
     const Vec& v = side == 1 ? *y : x;
