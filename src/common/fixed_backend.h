@@ -35,6 +35,9 @@
 //   Vec Gather(const Vec&, std::span<const std::size_t> idx)  // local: out[i] = a[idx[i]]
 //   Vec Concat(const Vec&, const Vec&)       // local
 //   Vec RowSum(const Vec&, std::size_t cols) // local: sums of consecutive groups of `cols`
+//   Vec GatherSum(const Vec&, const SparseRows& m)  // local: out[r] = sum of coef_k a[idx_k]
+//                                            // over row r's terms (a public sparse matrix
+//                                            // times a: Gather, MulPublic and RowSum in one)
 //
 // Every call of Mul/Square/MulTrunc/IsNegative is one batch (one communication round, an
 // IsNegative several, in the secure engine); Trunc costs no round of its own there (it rides
@@ -164,6 +167,20 @@ struct FixedOpCounts {
   FixedOpCounts& operator+=(const FixedOpCounts& o);
 };
 
+// The rows of a public sparse matrix (GatherSum): row r holds the terms [off[r], off[r+1]) of
+// (idx, coef), a term's coefficient a raw ring element (0 - 1 subtracts).
+struct SparseRows {
+  std::vector<std::size_t> off{0};
+  std::vector<std::size_t> idx;
+  std::vector<Ring64> coef;
+  void Add(std::size_t i, Ring64 c) {
+    idx.push_back(i);
+    coef.push_back(c);
+  }
+  void EndRow() { off.push_back(idx.size()); }
+  std::size_t rows() const { return off.size() - 1; }
+};
+
 // Plaintext backend: the exact arithmetic the secure engine mirrors. Optionally adds a
 // pseudo-random 0/1 LSB after every truncation, like the secure probabilistic truncation.
 class PlainBackend {
@@ -190,6 +207,7 @@ class PlainBackend {
   Vec Gather(const Vec& a, std::span<const std::size_t> idx) const;
   Vec Concat(const Vec& a, const Vec& b) const;
   Vec RowSum(const Vec& a, std::size_t cols) const;
+  Vec GatherSum(const Vec& a, const SparseRows& m) const;
 
   const FixedOpCounts& counts() const { return counts_; }
   void ResetCounts() { counts_ = {}; }

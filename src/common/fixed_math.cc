@@ -195,4 +195,12 @@ PlainBackend::Vec PlainBackend::RowSum(const Vec& a, std::size_t cols) const {
   return out;
 }
 
+PlainBackend::Vec PlainBackend::GatherSum(const Vec& a, const SparseRows& m) const {
+  Vec out(m.rows(), 0);
+  for (std::size_t r = 0; r < out.size(); ++r) {
+    for (std::size_t k = m.off[r]; k < m.off[r + 1]; ++k) out[r] += m.coef[k] * a[m.idx[k]];
+  }
+  return out;
+}
+
 }  // namespace mpcache

@@ -73,23 +73,49 @@ RankArgMax<B> RankTournament(B& be, const typename B::Vec& x, std::size_t rows, 
     auto gbase = [&](std::size_t k) {
       return k < big ? k * gmax : big * gmax + (k - big) * (gmax - 1);
     };
-    std::vector<std::size_t> ia, ib;
+    SparseRows pairs;  // x_i - x_j for every pair i < j of every group
     for (std::size_t r = 0; r < rows; ++r) {
       for (std::size_t k = 0; k < next; ++k) {
         const std::size_t g = gsize(k), base = r * width + gbase(k);
         for (std::size_t i = 0; i < g; ++i) {
           for (std::size_t j = i + 1; j < g; ++j) {
-            ia.push_back(base + i);
-            ib.push_back(base + j);
+            pairs.Add(base + i, 1);
+            pairs.Add(base + j, Neg(1));
+            pairs.EndRow();
           }
         }
       }
     }
-    const std::size_t npairs = ia.size();
-    const auto diff = be.Sub(be.Gather(cur, ia), be.Gather(cur, ib));  // x_i - x_j
+    const std::size_t npairs = pairs.rows();
+    const auto diff = be.GatherSum(cur, pairs);
     auto c = be.IsNegative(diff, bits);
     typename B::Vec is_max;
-    if (with_one_hot || gmax > 2) {
+    if (gmax > 2) {
+      // w_i - (gmax - 1) = -i + sum_{j < i} c_ji - sum_{j > i} c_ij (the credited members and
+      // the pairs i wins cancel the rest): 0 for the group's first maximum, < 0 otherwise.
+      // The terms in the order of the pool [1 - c | c | 0 | 1] this replaced.
+      auto one = be.AddConst(be.MulConst(be.Gather(c, std::vector<std::size_t>{0}), 0), 1);
+      const auto pool = be.Concat(c, one);
+      SparseRows wins;
+      std::size_t first = 0;  // the group's first pair
+      for (std::size_t r = 0; r < rows; ++r) {
+        for (std::size_t k = 0; k < next; ++k) {
+          const std::size_t g = gsize(k);
+          // Pair (i, j), i < j, of the group: first + i g - i (i + 1) / 2 + j - i - 1.
+          const auto pair = [&](std::size_t i, std::size_t j) {
+            return first + i * g - i * (i + 1) / 2 + j - i - 1;
+          };
+          for (std::size_t i = 0; i < g; ++i) {
+            for (std::size_t h = 0; h < i; ++h) wins.Add(pair(h, i), 1);
+            for (std::size_t j = i + 1; j < g; ++j) wins.Add(pair(i, j), Neg(1));
+            if (i > 0) wins.Add(npairs, Neg(i));
+            wins.EndRow();
+          }
+          first += g * (g - 1) / 2;
+        }
+      }
+      is_max = OneMinus(be, be.IsNegative(be.GatherSum(pool, wins), 8));
+    } else if (with_one_hot) {
       // pool = [1 - c (x_i beats x_j, i < j) | c (x_j beats x_i) | 0 | 1].
       auto zero = be.MulConst(be.Gather(c, std::vector<std::size_t>{0}), 0);
       auto pool = be.Concat(be.Concat(OneMinus(be, c), c), be.Concat(zero, be.AddConst(zero, 1)));
@@ -114,12 +140,7 @@ RankArgMax<B> RankTournament(B& be, const typename B::Vec& x, std::size_t rows, 
           }
         }
       }
-      if (gmax <= 2) {
-        is_max = be.Gather(pool, win_idx);  // one entry per member: its pair's bit, or 1
-      } else {
-        auto wins = be.RowSum(be.Gather(pool, win_idx), gmax - 1);
-        is_max = OneMinus(be, be.IsNegative(be.AddConst(wins, Neg(gmax - 1)), 8));
-      }
+      is_max = be.Gather(pool, win_idx);  // one entry per member: its pair's bit, or 1
     }
     // Bottom up: each column's entry and its owner's is_max, as factors of the level's batch.
     const auto owner_idx = [&] {
@@ -154,16 +175,15 @@ RankArgMax<B> RankTournament(B& be, const typename B::Vec& x, std::size_t rows, 
     } else {
       // The groups' maxima: sum of is_max_i x_i over each group (zero-padded to gmax).
       const auto terms = level_product(is_max, cur);
-      auto tz = be.Concat(terms, be.MulConst(be.Gather(terms, std::vector<std::size_t>{0}), 0));
-      const std::size_t tzero = B::Size(terms);
-      std::vector<std::size_t> sum_idx;
+      SparseRows sums;
       for (std::size_t r = 0; r < rows; ++r) {
         for (std::size_t k = 0; k < next; ++k) {
           const std::size_t g = gsize(k), base = r * width + gbase(k);
-          for (std::size_t i = 0; i < gmax; ++i) sum_idx.push_back(i < g ? base + i : tzero);
+          for (std::size_t i = 0; i < g; ++i) sums.Add(base + i, 1);
+          sums.EndRow();
         }
       }
-      cur = be.RowSum(be.Gather(tz, sum_idx), gmax);
+      cur = be.GatherSum(terms, sums);
     }
     if (with_one_hot && !top_down) {
       if (!have_one_hot) {

@@ -315,6 +315,42 @@ typename SecureBackend<P>::Vec SecureBackend<P>::RowSum(const Vec& a, std::size_
   return out;
 }
 
+// The words Gather, MulConst / MulPublic and RowSum (or Sub) would make of the same terms: each
+// share part times its coefficient, the public parts likewise mod 2^64, has_s the OR of the
+// rows' share parts, the pending terms scaled and kept in row order.
+template <typename P>
+typename SecureBackend<P>::Vec SecureBackend<P>::GatherSum(const Vec& a,
+                                                           const SparseRows& m) const {
+  const std::size_t rows = m.rows();
+  Vec out = Building<P>(rows);
+  out.src = a.src;
+  for (std::size_t r = 0; r < rows; ++r) {
+    typename P::Word v = 0;
+    u128 mac = 0;
+    std::uint8_t has_s = 0;
+    std::uint64_t pub = 0;
+    for (std::size_t k = m.off[r]; k < m.off[r + 1]; ++k) {
+      const std::size_t j = m.idx[k];
+      const Ring64 c = m.coef[k];
+      if (c == 0) continue;
+      v += a.s.v[j] * c;
+      if constexpr (P::kMalicious) mac += a.s.m[j] * c;
+      has_s = static_cast<std::uint8_t>(has_s | a.has_s[j]);
+      pub += a.pub[j] * c;
+      for (const auto& t : a.terms_of(j)) {
+        if (t.coef * c != 0) out.terms.push_back({t.src, t.at, t.coef * c});
+      }
+    }
+    out.s.v[r] = v;
+    if constexpr (P::kMalicious) out.s.m[r] = mac;
+    out.has_s[r] = has_s;
+    out.pub[r] = pub;
+    EndElement(out);
+  }
+  Compact(out);
+  return out;
+}
+
 template <typename P>
 typename SecureBackend<P>::Vec SecureBackend<P>::Trunc(const Vec& a, int bits) {
   counts_.trunc_batches += 1;

@@ -92,6 +92,8 @@ class SecureBackend {
   Vec Gather(const Vec& a, std::span<const std::size_t> idx) const;
   Vec Concat(const Vec& a, const Vec& b) const;
   Vec RowSum(const Vec& a, std::size_t cols);
+  // A zero coefficient drops its term (its share part does not count in has_s either).
+  Vec GatherSum(const Vec& a, const SparseRows& m) const;
 
   // Plain shares of v: local when nothing in v is pending, else one flush round first.
   Shares<P> Materialize(const Vec& v);

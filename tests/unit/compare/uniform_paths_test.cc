@@ -5,6 +5,7 @@
 // general path, the public element being local), from the same seed; the first n shares of
 // every party (value and MAC words) must be identical, as must the opened values and the
 // traffic. The pinned wire transcripts check this end to end; this test names the paths.
+// And GatherSum (the row max's pairs, wins and group sums) against its plaintext twin.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "cmp_harness.h"
+#include "common/fixed_backend.h"
 #include "mpc/compare/secure_backend.h"
 
 namespace mpcache::mpc {
@@ -102,6 +104,60 @@ TYPED_TEST(UniformPathTest, WholeVectorPathsMakeTheGeneralPathsShareWords) {
     const double ax = std::abs(static_cast<double>(static_cast<std::int64_t>(x[i])));
     EXPECT_LE(err, ax * (2.0 + 4.0 * std::abs(t) / (1 << 18)) + 1.0) << "i = " << i;
   }
+}
+
+// GatherSum against its plaintext twin, exactly: rows over plain shares and pending
+// truncations (whose terms it scales and carries), with zero, one and minus-one coefficients
+// and an element used twice; local (no round, no byte).
+TYPED_TEST(UniformPathTest, GatherSumEqualsItsPlaintextTwinAndIsLocal) {
+  using P = TypeParam;
+  Vec x;
+  for (std::uint64_t i = 0; i < 64; ++i) x.push_back((i * 2654435761U) % 100000);
+  SparseRows m;
+  for (std::size_t r = 0; r < 40; ++r) {
+    for (std::size_t k = 0; k < r % 5 + 1; ++k) {
+      const std::size_t j = (r * 37 + k * 11) % 128;  // 0..63 plain, 64..127 truncated
+      const Ring64 c = k == 1 ? 0 : k == 2 ? fixed_detail::Neg(1) : r + k + 1;
+      m.Add(j, c);
+      if (k == 3) m.Add(j, 5);  // the same element twice in a row
+    }
+    m.EndRow();
+  }
+  CmpHarness<P> h(29);
+  struct Out {
+    Vec sums, trunc;
+    std::uint64_t rounds = 1, bytes = 1;
+  };
+  auto res = h.Run([&](BinaryContext<P>& ctx) -> Result<Out> {
+    MPCACHE_ASSIGN_OR_RETURN(Shares<P> xs, ShareVec(ctx.arith(), x));
+    SecureBackend<P> be(ctx);
+    using V = typename SecureBackend<P>::Vec;
+    const V t = be.Trunc(V(xs), 4);
+    const V pool = be.Concat(V(xs), t);
+    const auto before = ctx.arith().stats().Total();
+    const V sums = be.GatherSum(pool, m);
+    const auto after = ctx.arith().stats().Total();
+    Out o;
+    o.rounds = after.rounds - before.rounds;
+    o.bytes = after.bytes_sent - before.bytes_sent;
+    Shares<P> ss = be.Materialize(sums);
+    Shares<P> ts = be.Materialize(t);
+    if (!be.status().ok()) return be.status().error();
+    MPCACHE_ASSIGN_OR_RETURN(o.sums, RevealChecked(ctx, ss));
+    MPCACHE_ASSIGN_OR_RETURN(o.trunc, RevealChecked(ctx, ts));
+    return o;
+  });
+  ExpectAllOk(res);
+  const Out& o = res[0].value();
+  EXPECT_EQ(o.rounds, 0u);
+  EXPECT_EQ(o.bytes, 0u);
+  Vec pool = x;
+  pool.insert(pool.end(), o.trunc.begin(), o.trunc.end());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    EXPECT_LE(o.trunc[i] - (x[i] >> 4), 1u) << "the truncation itself, i = " << i;
+  }
+  const PlainBackend pb;
+  EXPECT_EQ(o.sums, pb.GatherSum(pool, m));
 }
 
 }  // namespace
