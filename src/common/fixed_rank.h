@@ -173,7 +173,7 @@ RankArgMax<B> RankTournament(B& be, const typename B::Vec& x, std::size_t rows, 
       }
       cur = be.Sub(be.Gather(cur, first_idx), be.Gather(cdz, cd_idx));
     } else {
-      // The groups' maxima: sum of is_max_i x_i over each group (zero-padded to gmax).
+      // The groups' maxima: sum of is_max_i x_i over each group.
       const auto terms = level_product(is_max, cur);
       SparseRows sums;
       for (std::size_t r = 0; r < rows; ++r) {
