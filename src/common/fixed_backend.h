@@ -178,6 +178,12 @@ struct SparseRows {
     coef.push_back(c);
   }
   void EndRow() { off.push_back(idx.size()); }
+  // Room for `rows` more rows of `entries` entries in all (no regrowth while they are added).
+  void Reserve(std::size_t rows, std::size_t entries) {
+    off.reserve(off.size() + rows);
+    idx.reserve(idx.size() + entries);
+    coef.reserve(coef.size() + entries);
+  }
   std::size_t rows() const { return off.size() - 1; }
 };
 

@@ -73,7 +73,11 @@ RankArgMax<B> RankTournament(B& be, const typename B::Vec& x, std::size_t rows, 
     auto gbase = [&](std::size_t k) {
       return k < big ? k * gmax : big * gmax + (k - big) * (gmax - 1);
     };
+    // Pairs of the level, every row: sum over the groups of g (g - 1) / 2.
+    std::size_t row_pairs = 0;
+    for (std::size_t k = 0; k < next; ++k) row_pairs += gsize(k) * (gsize(k) - 1) / 2;
     SparseRows pairs;  // x_i - x_j for every pair i < j of every group
+    pairs.Reserve(rows * row_pairs, 2 * rows * row_pairs);
     for (std::size_t r = 0; r < rows; ++r) {
       for (std::size_t k = 0; k < next; ++k) {
         const std::size_t g = gsize(k), base = r * width + gbase(k);
@@ -96,7 +100,8 @@ RankArgMax<B> RankTournament(B& be, const typename B::Vec& x, std::size_t rows, 
       // The terms in the order of the pool [1 - c | c | 0 | 1] this replaced.
       auto one = be.AddConst(be.MulConst(be.Gather(c, std::vector<std::size_t>{0}), 0), 1);
       const auto pool = be.Concat(c, one);
-      SparseRows wins;
+      SparseRows wins;  // each member: its g - 1 pairs and, but the first, a constant
+      wins.Reserve(rows * width, rows * (2 * row_pairs + width - next));
       std::size_t first = 0;  // the group's first pair
       for (std::size_t r = 0; r < rows; ++r) {
         for (std::size_t k = 0; k < next; ++k) {
@@ -176,6 +181,7 @@ RankArgMax<B> RankTournament(B& be, const typename B::Vec& x, std::size_t rows, 
       // The groups' maxima: sum of is_max_i x_i over each group.
       const auto terms = level_product(is_max, cur);
       SparseRows sums;
+      sums.Reserve(rows * next, rows * width);
       for (std::size_t r = 0; r < rows; ++r) {
         for (std::size_t k = 0; k < next; ++k) {
           const std::size_t g = gsize(k), base = r * width + gbase(k);

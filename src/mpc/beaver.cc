@@ -46,7 +46,14 @@ Status BeaverBatch<P>::Exchange(OpenMode mode, PartyId king) {
     MPCACHE_ASSIGN_OR_RETURN(s, ctx_.prep().GetSquares(n_sq));
   }
   // Layout of the opened vector: [d of all products | e of all products | d of squares].
-  Shares<P> masked(2 * n_mul + n_sq);
+  // Every word is written below: semi-honest, the buffer of the last batch's opened values
+  // (no zero-fill, no fresh pages).
+  Shares<P> masked;
+  if constexpr (P::kMalicious) {
+    masked = Shares<P>(2 * n_mul + n_sq);
+  } else {
+    masked.v = ctx_.TakeSpare(2 * n_mul + n_sq);
+  }
   {
     std::size_t om = 0, os = 0;
     for (const Job& j : jobs_) {
@@ -81,15 +88,27 @@ Status BeaverBatch<P>::Exchange(OpenMode mode, PartyId king) {
   const bool p0 = ctx_.self() == 0;
   const u128 alpha = ctx_.key().alpha;
   std::size_t om = 0, os = 0;
+  // A batch of one job writes its products over its triples' c (or its squares' a^2), which
+  // it then owns: no zero-filled output of its own.
   for (Job& j : jobs_) {
     const std::size_t n = j.x->size();
-    Shares<P> z(n);
+    const Shares<P>& own = j.y != nullptr ? t.c : s.aa;
+    const bool in_place =
+        jobs_.size() == 1 && own.v.size() == n && (!P::kMalicious || own.m.size() == n);
+    Shares<P> z;
+    if (!in_place) {
+      z = Shares<P>(n);
+    } else if (j.y != nullptr) {
+      z = std::move(t.c);
+    } else {
+      z = std::move(s.aa);
+    }
     if (j.y != nullptr) {
       const std::uint64_t* d = opened.data() + om;
       const std::uint64_t* e = opened.data() + n_mul + om;
       const auto* av = t.a.v.data() + om;
       const auto* bv = t.b.v.data() + om;
-      const auto* cv = t.c.v.data() + om;
+      const auto* cv = in_place ? z.v.data() : t.c.v.data() + om;
       for (std::size_t i = 0; i < n; ++i) {
         z.v[i] = cv[i] + d[i] * bv[i] + e[i] * av[i];
         if (p0) z.v[i] += d[i] * e[i];
@@ -97,7 +116,7 @@ Status BeaverBatch<P>::Exchange(OpenMode mode, PartyId king) {
       if constexpr (P::kMalicious) {
         const u128* am = t.a.m.data() + om;
         const u128* bm = t.b.m.data() + om;
-        const u128* cm = t.c.m.data() + om;
+        const u128* cm = in_place ? z.m.data() : t.c.m.data() + om;
         for (std::size_t i = 0; i < n; ++i) {
           z.m[i] = cm[i] + d[i] * bm[i] + e[i] * am[i] + alpha * static_cast<u128>(d[i] * e[i]);
         }
@@ -106,14 +125,14 @@ Status BeaverBatch<P>::Exchange(OpenMode mode, PartyId king) {
     } else {
       const std::uint64_t* d = opened.data() + 2 * n_mul + os;
       const auto* av = s.a.v.data() + os;
-      const auto* aav = s.aa.v.data() + os;
+      const auto* aav = in_place ? z.v.data() : s.aa.v.data() + os;
       for (std::size_t i = 0; i < n; ++i) {
         z.v[i] = aav[i] + (2 * d[i]) * av[i];
         if (p0) z.v[i] += d[i] * d[i];
       }
       if constexpr (P::kMalicious) {
         const u128* am = s.a.m.data() + os;
-        const u128* aam = s.aa.m.data() + os;
+        const u128* aam = in_place ? z.m.data() : s.aa.m.data() + os;
         for (std::size_t i = 0; i < n; ++i) {
           z.m[i] =
               aam[i] + static_cast<u128>(2 * d[i]) * am[i] + alpha * static_cast<u128>(d[i] * d[i]);
@@ -123,6 +142,7 @@ Status BeaverBatch<P>::Exchange(OpenMode mode, PartyId king) {
     }
     j.out = std::move(z);
   }
+  ctx_.GiveSpare(std::move(opened));
   return Status::Ok();
 }
 

@@ -304,7 +304,7 @@ Result<std::vector<std::uint64_t>> Context<P>::OpenOwned(Shares<P>&& x, OpenMode
     return wire;
   };
   std::vector<std::uint8_t>& in_bytes = open_in_;
-  std::vector<W> in_words;
+  std::vector<W>& in_words = open_words_;
   auto recv_into = [&](PartyId p, bool add) -> Status {
     if (width == sizeof(W)) {  // full width: straight into words
       in_words.resize(n);
@@ -386,7 +386,7 @@ Result<std::vector<std::uint64_t>> Context<P>::OpenOwned(Shares<P>&& x, OpenMode
   const std::uint64_t keep = bits >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bits) - 1;
   std::vector<std::uint64_t> low;
   if constexpr (P::kMalicious) {
-    low.resize(n);
+    low = TakeSpare(n);
     for (std::size_t i = 0; i < n; ++i) {
       sum[i] &= wire_mask;
       low[i] = Low64(sum[i]) & keep;
@@ -411,6 +411,20 @@ Result<std::vector<std::uint64_t>> Context<P>::OpenOwned(Shares<P>&& x, OpenMode
     low.erase(low.begin(), low.begin() + static_cast<std::ptrdiff_t>(merged));
   }
   return low;
+}
+
+template <typename P>
+std::vector<std::uint64_t> Context<P>::TakeSpare(std::size_t n) {
+  if (spare_.capacity() < n) return std::vector<std::uint64_t>(n);  // no copy of the old words
+  std::vector<std::uint64_t> out = std::move(spare_);
+  spare_ = {};
+  out.resize(n);
+  return out;
+}
+
+template <typename P>
+void Context<P>::GiveSpare(std::vector<std::uint64_t>&& words) {
+  if (words.capacity() > spare_.capacity()) spare_ = std::move(words);
 }
 
 template <typename P>

@@ -265,7 +265,13 @@ Status FusedBatch<P>::Exchange() {
   const ShareKey& key = ctx_.key();
   const bool p0 = ctx_.self() == 0;
   const u128 alpha = key.alpha;
-  Shares<P> masked(total);
+  // Every word is written below: semi-honest, the buffer of an earlier batch's opened values.
+  Shares<P> masked;
+  if constexpr (P::kMalicious) {
+    masked = Shares<P>(total);
+  } else {
+    masked.v = ctx_.TakeSpare(total);
+  }
   for (std::size_t k = 0; k < jobs_.size(); ++k) {
     const Job& j = jobs_[k];
     const std::size_t n = j.op[0].size();
@@ -334,6 +340,7 @@ Status FusedBatch<P>::Exchange() {
       if (j.shape.pair()) ProductColumns(x[2], x[1], t, prod, j.out[1], p0, alpha);
     }
   }
+  ctx_.GiveSpare(std::move(opened));
   return Status::Ok();
 }
 
