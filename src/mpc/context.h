@@ -210,7 +210,8 @@ class Context {
   // last GiveSpare handed back, so that a batch opening as many values as the last one
   // allocates, zero-fills and page-faults nothing (1M products: 16 MB a party per batch).
   std::vector<std::uint64_t> TakeSpare(std::size_t n);
-  // An opening's result (or any word vector) the caller is done with, kept for TakeSpare.
+  // An opening's result the caller is done with, kept for TakeSpare. Only opened (public)
+  // words come back here: a TakeSpare caller that left a word unwritten would send it.
   void GiveSpare(std::vector<std::uint64_t>&& words);
 
   // What an opening costs this party: its rounds and the bytes it sends.
