@@ -138,6 +138,22 @@ mpc::BitShares<P> UnpackBitRandoms(BitUnits w, std::size_t n);
 // Comparison tuples of `groups` group nodes (ltz_batch.cc).
 template <typename P>
 mpc::LtzTuples<P> UnpackLtzTuples(BitUnits w, std::size_t n, int groups);
+// Semi-honest comparison tuples from whole units appended in order, wherever they are read
+// (a BitUnits' chunks, or a pool's chunks in place: InProcessBitDealer::TakeInPlace), so
+// the units are copied once, into the items' vectors. Units past the n items are ignored.
+template <typename P>
+class SemiLtzUnpacker {
+ public:
+  SemiLtzUnpacker(std::size_t n, int groups);
+  void Append(std::span<const std::uint64_t> units);  // whole units
+  mpc::LtzTuples<P> Finish() &&;
+
+ private:
+  const mpc::ltz::LtzLayout& layout_;
+  std::size_t n_, words_;
+  std::size_t u_ = 0;  // units appended (item words filled)
+  mpc::LtzTuples<P> t_;
+};
 
 // A party's side: expands the batches addressed to it (its bit seed from the dealer's
 // Setup) into items. Refuses batches for another party, item or security mode, with a

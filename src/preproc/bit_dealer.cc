@@ -455,6 +455,34 @@ Result<BitUnits> InProcessBitDealer<P>::Take(mpc::PartyId p, BitItem item, std::
   return out;
 }
 
+template <typename P>
+Status InProcessBitDealer<P>::TakeInPlace(mpc::PartyId p, BitItem item, std::size_t units,
+                                          std::int32_t corrector, const UnitReader& read) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::size_t uw = UnitWords(item);
+  Pool& pool = pools_[static_cast<std::size_t>(p)][static_cast<std::size_t>(item)];
+  const std::size_t have = pool.words / uw;
+  if (have < units) MPCACHE_RETURN_IF_ERROR(MakeLocked(item, units - have, corrector));
+  BitUnits seen;  // for the observer only (tests)
+  std::size_t need = units * uw;
+  pool.words -= need;
+  while (need > 0) {
+    std::vector<std::uint64_t>& front = pool.chunks.front();
+    const std::size_t take = std::min(front.size() - pool.head, need);
+    const std::span<const std::uint64_t> words(front.data() + pool.head, take);
+    read(words);
+    if (observer_) seen.chunks.emplace_back(words.begin(), words.end());
+    need -= take;
+    pool.head += take;
+    if (pool.head == front.size()) {
+      pool.chunks.pop_front();
+      pool.head = 0;
+    }
+  }
+  if (observer_) observer_(p, item, seen);
+  return Status::Ok();
+}
+
 // ---- party side: unpack units into items ----
 
 template <typename P>
@@ -517,9 +545,19 @@ Result<mpc::LtzTuples<P>> BitStore<P>::GetLtzTuples(std::size_t n, int groups) {
   }
   const BitItem item = LtzItem(groups);
   const std::size_t units = BitUnitsFor(InProcessBitDealer<P>::kSecurity, item, n);
-  MPCACHE_ASSIGN_OR_RETURN(auto w, dealer_.Take(party_, item, units, Corrector(item, units)));
-  consumed_[static_cast<std::size_t>(item)] += units * InProcessBitDealer<P>::UnitItems(item);
-  return UnpackLtzTuples<P>(std::move(w), n, groups);
+  const std::int32_t corrector = Corrector(item, units);
+  if constexpr (P::kMalicious) {  // rows kept in place (the chunks are moved, not copied)
+    MPCACHE_ASSIGN_OR_RETURN(auto w, dealer_.Take(party_, item, units, corrector));
+    consumed_[static_cast<std::size_t>(item)] += units * InProcessBitDealer<P>::UnitItems(item);
+    return UnpackLtzTuples<P>(std::move(w), n, groups);
+  } else {  // bitsliced: copied once, straight from the pool
+    SemiLtzUnpacker<P> unpack(n, groups);
+    MPCACHE_RETURN_IF_ERROR(dealer_.TakeInPlace(
+        party_, item, units, corrector,
+        [&unpack](std::span<const std::uint64_t> words) { unpack.Append(words); }));
+    consumed_[static_cast<std::size_t>(item)] += units * InProcessBitDealer<P>::UnitItems(item);
+    return std::move(unpack).Finish();
+  }
 }
 
 template class BitStore<mpc::SemiHonest>;

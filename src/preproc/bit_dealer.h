@@ -30,6 +30,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <vector>
 
 #include "common/prg.h"
@@ -119,6 +120,11 @@ class InProcessBitDealer {
   // pool chunks moved out (no copy) and freed as they are read.
   // A batch made for the pools names `corrector`.
   Result<BitUnits> Take(mpc::PartyId p, BitItem item, std::size_t units, std::int32_t corrector);
+  // The same units read in place by `read` (whole units, in order, under mu_) and freed:
+  // for items the party copies out anyway (semi-honest comparison tuples), no copy first.
+  using UnitReader = std::function<void(std::span<const std::uint64_t>)>;
+  Status TakeInPlace(mpc::PartyId p, BitItem item, std::size_t units, std::int32_t corrector,
+                     const UnitReader& read);
   // One batch for every party's pool.
   Status MakeLocked(BitItem item, std::size_t units, std::int32_t corrector);
   void MakeChunkLocked(BitItem item, std::uint64_t seq, std::uint64_t chunk, std::size_t units,

@@ -3,10 +3,56 @@
 // units hold 64 items, bitsliced.
 #include <algorithm>
 #include <memory>
+#include <span>
 
 #include "preproc/bit_batch.h"
 
 namespace mpcache::preproc {
+
+template <typename P>
+SemiLtzUnpacker<P>::SemiLtzUnpacker(std::size_t n, int groups)
+    : layout_(mpc::ltz::LtzLayoutFor(groups)), n_(n), words_(mpc::WordsFor(n)) {
+  static_assert(!P::kMalicious, "malicious tuples are kept in place as rows");
+  // Every vector grows in item order as the units come (no zero-fill to overwrite: the
+  // copies are most of what a comparison's tuples cost the party online).
+  t_.groups = groups;
+  t_.r.v.reserve(n);
+  t_.bin.resize(static_cast<std::size_t>(layout_.num_binary));
+  for (mpc::BitShares<P>& b : t_.bin) {
+    b.n = n;
+    b.v.reserve(words_);
+  }
+  t_.mono.resize(layout_.root.monos.size());
+  for (mpc::Shares<P>& m : t_.mono) m.v.reserve(n);
+}
+
+template <typename P>
+void SemiLtzUnpacker<P>::Append(std::span<const std::uint64_t> units) {
+  const std::size_t uw = layout_.SemiUnitWords();
+  for (std::size_t off = 0; off + uw <= units.size() && u_ < words_; off += uw, ++u_) {
+    const std::uint64_t* x = units.data() + off;
+    for (std::size_t v = 0; v < t_.bin.size(); ++v) t_.bin[v].v.push_back(x[v]);
+    // Each arithmetic vector's 64 items are consecutive in the unit: one copy apiece.
+    const std::size_t items = std::min<std::size_t>(64, n_ - 64 * u_);
+    const auto append = [&](std::size_t word, mpc::Shares<P>& dst) {
+      dst.v.insert(dst.v.end(), x + word, x + word + items);
+    };
+    append(layout_.SemiRWord(), t_.r);
+    for (std::size_t k = 0; k < t_.mono.size(); ++k) {
+      append(layout_.SemiMonoWord(static_cast<int>(k)), t_.mono[k]);
+    }
+  }
+}
+
+template <typename P>
+mpc::LtzTuples<P> SemiLtzUnpacker<P>::Finish() && {
+  // Short of units (not from a well-formed batch): zeros, as before, for the caller's
+  // shape check to see the right sizes.
+  for (mpc::BitShares<P>& b : t_.bin) b.v.resize(words_);
+  t_.r.v.resize(n_);
+  for (mpc::Shares<P>& m : t_.mono) m.v.resize(n_);
+  return std::move(t_);
+}
 
 template <typename P>
 mpc::LtzTuples<P> UnpackLtzTuples(BitUnits w, std::size_t n, int groups) {
@@ -34,49 +80,21 @@ mpc::LtzTuples<P> UnpackLtzTuples(BitUnits w, std::size_t n, int groups) {
       t.rows.owners.push_back(std::move(chunk));
     }
   } else {
-    const std::size_t uw = layout.SemiUnitWords();
-    const std::size_t values = static_cast<std::size_t>(layout.num_binary);
-    const std::size_t words = mpc::WordsFor(n);
-    // Every vector grows in item order as the units come (no zero-fill to overwrite: the
-    // copies are most of what a comparison's tuples cost the party online).
-    t.r.v.reserve(n);
-    t.bin.resize(values);
-    for (mpc::BitShares<P>& b : t.bin) {
-      b.n = n;
-      b.v.reserve(words);
-    }
-    t.mono.resize(layout.root.monos.size());
-    for (mpc::Shares<P>& m : t.mono) m.v.reserve(n);
-    std::size_t u = 0;
+    SemiLtzUnpacker<P> unpack(n, groups);
     bool first = true;
-    while (!w.chunks.empty() && u < words) {
+    while (!w.chunks.empty()) {
       const std::vector<std::uint64_t> c = std::move(w.chunks.front());
       w.chunks.pop_front();
-      for (std::size_t off = first ? w.first_offset : 0; off + uw <= c.size() && u < words;
-           off += uw, ++u) {
-        const std::uint64_t* x = c.data() + off;
-        for (std::size_t v = 0; v < values; ++v) t.bin[v].v.push_back(x[v]);
-        // Each arithmetic vector's 64 items are consecutive in the unit: one copy apiece.
-        const std::size_t items = std::min<std::size_t>(64, n - 64 * u);
-        const auto append = [&](std::size_t word, mpc::Shares<P>& dst) {
-          dst.v.insert(dst.v.end(), x + word, x + word + items);
-        };
-        append(layout.SemiRWord(), t.r);
-        for (std::size_t k = 0; k < t.mono.size(); ++k) {
-          append(layout.SemiMonoWord(static_cast<int>(k)), t.mono[k]);
-        }
-      }
+      const std::size_t off = first ? std::min(w.first_offset, c.size()) : 0;
       first = false;
+      unpack.Append(std::span<const std::uint64_t>(c).subspan(off));
     }
-    // Short of units (not from a well-formed batch): zeros, as before, for the caller's
-    // shape check to see the right sizes.
-    for (mpc::BitShares<P>& b : t.bin) b.v.resize(words);
-    t.r.v.resize(n);
-    for (mpc::Shares<P>& m : t.mono) m.v.resize(n);
+    t = std::move(unpack).Finish();
   }
   return t;
 }
 
+template class SemiLtzUnpacker<mpc::SemiHonest>;
 template mpc::LtzTuples<mpc::SemiHonest> UnpackLtzTuples<mpc::SemiHonest>(BitUnits, std::size_t,
                                                                           int);
 template mpc::LtzTuples<mpc::Spdz2k> UnpackLtzTuples<mpc::Spdz2k>(BitUnits, std::size_t, int);

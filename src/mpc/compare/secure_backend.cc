@@ -322,6 +322,7 @@ template <typename P>
 typename SecureBackend<P>::Vec SecureBackend<P>::GatherSum(const Vec& a,
                                                            const SparseRows& m) const {
   const std::size_t rows = m.rows();
+  if (a.terms.empty()) return PlainGatherSum(a, m);
   Vec out = Building<P>(rows);
   out.src = a.src;
   for (std::size_t r = 0; r < rows; ++r) {
@@ -348,6 +349,44 @@ typename SecureBackend<P>::Vec SecureBackend<P>::GatherSum(const Vec& a,
     EndElement(out);
   }
   Compact(out);
+  return out;
+}
+
+// GatherSum of a vector with no pending term (the row max's pairs and wins): no terms to
+// carry, so one pass over the rows' entries through raw pointers (the general loop's
+// term appends make the compiler reload every vector's data pointer per entry).
+template <typename P>
+typename SecureBackend<P>::Vec SecureBackend<P>::PlainGatherSum(const Vec& a, const SparseRows& m) {
+  const std::size_t rows = m.rows();
+  Vec out;
+  out.s = Shares<P>(rows);
+  out.has_s.resize(rows);
+  out.pub.resize(rows);
+  out.off.assign(rows + 1, 0);
+  const auto* sv = a.s.v.data();
+  const std::uint8_t* hs = a.has_s.data();
+  const std::uint64_t* pb = a.pub.data();
+  const std::size_t* idx = m.idx.data();
+  const Ring64* coef = m.coef.data();
+  for (std::size_t r = 0; r < rows; ++r) {
+    typename P::Word v = 0;
+    u128 mac = 0;
+    std::uint8_t has_s = 0;
+    std::uint64_t pub = 0;
+    for (std::size_t k = m.off[r], end = m.off[r + 1]; k < end; ++k) {
+      const std::size_t j = idx[k];
+      const Ring64 c = coef[k];
+      if (c == 0) continue;
+      v += sv[j] * c;
+      if constexpr (P::kMalicious) mac += a.s.m[j] * c;
+      has_s = static_cast<std::uint8_t>(has_s | hs[j]);
+      pub += pb[j] * c;
+    }
+    out.s.v[r] = v;
+    if constexpr (P::kMalicious) out.s.m[r] = mac;
+    out.has_s[r] = has_s;
+    out.pub[r] = pub;
+  }
   return out;
 }
 
@@ -511,7 +550,7 @@ typename SecureBackend<P>::Vec SecureBackend<P>::CompareEach(const Vec& a,
   }
   if (flush) Flush({&x});
   if (!status_.ok()) return Vec::Zeros(total);
-  Shares<P> base = x.s;  // a's shares, less the pending terms' r_shift below
+  Shares<P> base = std::move(x.s);  // a's shares, less the pending terms' r_shift below
   // Every distinct pending value, opened once by the comparison's own exchange (elements
   // that hold the same one — a value compared against many thresholds — share its
   // truncation); uses[k]: (element, coefficient) of each use of value k.
@@ -579,13 +618,21 @@ typename SecureBackend<P>::Vec SecureBackend<P>::CompareEach(const Vec& a,
       return Status::Ok();
     };
   }
-  // The comparison's input: a's element r (public part and offset added) for every offset.
-  Shares<P> in(total);
-  std::vector<std::uint64_t> pub(total);
-  for (std::size_t i = 0; i < reps; ++i) {
-    for (std::size_t r = 0; r < n; ++r) {
-      in.CopyFrom(i * n + r, base, r);
-      pub[i * n + r] = x.pub[r] + (c.empty() ? 0 : c[i]);
+  // The comparison's input: a's element r (public part and offset added) for every offset
+  // (no offset: base and x.pub themselves).
+  Shares<P> in;
+  std::vector<std::uint64_t> pub;
+  if (c.empty()) {
+    in = std::move(base);
+    pub = std::move(x.pub);
+  } else {
+    in = Shares<P>(total);
+    pub.resize(total);
+    for (std::size_t i = 0; i < reps; ++i) {
+      for (std::size_t r = 0; r < n; ++r) {
+        in.CopyFrom(i * n + r, base, r);
+        pub[i * n + r] = x.pub[r] + c[i];
+      }
     }
   }
   AddPublicInPlace<P>(ctx_.arith().key(), in, pub);

@@ -104,6 +104,8 @@ class SecureBackend {
   static bool AnyPending(const Vec& v);
   // a + b, or a - b when `minus`, of same-sized vectors with no pending term.
   static Vec PlainSum(const Vec& a, const Vec& b, bool minus);
+  // GatherSum of a vector with no pending term.
+  static Vec PlainGatherSum(const Vec& a, const SparseRows& m);
   // Opens every waiting truncation now (1 round if there is any), then normalizes `vs`.
   void Flush(std::initializer_list<Vec*> vs);
   // A product batch: b == nullptr squares a.

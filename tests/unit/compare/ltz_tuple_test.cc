@@ -253,6 +253,58 @@ TYPED_TEST(LtzDealer, TuplesAreConsistentAndCostTheirLayout) {
   }
 }
 
+// Takes that split a pool's chunks (part of one, the end of one and the start of the next,
+// then more than the pool holds) hand out each unit once, in order: the same items as one
+// take of everything from a twin dealer (same seed, same batches). Semi-honest tuples are
+// read in place from the pool (TakeInPlace), malicious ones moved out (Take).
+TYPED_TEST(LtzDealer, SplitTakesHandOutEachUnitOnceInOrder) {
+  using P = TypeParam;
+  const u128 alpha = P::kMalicious ? (u128{0x55} << 64 | 0x7654321) : 0;
+  const int groups = 8;
+  const auto item = preproc::LtzItem(groups);
+  const std::size_t per = preproc::InProcessBitDealer<P>::UnitItems(item);
+  auto split = preproc::InProcessBitDealer<P>::Create(TestSeed(400), alpha).value();
+  auto whole = preproc::InProcessBitDealer<P>::Create(TestSeed(400), alpha).value();
+  for (auto* d : {split.get(), whole.get()}) {  // two batches: two pool chunks per party
+    ASSERT_TRUE(d->Provide(item, 3 * per).ok());
+    ASSERT_TRUE(d->Provide(item, 3 * per).ok());
+  }
+  // Units: 2 of the first chunk, its last and 2 of the second, the second's last and 1
+  // made on demand (a third batch, as the twin's extra take below).
+  const std::vector<std::size_t> takes = {2 * per, 3 * per, 2 * per};
+  const std::size_t total = 7 * per;
+  // Item i's words (its bitsliced bits or row, its r and root monomials) at party p.
+  auto item_words = [&](const LtzTuples<P>& t, std::size_t i) {
+    std::vector<std::uint64_t> w;
+    if constexpr (P::kMalicious) {
+      const auto& l = ltz::LtzLayoutFor(groups);
+      w.assign(t.rows.rows[i], t.rows.rows[i] + l.RowWords());
+    } else {
+      for (const auto& b : t.bin) w.push_back((b.v[i / 64] >> (i % 64)) & 1);
+      for (const auto& m : t.mono) w.push_back(m.v[i]);
+    }
+    w.push_back(static_cast<std::uint64_t>(t.r.v[i]));
+    return w;
+  };
+  for (int p = 0; p < 3; ++p) {
+    auto ref = whole->store(p).GetLtzTuples(6 * per, groups);
+    auto extra = whole->store(p).GetLtzTuples(per, groups);
+    ASSERT_TRUE(ref.ok() && extra.ok());
+    std::size_t at = 0;
+    for (const std::size_t n : takes) {
+      auto got = split->store(p).GetLtzTuples(n, groups);
+      ASSERT_TRUE(got.ok()) << got.error().ToString();
+      ASSERT_EQ(got->size(), n);
+      for (std::size_t i = 0; i < n; ++i, ++at) {
+        const auto want = at < 6 * per ? item_words(*ref, at) : item_words(*extra, at - 6 * per);
+        ASSERT_EQ(item_words(*got, i), want) << "party " << p << ", item " << at;
+      }
+    }
+    ASSERT_EQ(at, total);
+    EXPECT_EQ(split->store(p).consumed(item), total);
+  }
+}
+
 // The network path: the dealer's batch, serialised, parsed and expanded at each party.
 TYPED_TEST(LtzDealer, SerialisedBatchesReconstruct) {
   using P = TypeParam;

@@ -108,7 +108,8 @@ TYPED_TEST(UniformPathTest, WholeVectorPathsMakeTheGeneralPathsShareWords) {
 
 // GatherSum against its plaintext twin, exactly: rows over plain shares and pending
 // truncations (whose terms it scales and carries), with zero, one and minus-one coefficients
-// and an element used twice; local (no round, no byte).
+// and an element used twice; and the same rows over a vector with no pending term (its own
+// path) whose second half is public constants; local (no round, no byte).
 TYPED_TEST(UniformPathTest, GatherSumEqualsItsPlaintextTwinAndIsLocal) {
   using P = TypeParam;
   Vec x;
@@ -125,7 +126,7 @@ TYPED_TEST(UniformPathTest, GatherSumEqualsItsPlaintextTwinAndIsLocal) {
   }
   CmpHarness<P> h(29);
   struct Out {
-    Vec sums, trunc;
+    Vec sums, trunc, plain_sums;
     std::uint64_t rounds = 1, bytes = 1;
   };
   auto res = h.Run([&](BinaryContext<P>& ctx) -> Result<Out> {
@@ -136,13 +137,17 @@ TYPED_TEST(UniformPathTest, GatherSumEqualsItsPlaintextTwinAndIsLocal) {
     const V pool = be.Concat(V(xs), t);
     const auto before = ctx.arith().stats().Total();
     const V sums = be.GatherSum(pool, m);
+    const V consts = be.AddConst(be.MulConst(V(xs), 0), 9);
+    const V plain_sums = be.GatherSum(be.Concat(V(xs), consts), m);
     const auto after = ctx.arith().stats().Total();
     Out o;
     o.rounds = after.rounds - before.rounds;
     o.bytes = after.bytes_sent - before.bytes_sent;
     Shares<P> ss = be.Materialize(sums);
     Shares<P> ts = be.Materialize(t);
+    Shares<P> ps = be.Materialize(plain_sums);
     if (!be.status().ok()) return be.status().error();
+    MPCACHE_ASSIGN_OR_RETURN(o.plain_sums, RevealChecked(ctx, ps));
     MPCACHE_ASSIGN_OR_RETURN(o.sums, RevealChecked(ctx, ss));
     MPCACHE_ASSIGN_OR_RETURN(o.trunc, RevealChecked(ctx, ts));
     return o;
@@ -158,6 +163,9 @@ TYPED_TEST(UniformPathTest, GatherSumEqualsItsPlaintextTwinAndIsLocal) {
   }
   const PlainBackend pb;
   EXPECT_EQ(o.sums, pb.GatherSum(pool, m));
+  Vec plain_pool = x;
+  plain_pool.resize(2 * x.size(), 9);
+  EXPECT_EQ(o.plain_sums, pb.GatherSum(plain_pool, m));
 }
 
 }  // namespace
