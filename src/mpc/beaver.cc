@@ -48,12 +48,7 @@ Status BeaverBatch<P>::Exchange(OpenMode mode, PartyId king) {
   // Layout of the opened vector: [d of all products | e of all products | d of squares].
   // Every word is written below: semi-honest, the buffer of the last batch's opened values
   // (no zero-fill, no fresh pages).
-  Shares<P> masked;
-  if constexpr (P::kMalicious) {
-    masked = Shares<P>(2 * n_mul + n_sq);
-  } else {
-    masked.v = ctx_.TakeSpare(2 * n_mul + n_sq);
-  }
+  Shares<P> masked = ctx_.MaskedBuffer(2 * n_mul + n_sq);
   {
     std::size_t om = 0, os = 0;
     for (const Job& j : jobs_) {

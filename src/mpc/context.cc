@@ -428,6 +428,17 @@ void Context<P>::GiveSpare(std::vector<std::uint64_t>&& words) {
 }
 
 template <typename P>
+Shares<P> Context<P>::MaskedBuffer(std::size_t n) {
+  if constexpr (P::kMalicious) {
+    return Shares<P>(n);
+  } else {
+    Shares<P> out;
+    out.v = TakeSpare(n);
+    return out;
+  }
+}
+
+template <typename P>
 Status Context<P>::StartCoin() {
   local_prg_.Fill(coin_share_.data(), coin_share_.size());
   local_prg_.Fill(coin_nonce_.data(), coin_nonce_.size());

@@ -213,6 +213,9 @@ class Context {
   // An opening's result the caller is done with, kept for TakeSpare. Only opened (public)
   // words come back here: a TakeSpare caller that left a word unwritten would send it.
   void GiveSpare(std::vector<std::uint64_t>&& words);
+  // n shares to be masked and opened, every word written by the caller: semi-honest, the
+  // spare (TakeSpare); malicious, fresh (a MAC word per value, no spare kept for them).
+  Shares<P> MaskedBuffer(std::size_t n);
 
   // What an opening costs this party: its rounds and the bytes it sends.
   struct OpenCost {

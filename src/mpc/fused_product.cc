@@ -266,12 +266,7 @@ Status FusedBatch<P>::Exchange() {
   const bool p0 = ctx_.self() == 0;
   const u128 alpha = key.alpha;
   // Every word is written below: semi-honest, the buffer of an earlier batch's opened values.
-  Shares<P> masked;
-  if constexpr (P::kMalicious) {
-    masked = Shares<P>(total);
-  } else {
-    masked.v = ctx_.TakeSpare(total);
-  }
+  Shares<P> masked = ctx_.MaskedBuffer(total);
   for (std::size_t k = 0; k < jobs_.size(); ++k) {
     const Job& j = jobs_[k];
     const std::size_t n = j.op[0].size();
