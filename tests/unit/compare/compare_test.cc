@@ -77,7 +77,7 @@ TYPED_TEST(CompareTest, LessThanZeroMatchesPlaintextWithExactCost) {
   for (std::size_t n_random : {0, 1, 51, 52, 500}) {
     const Vec x = EdgeAndRandom(n_random, 11 + n_random);
     auto res = RunCostedLtz<P>(3, x, 64);
-    ExpectAllOk(res);
+    ASSERT_NO_FATAL_FAILURE(ExpectAllOk(res));
     for (std::size_t i = 0; i < x.size(); ++i) {
       const std::uint64_t want = static_cast<std::int64_t>(x[i]) < 0 ? 1 : 0;
       ASSERT_EQ(res[0]->values[i], want) << "x = " << static_cast<std::int64_t>(x[i]);
@@ -105,7 +105,7 @@ TYPED_TEST(CompareTest, NarrowComparisonsMatchTheirTwinWithExactCost) {
           i % 8 == 7 ? r : static_cast<std::uint64_t>(static_cast<std::int64_t>(r) >> (64 - bits)));
     }
     auto res = RunCostedLtz<P>(30 + static_cast<std::uint64_t>(bits), x, bits);
-    ExpectAllOk(res);
+    ASSERT_NO_FATAL_FAILURE(ExpectAllOk(res));
     PlainBackend plain;
     const Vec twin = plain.IsNegative(x, bits);
     for (std::size_t i = 0; i < x.size(); ++i) {
@@ -141,7 +141,7 @@ TYPED_TEST(CompareTest, ComparisonWidthOutOfRangeIsAnError) {
     }
     return 0;
   });
-  ExpectAllOk(res);
+  ASSERT_NO_FATAL_FAILURE(ExpectAllOk(res));
 }
 
 TEST(CompareShape, EveryWidthTakesAtMostThreeRounds) {
@@ -204,7 +204,7 @@ TYPED_TEST(CompareTest, LessThanOnFixedPointRange) {
     MPCACHE_ASSIGN_OR_RETURN(Shares<P> lt, LessThan(ctx, as, bs));
     return RevealChecked(ctx, lt);
   });
-  ExpectAllOk(res);
+  ASSERT_NO_FATAL_FAILURE(ExpectAllOk(res));
   for (std::size_t i = 0; i < a.size(); ++i) {
     EXPECT_EQ(res[0].value()[i],
               static_cast<std::int64_t>(a[i]) < static_cast<std::int64_t>(b[i]) ? 1u : 0u);
@@ -248,7 +248,7 @@ TYPED_TEST(CompareTest, AndBatchOpenAndBitToArith) {
     MPCACHE_ASSIGN_OR_RETURN(out.arith, RevealChecked(ctx, za));
     return out;
   });
-  ExpectAllOk(res);
+  ASSERT_NO_FATAL_FAILURE(ExpectAllOk(res));
   const std::size_t n = xa.size();
   for (std::size_t i = 0; i < n; ++i) {
     const bool want = static_cast<std::int64_t>(xa[i]) < 0 && static_cast<std::int64_t>(ya[i]) < 0;
@@ -276,7 +276,7 @@ TYPED_TEST(CompareTest, MacCheckCostAndEmptyCheckIsFree) {
     MPCACHE_RETURN_IF_ERROR(CheckAllMacs(ctx));
     return cost;
   });
-  ExpectAllOk(res);
+  ASSERT_NO_FATAL_FAILURE(ExpectAllOk(res));
   for (const auto& r : res) {
     EXPECT_EQ(r->rounds, P::kMalicious ? kMacCheckRounds : 0u);
     EXPECT_EQ(r->bytes_sent, P::kMalicious ? kBinaryCheckBytes : 0u);
@@ -324,7 +324,7 @@ TYPED_TEST(CompareTest, CombinedMacCheckSharesItsRounds) {
     MPCACHE_RETURN_IF_ERROR(measure(c.none));
     return c;
   });
-  ExpectAllOk(res);
+  ASSERT_NO_FATAL_FAILURE(ExpectAllOk(res));
   const bool m = P::kMalicious;
   for (const auto& r : res) {
     EXPECT_EQ(r->both.rounds, m ? kMacCheckRounds : 0u);

@@ -74,7 +74,7 @@ void CheckSampling(const SamplingParams& s, std::uint64_t noise_seed, const Cost
     MPCACHE_ASSIGN_OR_RETURN(o.one_hot, RevealChecked(ctx, am.one_hot));
     return o;
   });
-  ExpectAllOk(res);
+  ASSERT_NO_FATAL_FAILURE(ExpectAllOk(res));
   for (const auto& r : res) {
     EXPECT_EQ(r->rounds, r->theory_rounds) << s.Describe();
     EXPECT_EQ(r->bytes, r->theory_bytes) << s.Describe();

@@ -69,7 +69,7 @@ TYPED_TEST(SelectTest, MaxAndArgMaxExact) {
         MPCACHE_ASSIGN_OR_RETURN(out.onehot, RevealChecked(ctx, am.one_hot));
         return out;
       });
-      ExpectAllOk(res);
+      ASSERT_NO_FATAL_FAILURE(ExpectAllOk(res));
       const Out& o = res[0].value();
       // 4-ary tournament (ArgMaxRounds): a level of width w > 2 costs an LTZ + 2 product
       // rounds, a level of width 2 an LTZ + 1. Widths: 2 | 3 | 5, 2 | 7, 2 | 16, 4 | 37, 10, 3.
@@ -123,7 +123,7 @@ void ExpectTopK(const Vec& x, std::size_t rows, std::size_t cols, std::size_t k,
     MPCACHE_ASSIGN_OR_RETURN(out.sel, RevealChecked(ctx, t.selection));
     return out;
   });
-  ExpectAllOk(res);
+  ASSERT_NO_FATAL_FAILURE(ExpectAllOk(res));
   const Out& o = res[0].value();
   for (const auto& r : res) {
     EXPECT_EQ(r->cost.rounds, rounds) << "cols " << cols << " k " << k;
@@ -205,7 +205,7 @@ TEST(SelectArgs, RejectsBadShapes) {
     if (RowTopKByRank(ctx, xs, 4, 2, 1).ok()) return Internal("rank: accepted 4 x 2 over 6");
     return Status::Ok();
   });
-  ExpectAllOk(res);
+  ASSERT_NO_FATAL_FAILURE(ExpectAllOk(res));
 }
 
 }  // namespace

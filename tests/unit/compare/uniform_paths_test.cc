@@ -78,8 +78,8 @@ TYPED_TEST(UniformPathTest, WholeVectorPathsMakeTheGeneralPathsShareWords) {
   }
   const auto fast = RunChain<P>(x, y, false);
   const auto general = RunChain<P>(x, y, true);
-  ExpectAllOk(fast);
-  ExpectAllOk(general);
+  ASSERT_NO_FATAL_FAILURE(ExpectAllOk(fast));
+  ASSERT_NO_FATAL_FAILURE(ExpectAllOk(general));
   for (std::size_t p = 0; p < 3; ++p) {
     const ChainRun<P>& f = fast[p].value();
     const ChainRun<P>& g = general[p].value();
@@ -152,7 +152,7 @@ TYPED_TEST(UniformPathTest, GatherSumEqualsItsPlaintextTwinAndIsLocal) {
     MPCACHE_ASSIGN_OR_RETURN(o.trunc, RevealChecked(ctx, ts));
     return o;
   });
-  ExpectAllOk(res);
+  ASSERT_NO_FATAL_FAILURE(ExpectAllOk(res));
   const Out& o = res[0].value();
   EXPECT_EQ(o.rounds, 0u);
   EXPECT_EQ(o.bytes, 0u);

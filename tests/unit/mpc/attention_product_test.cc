@@ -169,7 +169,7 @@ TYPED_TEST(AttentionProductTest, ScoresAndMixEqualThePlaintextTwinAndCostTheTheo
       }
       return OpenChecked(ctx, std::move(s), o);
     });
-    ExpectAllOk(res);
+    ASSERT_NO_FATAL_FAILURE(ExpectAllOk(res));
     const Vec want = PlainBoth(c, data);
     for (const auto& r : res) EXPECT_EQ(r.value(), want) << c.len << " rows";
   }
@@ -229,7 +229,7 @@ TYPED_TEST(AttentionProductTest, DeferredRowsRideTheScoresOpening) {
     MPCACHE_ASSIGN_OR_RETURN(Shares<P> o, AttentionMix<P>(ctx, c.h, bl.sp, bl.vu));
     return OpenChecked(ctx, std::move(s), o);
   });
-  ExpectAllOk(res);
+  ASSERT_NO_FATAL_FAILURE(ExpectAllOk(res));
   const Vec want = PlainBoth(c, data);
   for (const auto& r : res) EXPECT_EQ(r.value(), want);
 }
@@ -267,7 +267,7 @@ TYPED_TEST(AttentionProductTest, BadShapesAreRefused) {
     if (AppendRows<P>(ctx, {{&b, row}}).ok()) return Internal("a full block took a row");
     return Status::Ok();
   });
-  ExpectAllOk(res);
+  ASSERT_NO_FATAL_FAILURE(ExpectAllOk(res));
 }
 
 }  // namespace

@@ -130,7 +130,7 @@ void CheckShape(std::uint8_t left, std::uint8_t right, int lbits, int rbits) {
   const ClearOperand r = MakeOperand(right, rbits, 23 + right);
   const bool square = right == 0;
   auto res = RunFused<P>(l, square ? nullptr : &r, 5 + left + 4 * right);
-  ExpectAllOk(res);
+  ASSERT_NO_FATAL_FAILURE(ExpectAllOk(res));
   const Revealed& o = *res[0];
   const std::string what = "left " + std::to_string(left) + " right " + std::to_string(right);
   FusedShape shape{left, right, static_cast<std::uint8_t>((left & FusedShape::kT) ? lbits : 0),
@@ -203,7 +203,7 @@ void CheckPair(std::uint8_t left, std::uint8_t left2, std::uint8_t right) {
     MPCACHE_RETURN_IF_ERROR(ctx.CheckMacs());
     return out;
   });
-  ExpectAllOk(res);
+  ASSERT_NO_FATAL_FAILURE(ExpectAllOk(res));
   const std::vector<Vec>& o = *res[0];
   const std::string what = "left " + std::to_string(left) + " left2 " + std::to_string(left2) +
                            " right " + std::to_string(right);
@@ -312,7 +312,7 @@ TYPED_TEST(FusedTest, PendingTruncationRidesOnTheNextExchange) {
     MPCACHE_RETURN_IF_ERROR(ctx.CheckMacs());
     return out;
   });
-  ExpectAllOk(res);
+  ASSERT_NO_FATAL_FAILURE(ExpectAllOk(res));
   const auto& o = *res[0];
   EXPECT_EQ(o[0], c.s);
   for (std::size_t i = 1; i < kN; ++i) {

@@ -61,11 +61,24 @@ Result<Shares<P>> Share(Context<P>& ctx, const std::vector<std::uint64_t>& x) {
       x.size());
 }
 
+// Every party's result is ok; else a failure for each party that failed, and false (for
+// helpers that return a value: `if (!AllOk(res)) return {};`).
+template <typename R>
+bool AllOk(const std::vector<R>& results) {
+  bool ok = true;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    if (results[i].ok()) continue;
+    ADD_FAILURE() << "party " << i << ": " << results[i].error().ToString();
+    ok = false;
+  }
+  return ok;
+}
+
+// A fatal failure unless every party's result is ok. A caller that reads the results
+// after it wraps the call in ASSERT_NO_FATAL_FAILURE (the failure returns from here only).
 template <typename R>
 void ExpectAllOk(const std::vector<R>& results) {
-  for (std::size_t i = 0; i < results.size(); ++i) {
-    ASSERT_TRUE(results[i].ok()) << "party " << i << ": " << results[i].error().ToString();
-  }
+  if (!AllOk(results)) FAIL() << "a party failed (above)";
 }
 
 }  // namespace mpcache::mpc::testing

@@ -41,7 +41,7 @@ TYPED_TEST(HeavyTest, MillionProductsOneRound) {
     MPCACHE_RETURN_IF_ERROR(ctx.CheckMacs());
     return v;
   });
-  ExpectAllOk(res);
+  ASSERT_NO_FATAL_FAILURE(ExpectAllOk(res));
   for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(res[0]->at(i), x[i] * y[i]) << i;
 }
 
@@ -65,7 +65,7 @@ TYPED_TEST(HeavyTest, FixedMaskVectorTimesMatrix) {
     MPCACHE_RETURN_IF_ERROR(ctx.CheckMacs());
     return v;
   });
-  ExpectAllOk(res);
+  ASSERT_NO_FATAL_FAILURE(ExpectAllOk(res));
   Vec want(n, 0);
   for (std::size_t t = 0; t < k; ++t)
     for (std::size_t j = 0; j < n; ++j) want[j] += x[t] * w[t * n + j];

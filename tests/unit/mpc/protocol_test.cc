@@ -83,7 +83,7 @@ TYPED_TEST(ProtocolTest, InputThenOpenAllToAllAndKing) {
     MPCACHE_RETURN_IF_ERROR(ctx.CheckMacs());
     return Measured{a, ctx.stats().Total()};
   });
-  ExpectAllOk(res);
+  ASSERT_NO_FATAL_FAILURE(ExpectAllOk(res));
   for (auto& r : res) {
     EXPECT_EQ(r->values, x);
     if (P::kMalicious) {
@@ -109,7 +109,7 @@ TYPED_TEST(ProtocolTest, LinearOpsMatchPlaintext) {
     AddPublicInPlace(ctx.key(), t, Vec{7});
     return Reveal(ctx, Neg(t));
   });
-  ExpectAllOk(res);
+  ASSERT_NO_FATAL_FAILURE(ExpectAllOk(res));
   for (std::size_t i = 0; i < x.size(); ++i) EXPECT_EQ(res[1]->at(i), 0 - (3 * x[i] - y[i] + 7));
 }
 
@@ -142,7 +142,7 @@ TYPED_TEST(ProtocolTest, MulAndSquareMatchPlaintextInOneRound) {
     all.Append(z);
     return Measured{Reveal(ctx, all).value(), cost};
   });
-  ExpectAllOk(res);
+  ASSERT_NO_FATAL_FAILURE(ExpectAllOk(res));
   const Vec& v = res[0]->values;
   for (std::size_t i = 0; i < n; ++i) {
     EXPECT_EQ(v[i], x[i] * y[i]);
@@ -190,7 +190,7 @@ TYPED_TEST(ProtocolTest, BatchesOfChangingSizesReuseTheirBuffers) {
     all.Append(zz);
     return Reveal(ctx, all);
   });
-  ExpectAllOk(res);
+  ASSERT_NO_FATAL_FAILURE(ExpectAllOk(res));
   const Vec& v = *res[0];
   Vec want;
   for (const auto& [np, ns] : plan) {
@@ -231,7 +231,7 @@ TYPED_TEST(ProtocolTest, ProductsAndTruncationThroughAKing) {
     z.Append(t);
     return Reveal(ctx, z);
   });
-  ExpectAllOk(res);
+  ASSERT_NO_FATAL_FAILURE(ExpectAllOk(res));
   for (std::size_t i = 0; i < n; ++i) {
     EXPECT_EQ(res[0]->at(i), x[i] * y[i]);
     if (static_cast<std::int64_t>(x[i]) < (std::int64_t{1} << 62) &&
@@ -267,7 +267,7 @@ TYPED_TEST(ProtocolTest, TruncWithinOneUlp) {
       if (cost.rounds != 1 || cost.bytes_sent != 2 * B * x.size()) return Internal("trunc cost");
       return Measured{Reveal(ctx, t).value(), cost};
     });
-    ExpectAllOk(res);
+    ASSERT_NO_FATAL_FAILURE(ExpectAllOk(res));
     for (std::size_t i = 0; i < x.size(); ++i) {
       const std::int64_t want = static_cast<std::int64_t>(x[i]) >> f;
       const std::int64_t got = static_cast<std::int64_t>(res[0]->values[i]);
@@ -338,7 +338,7 @@ TYPED_TEST(ProtocolTest, MatrixProductsMatchPlaintext) {
     out.Append(zo);
     return Reveal(ctx, out);
   });
-  ExpectAllOk(res);
+  ASSERT_NO_FATAL_FAILURE(ExpectAllOk(res));
   Vec want = Plain(x, w, m, k, n);
   for (const Vec* v : {&x, &x, &x2}) {
     const Vec p = Plain(*v, w, m, k, n);
@@ -368,7 +368,7 @@ TYPED_TEST(ProtocolTest, MatMulWithWorkerThreads) {
     MPCACHE_ASSIGN_OR_RETURN(Shares<P> z, MatMul(*ctx, sx, m, fw));
     return Reveal(*ctx, z);
   });
-  ExpectAllOk(res);
+  ASSERT_NO_FATAL_FAILURE(ExpectAllOk(res));
   EXPECT_EQ(res[0].value(), Plain(x, w, m, k, n));
 }
 
@@ -382,7 +382,7 @@ TYPED_TEST(ProtocolTest, OutputToOnePartyOnly) {
     MPCACHE_ASSIGN_OR_RETURN(Vec v, OutputTo(ctx, s, 1));
     return Measured{v, ctx.stats().Total()};
   });
-  ExpectAllOk(res);
+  ASSERT_NO_FATAL_FAILURE(ExpectAllOk(res));
   EXPECT_TRUE(res[0]->values.empty());
   EXPECT_TRUE(res[2]->values.empty());
   EXPECT_EQ(res[1]->values, x);
@@ -412,7 +412,7 @@ TYPED_TEST(ProtocolTest, ClientInputAndOutput) {
     MPCACHE_ASSIGN_OR_RETURN(Shares<P> sq, Mul(ctx, s, s));
     return OutputToClient(ctx, sq);
   });
-  ExpectAllOk(res);
+  ASSERT_NO_FATAL_FAILURE(ExpectAllOk(res));
   for (std::size_t i = 0; i < n; ++i) EXPECT_EQ(res[0]->at(i) - r_out[i], x[i] * x[i]);
   EXPECT_EQ(res[0].value(), res[2].value());
 }

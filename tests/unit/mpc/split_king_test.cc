@@ -88,7 +88,7 @@ TYPED_TEST(SplitKingTest, OpensWhatAllToAllOpensForAThirdFewerBytes) {
       MPCACHE_ASSIGN_OR_RETURN(Shares<P> s, Share(ctx, x));
       return ctx.Open(s);
     });
-    ExpectAllOk(ref);
+    ASSERT_NO_FATAL_FAILURE(ExpectAllOk(ref));
     auto parties = SplitParties<P>(70 + n);
     auto res = parties->RunArith([&](Context<P>& ctx) -> Result<Vec> {
       MPCACHE_ASSIGN_OR_RETURN(Shares<P> s, Share(ctx, x));
@@ -116,7 +116,7 @@ TYPED_TEST(SplitKingTest, OpensWhatAllToAllOpensForAThirdFewerBytes) {
       MPCACHE_RETURN_IF_ERROR(ctx.CheckMacs());
       return last;
     });
-    ExpectAllOk(res);
+    ASSERT_NO_FATAL_FAILURE(ExpectAllOk(res));
     for (const auto& r : res) EXPECT_EQ(r.value(), x) << "n = " << n;
     EXPECT_EQ(res[0].value(), ref[0].value());
   }
@@ -139,7 +139,7 @@ TYPED_TEST(SplitKingTest, TheRoleTableCanNameSplitKings) {
     MPCACHE_RETURN_IF_ERROR(ctx.CheckMacs());
     return v;
   });
-  ExpectAllOk(res);
+  ASSERT_NO_FATAL_FAILURE(ExpectAllOk(res));
   for (const auto& r : res) EXPECT_EQ(r.value(), x);
 }
 
