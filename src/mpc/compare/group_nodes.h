@@ -28,98 +28,121 @@ inline int GroupSizeAt(int g, int low) {
   return std::min(edabit::kGroupBits, low - edabit::kGroupBits * g);
 }
 
-// ---- semi-honest: bitsliced polynomial arithmetic with public per-element coefficients ----
+// ---- semi-honest: bitsliced, one word (64 elements) at a time ----
 
-// A GF(2) polynomial in the r bits of one group: coef[S] is the bit vector of the coefficient
-// of the monomial prod_{t in S} r_{base+t}.
-struct Poly {
-  std::array<PublicBits, 16> coef;
-  std::array<bool, 16> nz{};
+// Which monomials the (lt, eq) polynomials of a group of `size` positions hold (bit S:
+// prod_{t in S} r_{base+t}; depends on the size only): lt and eq start as lt_0 = r_0 ~c_0
+// and eq_0 = ~c_0 ^ r_0; each position t above multiplies both by eq_t = ~c_t ^ r_t (a
+// monomial S gives S and S | t), and lt gains lt_t = r_t ~c_t.
+struct GroupMonos {
+  std::uint32_t lt = 0, eq = 0;
 };
-
-inline Poly PolyConstant(const PublicBits& c, unsigned mask) {
-  Poly p;
-  p.coef[mask] = c;
-  p.nz[mask] = true;
-  return p;
-}
-
-inline void PolyXorInto(Poly& a, const Poly& b) {
-  for (unsigned s = 0; s < 16; ++s) {
-    if (!b.nz[s]) continue;
-    if (!a.nz[s]) {
-      a.coef[s] = b.coef[s];
-      a.nz[s] = true;
-      continue;
+constexpr GroupMonos GroupMonosFor(int size) {
+  GroupMonos out{1u << 1, (1u << 0) | (1u << 1)};
+  for (int t = 1; t < size; ++t) {
+    const unsigned bit = 1u << t;
+    GroupMonos next{1u << bit, 0};
+    for (unsigned s = 0; s < 16; ++s) {
+      if (((out.lt >> s) & 1) != 0) next.lt |= (1u << s) | (1u << (s | bit));
+      if (((out.eq >> s) & 1) != 0) next.eq |= (1u << s) | (1u << (s | bit));
     }
-    for (std::size_t w = 0; w < a.coef[s].w.size(); ++w) a.coef[s].w[w] ^= b.coef[s].w[w];
-  }
-}
-
-// Product over boolean variables: m_S m_T = m_{S | T}.
-inline Poly PolyTimes(const Poly& a, const Poly& b, std::size_t n) {
-  Poly out;
-  for (unsigned s = 0; s < 16; ++s) {
-    if (!a.nz[s]) continue;
-    for (unsigned t = 0; t < 16; ++t) {
-      if (!b.nz[t]) continue;
-      PublicBits& o = out.coef[s | t];
-      if (!out.nz[s | t]) {
-        o = PublicBits(n);
-        out.nz[s | t] = true;
-      }
-      for (std::size_t w = 0; w < o.w.size(); ++w) o.w[w] ^= a.coef[s].w[w] & b.coef[t].w[w];
-    }
+    out = next;
   }
   return out;
 }
 
-// sum_S coef_S [m_S] with [m_{}] = 1 and mono(S) the shares of m_S (S != 0).
-template <typename P, typename Mono>
-BitShares<P> PolyEvaluate(const BitKey& key, const Poly& p, Mono&& mono, std::size_t n) {
-  BitShares<P> acc(n);
-  for (unsigned s = 1; s < 16; ++s) {
-    if (!p.nz[s]) continue;
-    const BitShares<P>& m = mono(s);
-    const auto& c = p.coef[s].w;
-    for (std::size_t w = 0; w < acc.v.size(); ++w) acc.v[w] ^= m.v[w] & c[w];
+// The group's (lt, eq) words for a group of kSize positions: c[t] = bit t of c (bitsliced),
+// m[S] the shares of monomial S. For each word of 64 elements the coefficients (bit vectors
+// of c) are built in registers and evaluated against the monomials' shares at once.
+template <int kSize, bool kEq>
+void GroupNodeWords(const std::array<const std::uint64_t*, edabit::kGroupBits>& c,
+                    const std::array<const std::uint64_t*, 16>& m, bool party0, std::size_t words,
+                    std::uint64_t* out_lt, std::uint64_t* out_eq) {
+  constexpr GroupMonos kMonos = GroupMonosFor(kSize);
+  for (std::size_t w = 0; w < words; ++w) {
+    std::array<std::uint64_t, 16> lt{}, eq{};
+    std::uint64_t nc = ~c[0][w];
+    lt[1] = nc;
+    eq[0] = nc;
+    eq[1] = ~std::uint64_t{0};
+#pragma GCC unroll 4
+    for (int t = 1; t < kSize; ++t) {
+      const unsigned bit = 1u << t;
+      nc = ~c[static_cast<std::size_t>(t)][w];
+      // Monomials S below t: (S, coef nc & x) and (S | t, coef x), from the old x.
+#pragma GCC unroll 16
+      for (unsigned s = 0; s < bit; ++s) {
+        const std::uint64_t l = lt[s], e = eq[s];
+        lt[s] = nc & l;
+        lt[s | bit] = l;
+        if constexpr (kEq) {
+          eq[s] = nc & e;
+          eq[s | bit] = e;
+        }
+      }
+      lt[bit] ^= nc;
+    }
+    std::uint64_t acc_lt = 0, acc_eq = party0 ? eq[0] : 0;  // lt has no constant term
+#pragma GCC unroll 16
+    for (unsigned s = 1; s < 16; ++s) {
+      if (((kMonos.lt >> s) & 1) != 0) acc_lt ^= m[s][w] & lt[s];
+      if constexpr (kEq) {
+        if (((kMonos.eq >> s) & 1) != 0) acc_eq ^= m[s][w] & eq[s];
+      }
+    }
+    out_lt[w] = acc_lt;
+    if constexpr (kEq) out_eq[w] = acc_eq;
   }
-  if (p.nz[0]) XorPublicInPlace(key, acc, p.coef[0]);
-  return acc;
 }
 
 // The (lt, eq) of group g of the low `low` positions (semi-honest), with cb[j] = bit j of c
-// (bitsliced) and mono(S) the shares of the product of the group's r bits in S.
+// (bitsliced) and mono(S) the shares of the product of the group's r bits in S (the GF(2)
+// polynomials of the header, coefficients public per element). Group 0 has no eq.
 template <typename P, typename Mono>
 Node<P> GroupNodeBitsliced(const BitKey& key, Mono&& mono, const std::vector<PublicBits>& cb, int g,
                            int low, std::size_t n) {
-  PublicBits ones(n);
-  for (auto& w : ones.w) w = ~std::uint64_t{0};
-  const int base = edabit::kGroupBits * g;
+  static_assert(!P::kMalicious, "malicious group nodes go item by item (GroupNodesFromRows)");
+  const std::size_t base = static_cast<std::size_t>(edabit::kGroupBits * g);
   const int size = GroupSizeAt(g, low);
-  Poly lt, eq;
-  for (int t = 0; t < size; ++t) {
-    PublicBits nc = cb[static_cast<std::size_t>(base) + static_cast<std::size_t>(t)];
-    for (auto& w : nc.w) w = ~w;
-    const unsigned bit = 1u << t;
-    Poly lt_t = PolyConstant(nc, bit);  // r_t & ~c_t
-    Poly eq_t = PolyConstant(nc, 0);    // r_t ^ ~c_t
-    PolyXorInto(eq_t, PolyConstant(ones, bit));
-    if (t == 0) {
-      lt = std::move(lt_t);
-      eq = std::move(eq_t);
-      continue;
-    }
-    Poly next_lt = PolyTimes(eq_t, lt, n);
-    PolyXorInto(next_lt, lt_t);
-    if (g > 0) eq = PolyTimes(eq_t, eq, n);
-    lt = std::move(next_lt);
+  const bool has_eq = g > 0;
+  const GroupMonos monos = GroupMonosFor(size);
+  std::array<const std::uint64_t*, edabit::kGroupBits> c{};
+  for (int t = 0; t < size; ++t)
+    c[static_cast<std::size_t>(t)] = cb[base + static_cast<std::size_t>(t)].w.data();
+  std::array<const std::uint64_t*, 16> m{};
+  for (unsigned s = 1; s < 16; ++s) {
+    if ((((monos.lt | (has_eq ? monos.eq : 0)) >> s) & 1) != 0) m[s] = mono(s).v.data();
   }
   Node<P> node;
-  node.lt = PolyEvaluate<P>(key, lt, mono, n);
-  if (g > 0) {
-    node.eq = PolyEvaluate<P>(key, eq, mono, n);
+  node.lt = BitShares<P>(n);
+  if (has_eq) {
+    node.eq = BitShares<P>(n);
     node.has_eq = true;
+  }
+  const bool party0 = key.party == 0;
+  const std::size_t words = WordsFor(n);
+  std::uint64_t* lt = node.lt.v.data();
+  std::uint64_t* eq = node.eq.v.data();
+  const auto run = [&]<int kSize>() {
+    if (has_eq) {
+      GroupNodeWords<kSize, true>(c, m, party0, words, lt, eq);
+    } else {
+      GroupNodeWords<kSize, false>(c, m, party0, words, lt, eq);
+    }
+  };
+  switch (size) {
+    case 1:
+      run.template operator()<1>();
+      break;
+    case 2:
+      run.template operator()<2>();
+      break;
+    case 3:
+      run.template operator()<3>();
+      break;
+    default:
+      run.template operator()<4>();
+      break;
   }
   return node;
 }
