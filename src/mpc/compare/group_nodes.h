@@ -102,7 +102,8 @@ template <typename P, typename Mono>
 Node<P> GroupNodeBitsliced(const BitKey& key, Mono&& mono, const std::vector<PublicBits>& cb, int g,
                            int low, std::size_t n) {
   static_assert(!P::kMalicious, "malicious group nodes go item by item (GroupNodesFromRows)");
-  const std::size_t base = static_cast<std::size_t>(edabit::kGroupBits * g);
+  const std::size_t base =
+      static_cast<std::size_t>(edabit::kGroupBits) * static_cast<std::size_t>(g);
   const int size = GroupSizeAt(g, low);
   const bool has_eq = g > 0;
   const GroupMonos monos = GroupMonosFor(size);

@@ -68,6 +68,7 @@ std::vector<Run> RunKernel(Kernel k, const Vec& x, const Vec& h, bool split) {
   });
   if (!AllOk(res)) return {};
   std::vector<Run> runs;
+  runs.reserve(res.size());
   for (auto& r : res) runs.push_back(r.value());
   return runs;
 }
