@@ -28,28 +28,74 @@ inline int GroupSizeAt(int g, int low) {
   return std::min(edabit::kGroupBits, low - edabit::kGroupBits * g);
 }
 
-// ---- semi-honest: bitsliced, one word (64 elements) at a time ----
+// ---- the polynomials as sets of monomials, per group size and c (both models) ----
 
-// Which monomials the (lt, eq) polynomials of a group of `size` positions hold (bit S:
-// prod_{t in S} r_{base+t}; depends on the size only): lt and eq start as lt_0 = r_0 ~c_0
-// and eq_0 = ~c_0 ^ r_0; each position t above multiplies both by eq_t = ~c_t ^ r_t (a
-// monomial S gives S and S | t), and lt gains lt_t = r_t ~c_t.
-struct GroupMonos {
-  std::uint32_t lt = 0, eq = 0;
-};
-constexpr GroupMonos GroupMonosFor(int size) {
-  GroupMonos out{1u << 1, (1u << 0) | (1u << 1)};
-  for (int t = 1; t < size; ++t) {
-    const unsigned bit = 1u << t;
-    GroupMonos next{1u << bit, 0};
-    for (unsigned s = 0; s < 16; ++s) {
-      if (((out.lt >> s) & 1) != 0) next.lt |= (1u << s) | (1u << (s | bit));
-      if (((out.eq >> s) & 1) != 0) next.eq |= (1u << s) | (1u << (s | bit));
+// Bit S of a PolySet: the monomial prod_{t in S} r_{base+t} is present (S = 0: the constant).
+using PolySet = std::uint32_t;
+
+constexpr PolySet PolySetTimes(PolySet a, PolySet b) {
+  PolySet out = 0;
+  for (unsigned s = 0; s < 16; ++s) {
+    if (((a >> s) & 1) == 0) continue;
+    for (unsigned t = 0; t < 16; ++t) {
+      if (((b >> t) & 1) != 0) out ^= PolySet{1} << (s | t);
     }
-    out = next;
   }
   return out;
 }
+
+struct GroupPolys {
+  PolySet lt = 0, eq = 0;
+};
+
+constexpr GroupPolys GroupPolysFor(int size, unsigned c) {
+  GroupPolys p;
+  for (int t = 0; t < size; ++t) {
+    const bool ct = ((c >> t) & 1) != 0;
+    const PolySet rt = PolySet{1} << (1u << t);
+    const PolySet lt_t = ct ? 0 : rt;                 // r_t & ~c_t
+    const PolySet eq_t = rt ^ (ct ? 0 : PolySet{1});  // r_t ^ ~c_t
+    if (t == 0) {
+      p = {lt_t, eq_t};
+      continue;
+    }
+    p.lt = lt_t ^ PolySetTimes(eq_t, p.lt);  // position t is above the range so far
+    p.eq = PolySetTimes(eq_t, p.eq);
+  }
+  return p;
+}
+
+struct GroupTable {
+  GroupPolys at[5][16]{};  // [size][c]
+};
+constexpr GroupTable MakeGroupTable() {
+  GroupTable t;
+  for (int size = 1; size <= 4; ++size) {
+    for (unsigned c = 0; c < (1u << size); ++c) t.at[size][c] = GroupPolysFor(size, c);
+  }
+  return t;
+}
+inline constexpr GroupTable kGroupTable = MakeGroupTable();
+
+// The monomials a group of `size` positions can hold whatever c is: those of c = 0 (every
+// factor ~c_t is 1, and products of distinct variables never cancel), a superset of every
+// c's (checked below).
+constexpr GroupPolys GroupMonosFor(int size) {
+  return kGroupTable.at[size][0];
+}
+constexpr bool EveryCsMonosAreInCZeros() {
+  for (int size = 1; size <= 4; ++size) {
+    const GroupPolys all = GroupMonosFor(size);
+    for (unsigned c = 0; c < (1u << size); ++c) {
+      const GroupPolys p = kGroupTable.at[size][c];
+      if ((p.lt & ~all.lt) != 0 || (p.eq & ~all.eq) != 0) return false;
+    }
+  }
+  return true;
+}
+static_assert(EveryCsMonosAreInCZeros());
+
+// ---- semi-honest: bitsliced, one word (64 elements) at a time ----
 
 // The group's (lt, eq) words for a group of kSize positions: c[t] = bit t of c (bitsliced),
 // m[S] the shares of monomial S. For each word of 64 elements the coefficients (bit vectors
@@ -58,7 +104,7 @@ template <int kSize, bool kEq>
 void GroupNodeWords(const std::array<const std::uint64_t*, edabit::kGroupBits>& c,
                     const std::array<const std::uint64_t*, 16>& m, bool party0, std::size_t words,
                     std::uint64_t* out_lt, std::uint64_t* out_eq) {
-  constexpr GroupMonos kMonos = GroupMonosFor(kSize);
+  constexpr GroupPolys kMonos = GroupMonosFor(kSize);
   for (std::size_t w = 0; w < words; ++w) {
     std::array<std::uint64_t, 16> lt{}, eq{};
     std::uint64_t nc = ~c[0][w];
@@ -106,7 +152,7 @@ Node<P> GroupNodeBitsliced(const BitKey& key, Mono&& mono, const std::vector<Pub
       static_cast<std::size_t>(edabit::kGroupBits) * static_cast<std::size_t>(g);
   const int size = GroupSizeAt(g, low);
   const bool has_eq = g > 0;
-  const GroupMonos monos = GroupMonosFor(size);
+  const GroupPolys monos = GroupMonosFor(size);
   std::array<const std::uint64_t*, edabit::kGroupBits> c{};
   for (int t = 0; t < size; ++t)
     c[static_cast<std::size_t>(t)] = cb[base + static_cast<std::size_t>(t)].w.data();
@@ -164,54 +210,7 @@ inline std::vector<PublicBits> BitslicedC(const std::vector<std::uint64_t>& c) {
   return cb;
 }
 
-// ---- malicious: the same polynomials as sets of monomials, evaluated item by item ----
-
-// Bit S of a PolySet: the monomial prod_{t in S} r_{base+t} is present (S = 0: the constant).
-using PolySet = std::uint32_t;
-
-constexpr PolySet PolySetTimes(PolySet a, PolySet b) {
-  PolySet out = 0;
-  for (unsigned s = 0; s < 16; ++s) {
-    if (((a >> s) & 1) == 0) continue;
-    for (unsigned t = 0; t < 16; ++t) {
-      if (((b >> t) & 1) != 0) out ^= PolySet{1} << (s | t);
-    }
-  }
-  return out;
-}
-
-struct GroupPolys {
-  PolySet lt = 0, eq = 0;
-};
-
-constexpr GroupPolys GroupPolysFor(int size, unsigned c) {
-  GroupPolys p;
-  for (int t = 0; t < size; ++t) {
-    const bool ct = ((c >> t) & 1) != 0;
-    const PolySet rt = PolySet{1} << (1u << t);
-    const PolySet lt_t = ct ? 0 : rt;                 // r_t & ~c_t
-    const PolySet eq_t = rt ^ (ct ? 0 : PolySet{1});  // r_t ^ ~c_t
-    if (t == 0) {
-      p = {lt_t, eq_t};
-      continue;
-    }
-    p.lt = lt_t ^ PolySetTimes(eq_t, p.lt);  // position t is above the range so far
-    p.eq = PolySetTimes(eq_t, p.eq);
-  }
-  return p;
-}
-
-struct GroupTable {
-  GroupPolys at[5][16]{};  // [size][c]
-};
-constexpr GroupTable MakeGroupTable() {
-  GroupTable t;
-  for (int size = 1; size <= 4; ++size) {
-    for (unsigned c = 0; c < (1u << size); ++c) t.at[size][c] = GroupPolysFor(size, c);
-  }
-  return t;
-}
-inline constexpr GroupTable kGroupTable = MakeGroupTable();
+// ---- malicious: the polynomials' monomial sets (above), evaluated item by item ----
 
 // Where an item-major row keeps its binary values: word[g][S] is the row word of the
 // monomial S of group g (value in bit 0), its MAC at word + mac_offset.
